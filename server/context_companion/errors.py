@@ -1,0 +1,63 @@
+"""The one exception tree of Context Companion.
+
+Every error the domain core raises on purpose derives from :class:`ContextCompanionError`, so
+the CLI and the language server can turn it into a one-line message (exit status 2, or a
+JSON-RPC ``InvalidParams`` error) instead of a traceback. Anything else that escapes is a bug.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ContextCompanionError(Exception):
+    """Base class. ``str(error)`` is a one-line, user-facing reason."""
+
+
+class SettingsError(ContextCompanionError):
+    """Raised when a settings layer does not validate.
+
+    Raised by :func:`context_companion.settings.resolve_settings` (and by the server when the
+    editor sends settings). ``source`` names the layer (a file path, ``"editor settings"``,
+    ``"environment"``), ``field`` the dotted field path in wire (camelCase) spelling, ``reason``
+    what is wrong. The server keeps its last good settings when it sees this.
+    """
+
+    def __init__(self, source: str, field: str, reason: str) -> None:
+        self.source = source
+        self.field = field
+        self.reason = reason
+        where = f"{source}: " if source else ""
+        at = f"{field}: " if field else ""
+        super().__init__(f"{where}{at}{reason}")
+
+
+class PromptError(ContextCompanionError):
+    """Raised when the instruction cannot be composed as configured.
+
+    For example a contributor of type ``file`` whose file is missing, or a
+    ``systemPromptFile`` template that does not exist (the message names the resolved path).
+    """
+
+
+class ProfileError(ContextCompanionError):
+    """Raised when an agent profile (``--profile FILE.json`` or a session's ``profile``) is invalid."""
+
+    def __init__(self, source: str, field: str, reason: str) -> None:
+        self.source = source
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{source}: {field}: {reason}" if field else f"{source}: {reason}")
+
+
+class MemoryWriteError(ContextCompanionError):
+    """Raised by ``add_memory`` when the fact is empty or the target file cannot be written.
+
+    The target file is never left partially written: writes go to a temporary file that is
+    renamed over the target.
+    """
+
+    def __init__(self, path: Path | None, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}" if path else reason)

@@ -1,0 +1,435 @@
+"""Settings: one pydantic model, resolved from layered sources.
+
+Layers, lowest to highest priority:
+
+1. the defaults below;
+2. the user file ``config.toml`` in the platformdirs user config dir for ``context-companion``;
+3. the workspace file ``.context-companion.toml`` (first workspace folder that has one);
+4. the editor's settings (initializationOptions / ``workspace/configuration``);
+5. environment variables ``CONTEXT_COMPANION_*``.
+
+Keys are camelCase on the wire and in files (``maxOpenFiles``); snake_case is accepted too.
+Each layer is validated on its own first, so an error names the layer it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from .errors import SettingsError
+
+ENV_PREFIX = "CONTEXT_COMPANION_"
+APP_NAME = "context-companion"
+WORKSPACE_SETTINGS_FILE = ".context-companion.toml"
+
+BUILTIN_SECTION_IDS: tuple[str, ...] = (
+    "preamble",
+    "coreMandates",
+    "agentContexts",
+    "agentSkills",
+    "hookContext",
+    "primaryWorkflows",
+    "planningWorkflow",
+    "operationalGuidelines",
+    "sandbox",
+    "git",
+    "finalReminder",
+)
+DYNAMIC_SOURCES: tuple[str, ...] = ("dateTime", "memory", "userInstructions", "toolListing", "environment")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+# --------------------------------------------------------------------------- agent profile
+
+
+class Skill(_Model):
+    """A skill the agent can activate (normally discovered from ``SKILL.md`` files)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    location: str = ""
+
+
+class Subagent(_Model):
+    """A sub-agent the main agent may delegate to."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+
+
+ApprovalMode = Literal["default", "plan", "autoEdit", "yolo"]
+SandboxMode = Literal["outside", "container", "macos-seatbelt"]
+
+
+class AgentProfile(_Model):
+    """Who the agent is for one session: model, tools, mode. Passed per session or in settings."""
+
+    model: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    interactive: bool = True
+    approval_mode: ApprovalMode = "default"
+    sandbox: SandboxMode = "outside"
+    skills: list[Skill] = Field(default_factory=list)
+    discover_skills: bool = True
+    subagents: list[Subagent] = Field(default_factory=list)
+    include_subagent_delegation: bool = False
+    mcp_instructions: str = ""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, tools: list[str]) -> list[str]:
+        for name in tools:
+            if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+                raise ValueError(f"tool name {name!r} may only hold letters, digits, '_', '-' and '.'")
+        return tools
+
+
+# --------------------------------------------------------------------------- prompt
+
+
+class ContributorConfig(_Model):
+    """One contributor of the system prompt (seed 004 shape, plus ``file``)."""
+
+    id: str = Field(min_length=1)
+    type: Literal["static", "dynamic", "file"] = "static"
+    priority: int = 100
+    enabled: bool = True
+    content: str | None = None
+    source: str | None = None
+    files: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> "ContributorConfig":
+        if not self.enabled:
+            return self
+        if self.type == "static" and not (self.content and self.content.strip()):
+            raise ValueError(f"contributor {self.id!r}: a static contributor needs non-empty 'content'")
+        if self.type == "dynamic":
+            if self.source not in DYNAMIC_SOURCES:
+                raise ValueError(
+                    f"contributor {self.id!r}: unknown source {self.source!r}; "
+                    f"expected one of {', '.join(DYNAMIC_SOURCES)}"
+                )
+        if self.type == "file" and not self.files:
+            raise ValueError(f"contributor {self.id!r}: a file contributor needs 'files'")
+        return self
+
+
+class SystemPromptConfig(_Model):
+    contributors: list[ContributorConfig] = Field(default_factory=list)
+
+
+class PromptSettings(_Model):
+    sections: dict[str, bool] = Field(default_factory=dict)
+
+    @field_validator("sections")
+    @classmethod
+    def _known_sections(cls, sections: dict[str, bool]) -> dict[str, bool]:
+        known = {s.lower(): s for s in BUILTIN_SECTION_IDS}
+        out: dict[str, bool] = {}
+        for key, value in sections.items():
+            canonical = known.get(key.lower())
+            if canonical is None:
+                raise ValueError(f"unknown section {key!r}; expected one of {', '.join(BUILTIN_SECTION_IDS)}")
+            out[canonical] = value
+        return out
+
+
+# --------------------------------------------------------------------------- environment, tokens
+
+
+class EnvironmentSettings(_Model):
+    placement: Literal["systemInstruction", "initialMessage", "off"] = "systemInstruction"
+    max_items: int = Field(default=200, ge=0, le=10_000)
+    include_folder_tree: bool = True
+
+
+class TokenSettings(_Model):
+    encoding: str = "o200k_base"
+    encoding_file: str | None = None
+
+
+# --------------------------------------------------------------------------- memory, context
+
+
+class MemorySettings(_Model):
+    file_names: list[str] = Field(default_factory=lambda: ["AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"])
+    read_vendor_globals: bool = True
+    boundary_markers: list[str] = Field(default_factory=lambda: [".git"])
+    max_file_bytes: int = Field(default=256 * 1024, ge=1)
+    max_tokens: int = Field(default=0, ge=0)
+    debounce_ms: int = Field(default=100, ge=0, le=10_000)
+    import_max_depth: int = Field(default=5, ge=0, le=20)
+    watch: bool = True
+
+    @field_validator("file_names")
+    @classmethod
+    def _plain_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name or "/" in name or "\\" in name or name in (".", ".."):
+                raise ValueError(f"{name!r} is not a plain file name")
+        return names
+
+
+class ContextSettings(_Model):
+    enabled: bool = True
+    max_open_files: int = Field(default=10, ge=0, le=1000)
+    max_selected_chars: int = Field(default=16384, ge=0)
+    cursor_context_lines: int = Field(default=0, ge=0, le=200)
+    exclude: list[str] = Field(default_factory=lambda: ["**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/*secret*"])
+
+
+# --------------------------------------------------------------------------- the whole
+
+
+class Settings(_Model):
+    """Every setting of Context Companion. See docs/configuration.md."""
+
+    system_prompt: Annotated[str | SystemPromptConfig | None, Field(union_mode="left_to_right")] = None
+    system_prompt_file: str | None = None
+    write_system_prompt_to: str | None = None
+    prompt: PromptSettings = Field(default_factory=PromptSettings)
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
+    tokens: TokenSettings = Field(default_factory=TokenSettings)
+    profile: AgentProfile = Field(default_factory=AgentProfile)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def _loc_to_path(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
+    """Turn a pydantic error location into a dotted camelCase field path."""
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+            continue
+        text = str(item)
+        if text in ("str", "SystemPromptConfig", "function-after[_check_kind(), ContributorConfig]"):
+            continue
+        if text.startswith(("function-", "json-or-python", "union[", "lax-or-strict")):
+            continue
+        parts.append(("." if parts else "") + to_camel(text) if "_" in text else ("." if parts else "") + text)
+    return "".join(parts)
+
+
+def first_error(exc: ValidationError, source: str, model: type[BaseModel] = Settings) -> SettingsError:
+    """The most useful single error of a pydantic ``ValidationError``, as a :class:`SettingsError`."""
+    errors = exc.errors(include_url=False)
+    # For ``systemPrompt`` (str | object) prefer the error of the object branch.
+    errors.sort(key=lambda e: (0 if "SystemPromptConfig" in map(str, e["loc"]) else 1))
+    err = errors[0]
+    msg = str(err["msg"])
+    if err["type"] == "extra_forbidden":
+        msg = "unknown setting"
+    msg = msg.removeprefix("Value error, ")
+    return SettingsError(source, _loc_to_path(tuple(err["loc"]), model), msg)
+
+
+def validate_layer(data: Mapping[str, Any], source: str) -> Settings:
+    """Validate one layer alone (every field has a default). Raises :class:`SettingsError`."""
+    if not isinstance(data, Mapping):
+        raise SettingsError(source, "", f"expected a table/object of settings, got {type(data).__name__}")
+    try:
+        return Settings.model_validate(dict(data))
+    except ValidationError as exc:
+        raise first_error(exc, source) from None
+
+
+def _normalise_keys(data: Any) -> Any:
+    """snake_case → camelCase for dict keys, recursively (so layers merge key by key)."""
+    if isinstance(data, Mapping):
+        return {(to_camel(k) if isinstance(k, str) and "_" in k else k): _normalise_keys(v) for k, v in data.items()}
+    return data
+
+
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``over`` into a copy of ``base``; nested tables merge, everything else replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) and key != "systemPrompt":
+            out[key] = deep_merge(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def user_config_dir() -> Path:
+    """The user's config dir for context-companion (``CONTEXT_COMPANION_CONFIG_DIR`` overrides)."""
+    override = os.environ.get(ENV_PREFIX + "CONFIG_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_config_dir as _ucd
+
+    return Path(_ucd(APP_NAME, appauthor=False))
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML settings file. Raises :class:`SettingsError` naming the file."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(str(path), "", f"not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise SettingsError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
+
+
+_FIELD_INDEX: dict[type[BaseModel], dict[str, tuple[str, Any]]] = {}
+
+
+def _fields_of(model: type[BaseModel]) -> dict[str, tuple[str, Any]]:
+    """``{folded name: (alias, annotation)}`` where folded drops case and underscores."""
+    if model not in _FIELD_INDEX:
+        _FIELD_INDEX[model] = {
+            name.replace("_", "").lower(): (info.alias or name, info.annotation) for name, info in model.model_fields.items()
+        }
+    return _FIELD_INDEX[model]
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Settings from ``CONTEXT_COMPANION_*`` variables.
+
+    * ``CONTEXT_COMPANION_<FIELD>__<FIELD>`` sets any setting; ``__`` separates nesting levels,
+      names match case-insensitively with or without underscores
+      (``CONTEXT_COMPANION_MEMORY__MAX_TOKENS=2000``). Values are JSON when they parse as JSON
+      (numbers, booleans, lists), else plain strings.
+    * ``CONTEXT_COMPANION_PROMPT_<ID>=0|false|1|true`` switches a built-in section.
+    * ``CONTEXT_COMPANION_SYSTEM_MD`` and ``CONTEXT_COMPANION_WRITE_SYSTEM_MD`` (see docs/prompt.md).
+    """
+    out: dict[str, Any] = {}
+    section_ids = {s.lower(): s for s in BUILTIN_SECTION_IDS}
+    for key in sorted(environ):
+        if not key.startswith(ENV_PREFIX):
+            continue
+        rest = key[len(ENV_PREFIX) :]
+        raw = environ[key]
+        if rest in ("SYSTEM_MD", "WRITE_SYSTEM_MD", "CONFIG_DIR", "LOG_LEVEL"):
+            continue  # handled where they are used
+        if rest.startswith("PROMPT_") and "__" not in rest:
+            section = section_ids.get(rest[len("PROMPT_") :].lower())
+            if section is None:
+                raise SettingsError("environment", key, f"unknown section; expected one of {', '.join(BUILTIN_SECTION_IDS)}")
+            value = raw.strip().lower()
+            if value in ("0", "false", "no", "off"):
+                enabled = False
+            elif value in ("1", "true", "yes", "on"):
+                enabled = True
+            else:
+                raise SettingsError("environment", key, f"expected 0, 1, true or false, got {raw!r}")
+            out.setdefault("prompt", {}).setdefault("sections", {})[section] = enabled
+            continue
+        parts = rest.split("__")
+        model: type[BaseModel] | None = Settings
+        target = out
+        path: list[str] = []
+        for i, part in enumerate(parts):
+            fields = _fields_of(model) if model is not None else {}
+            hit = fields.get(part.replace("_", "").lower())
+            if hit is None:
+                raise SettingsError("environment", key, "unknown setting")
+            alias, annotation = hit
+            path.append(alias)
+            if i == len(parts) - 1:
+                target[alias] = _parse_env_value(raw)
+            else:
+                target = target.setdefault(alias, {})
+                model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return out
+
+
+def system_md_env(environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """``CONTEXT_COMPANION_SYSTEM_MD`` → ``("switch"|"off"|"path", value)`` or None when unset."""
+    raw = environ.get(ENV_PREFIX + "SYSTEM_MD")
+    if raw is None or raw.strip() == "":
+        return None
+    low = raw.strip().lower()
+    if low in ("1", "true"):
+        return ("switch", "")
+    if low in ("0", "false"):
+        return ("off", "")
+    return ("path", raw.strip())
+
+
+class SettingsSources(BaseModel):
+    """Where resolved settings came from (for ``--json`` output and logs)."""
+
+    model_config = ConfigDict(frozen=True)
+    files: list[str] = Field(default_factory=list)
+    editor: bool = False
+    env_keys: list[str] = Field(default_factory=list)
+
+
+def resolve_settings(
+    workspace_folders: list[Path] | tuple[Path, ...] = (),
+    editor: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    user_dir: Path | None = None,
+) -> Settings:
+    """Resolve the layered settings. Raises :class:`SettingsError` naming the bad layer."""
+    environ = os.environ if environ is None else environ
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    user_file = (user_dir if user_dir is not None else user_config_dir()) / "config.toml"
+    if user_file.is_file():
+        layers.append((str(user_file), read_toml(user_file)))
+    for folder in workspace_folders:
+        ws_file = Path(folder) / WORKSPACE_SETTINGS_FILE
+        if ws_file.is_file():
+            layers.append((str(ws_file), read_toml(ws_file)))
+            break
+    if editor:
+        layers.append(("editor settings", editor))
+    env = env_layer(environ)
+    if env:
+        layers.append(("environment", env))
+
+    merged: dict[str, Any] = {}
+    for source, data in layers:
+        validate_layer(data, source)
+        merged = deep_merge(merged, _normalise_keys(data))
+    return validate_layer(merged, "settings")
+
+
+def parse_profile(data: Any, source: str) -> AgentProfile:
+    """Validate an agent profile given per session or in a ``--profile`` file."""
+    from .errors import ProfileError
+
+    if not isinstance(data, Mapping):
+        raise ProfileError(source, "", f"a profile must be an object, got {type(data).__name__}")
+    try:
+        return AgentProfile.model_validate(dict(data))
+    except ValidationError as exc:
+        err = first_error(exc, source, AgentProfile)
+        raise ProfileError(source, err.field, err.reason) from None
