@@ -93,6 +93,8 @@ class AgentProfile(_Model):
     subagents: list[Subagent] = Field(default_factory=list)
     include_subagent_delegation: bool = False
     mcp_instructions: str = ""
+    hooks: bool = False
+    user_instructions: str = ""
 
     @field_validator("tools")
     @classmethod

@@ -21,6 +21,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+import logging
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Tokenizer", "estimate_tokens", "encoding_for_model"]
 
@@ -114,12 +117,15 @@ class Tokenizer:
 
                     enc = tiktoken.get_encoding(self.encoding_name)
                 except Exception as exc:  # noqa: BLE001 - offline, unknown name, corrupt cache
-                    first_line = str(exc).splitlines()[0] if str(exc) else ""
-                    reasons.append(f"encoding {self.encoding_name!r} unavailable ({type(exc).__name__}: {first_line[:120]})")
+                    reasons.append(
+                        f"encoding {self.encoding_name!r} could not be loaded ({type(exc).__name__}); set "
+                        "tokens.encodingFile to a local .tiktoken file or TIKTOKEN_CACHE_DIR to a cache holding it"
+                    )
             self._enc = enc
             if enc is None:
                 self.estimated = True
                 self.reason = "; ".join(reasons) + "; counts are estimated (about 4 bytes a token)"
+                log.warning("token counts are estimated: %s", self.reason)
             self._loaded = True
 
     def count(self, text: str) -> int:

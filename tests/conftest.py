@@ -1,0 +1,60 @@
+"""Shared fixtures: an offline tiktoken encoding, isolated user dirs and environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(__file__).parent / ".no-tiktoken-cache"))
+
+
+def make_tiny_encoding(name: str = "tiny_test"):
+    """A real tiktoken Encoding: the 256 single bytes plus a few merges (no network)."""
+    import tiktoken
+
+    ranks = {bytes([i]): i for i in range(256)}
+    for word in (b"th", b"he", b"the", b" t", b" the", b"in", b"er", b"an", b"re", b"on", b"es", b"st"):
+        ranks.setdefault(word, len(ranks))
+    pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    return tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+
+
+@pytest.fixture
+def tiny_encoding():
+    return make_tiny_encoding()
+
+
+@pytest.fixture
+def tokenizer(tiny_encoding):
+    from context_companion.tokens import Tokenizer
+
+    return Tokenizer("tiny_test", encoding_obj=tiny_encoding)
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "user-config"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """No test reads the developer's real config dir or CONTEXT_COMPANION_* variables."""
+    for key in list(os.environ):
+        if key.startswith("CONTEXT_COMPANION_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("CONTEXT_COMPANION_CONFIG_DIR", str(tmp_path / "home" / ".config" / "context-companion"))
+    monkeypatch.setenv("HOME", str(home))
+    yield

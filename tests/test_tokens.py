@@ -1,0 +1,49 @@
+"""Token counting: a real local encoding file, the offline fallback, the per-text cache."""
+
+from __future__ import annotations
+
+import base64
+
+from context_companion.tokens import Tokenizer, encoding_for_model, estimate_tokens
+
+
+def write_ranks(path, encoding) -> None:
+    lines = [f"{base64.b64encode(tok).decode()} {rank}" for tok, rank in encoding._mergeable_ranks.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_encoding_file_loads_offline(tmp_path, tiny_encoding):
+    ranks = tmp_path / "tiny.tiktoken"
+    write_ranks(ranks, tiny_encoding)
+    tok = Tokenizer("o200k_base", ranks)
+    n = tok.count("the theme of the thesis")
+    assert tok.estimated is False and tok.reason is None
+    # merges apply: fewer tokens than bytes
+    assert 0 < n < len("the theme of the thesis")
+
+
+def test_unloadable_encoding_falls_back_to_estimate_and_says_why(tmp_path):
+    tok = Tokenizer("no_such_encoding", tmp_path / "missing.tiktoken")
+    assert tok.count("abcdefgh") == estimate_tokens("abcdefgh") == 2
+    assert tok.estimated is True
+    assert "missing.tiktoken" in tok.reason and "estimated" in tok.reason
+    assert tok.describe()["estimated"] is True
+
+
+def test_counts_are_cached_per_text(tiny_encoding):
+    calls = []
+
+    class Counting:
+        def encode(self, text, disallowed_special=()):
+            calls.append(text)
+            return tiny_encoding.encode(text, disallowed_special=disallowed_special)
+
+    tok = Tokenizer("tiny", encoding_obj=Counting())
+    assert tok.count("hello there") == tok.count("hello there")
+    assert calls == ["hello there"]
+
+
+def test_model_picks_encoding():
+    assert encoding_for_model("gpt-4o", "cl100k_base") == "o200k_base"
+    assert encoding_for_model("some-local-model", "cl100k_base") == "cl100k_base"
+    assert encoding_for_model(None, "o200k_base") == "o200k_base"
