@@ -1,0 +1,100 @@
+/**
+ * Context Companion for VS Code: starts the language server, reports the cursor, shows the system
+ * instruction, and lets other extensions call the server's commands
+ * (`vscode.commands.executeCommand('contextCompanion.getSystemInstruction', {...})`).
+ */
+import * as vscode from 'vscode';
+import { CursorTracker } from './cursorTracker';
+import { InstructionModel } from './instruction';
+import { registerPalette } from './palette';
+import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
+import { ServerConnection } from './serverConnection';
+import { countIncluded, formatStatus, type StatusState } from './statusText';
+import { VIEW_SCHEME, ViewProvider } from './views';
+
+/** What `vscode.extensions.getExtension('context-companion.context-companion').activate()` returns. */
+export interface ContextCompanionApi {
+  /** Resolves once the server runs (its commands are registered); rejects with the reason when it cannot start. */
+  ready(): Promise<void>;
+  /** Fires on every `contextCompanion/systemInstructionChanged` from the server. */
+  readonly onDidChangeSystemInstruction: vscode.Event<InstructionChangedParams>;
+}
+
+let server: ServerConnection | undefined;
+
+export function activate(context: vscode.ExtensionContext): ContextCompanionApi {
+  const output = vscode.window.createOutputChannel('Context Companion');
+  server = new ServerConnection(context, output);
+  const instruction = new InstructionModel(server);
+  const views = new ViewProvider(instruction);
+  const cursor = new CursorTracker(server);
+
+  const status = vscode.window.createStatusBarItem('contextCompanion.status', vscode.StatusBarAlignment.Right, 100);
+  status.name = 'Context Companion';
+  const showStatus = (state: StatusState): void => {
+    const view = formatStatus(state);
+    status.text = view.text;
+    status.tooltip = view.tooltip;
+    status.command = view.command;
+    status.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    status.show();
+  };
+  const readyStatus = (result: SystemInstructionResult): void => {
+    if (result.tokens) {
+      showStatus({ kind: 'ready', tokens: result.tokens, memoryFiles: countIncluded(result.memoryFiles) });
+    }
+  };
+  showStatus({ kind: 'starting' });
+
+  const srv = server;
+  context.subscriptions.push(
+    output,
+    status,
+    srv,
+    instruction,
+    views,
+    cursor,
+    vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views),
+    instruction.onDidChange(readyStatus),
+    srv.onDidChangeState((state) => {
+      if (state.kind === 'running') {
+        if (instruction.current) readyStatus(instruction.current);
+        return;
+      }
+      showStatus(state.kind === 'error' ? state : { kind: state.kind });
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (
+        e.affectsConfiguration('contextCompanion.serverCommand') ||
+        e.affectsConfiguration('contextCompanion.interpreter')
+      ) {
+        const restart = 'Restart Server';
+        const choice = await vscode.window.showInformationMessage(
+          'Context Companion: the server command changed. Restart the server to use it?',
+          restart,
+        );
+        if (choice === restart) await vscode.commands.executeCommand(PaletteCommand.restartServer);
+      }
+    }),
+    ...registerPalette(srv, instruction, views, cursor),
+  );
+
+  void srv.start();
+
+  return {
+    async ready(): Promise<void> {
+      const state = await srv.whenSettled();
+      if (state.kind !== 'running') {
+        throw new Error(
+          state.kind === 'error' ? `Context Companion: ${state.message}` : 'Context Companion: the server is not running.',
+        );
+      }
+    },
+    onDidChangeSystemInstruction: srv.onDidChangeInstruction,
+  };
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

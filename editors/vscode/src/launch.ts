@@ -1,0 +1,238 @@
+/**
+ * How the server process is found and started, and what to tell the user when it cannot be.
+ * No `vscode` import: unit-tested in test/launch.test.ts.
+ */
+import { execFile } from 'node:child_process';
+
+/** Arguments that run the server from a Python interpreter (the client appends `--stdio`). */
+export const SERVER_MODULE_ARGS: readonly string[] = ['-m', 'context_companion', 'serve'];
+/** The module the import probe checks for. */
+export const SERVER_MODULE = 'context_companion';
+/** What `pip install` needs to install the server. */
+export const PIP_PACKAGE = 'context-companion';
+
+export type LaunchSource = 'serverCommand' | 'interpreter' | 'pythonExtension' | 'path';
+
+export interface LaunchInputs {
+  /** Raw value of `contextCompanion.serverCommand` (anything a settings.json may hold). */
+  serverCommand: unknown;
+  /** Raw value of `contextCompanion.interpreter`. */
+  interpreter: unknown;
+  /** The Python extension's command line for its active interpreter, when that extension is installed. */
+  pythonExtension?: readonly string[];
+  platform: string;
+  home: string;
+  workspaceFolder?: string;
+}
+
+export interface LaunchPlan {
+  command: string;
+  args: string[];
+  source: LaunchSource;
+  /** The interpreter command line (without the module args), when the server runs from Python. */
+  python?: string[];
+}
+
+/** A launch setting holds something that cannot be run; `setting` names it for the message. */
+export class LaunchSettingError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'LaunchSettingError';
+  }
+}
+
+interface ExpandContext {
+  home: string;
+  workspaceFolder?: string;
+}
+
+/** Expand `${workspaceFolder}`, `${userHome}` and a leading `~` (as VS Code's own settings do). */
+export function expandPath(value: string, ctx: ExpandContext, setting: string): string {
+  let out = value;
+  if (out === '~' || out.startsWith('~/') || out.startsWith('~\\')) {
+    out = ctx.home + out.slice(1);
+  }
+  out = out.replace(/\$\{userHome\}/g, ctx.home);
+  if (out.includes('${workspaceFolder}')) {
+    if (!ctx.workspaceFolder) {
+      throw new LaunchSettingError(setting, `${setting} uses \${workspaceFolder}, but no folder is open.`);
+    }
+    out = out.replace(/\$\{workspaceFolder\}/g, ctx.workspaceFolder);
+  }
+  return out;
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return `a ${typeof value}`;
+}
+
+/**
+ * Pick the server command line. Order: `serverCommand` → `interpreter` → the Python extension's
+ * active interpreter → `python3` (`python` on Windows) on PATH.
+ * Throws {@link LaunchSettingError} when a setting is set to something unusable.
+ */
+export function resolveLaunch(inputs: LaunchInputs): LaunchPlan {
+  const ctx: ExpandContext = { home: inputs.home, workspaceFolder: inputs.workspaceFolder };
+  const raw = inputs.serverCommand;
+  if (raw !== undefined && raw !== null && !(Array.isArray(raw) && raw.length === 0)) {
+    const setting = 'contextCompanion.serverCommand';
+    if (!Array.isArray(raw)) {
+      throw new LaunchSettingError(
+        setting,
+        `${setting} must be a list of strings such as ["context-companion", "serve"], not ${describeType(raw)}.`,
+      );
+    }
+    raw.forEach((item, i) => {
+      if (typeof item !== 'string') {
+        throw new LaunchSettingError(setting, `${setting}: item ${i + 1} must be a string, not ${describeType(item)}.`);
+      }
+    });
+    const parts = raw as string[];
+    if (parts[0].trim() === '') {
+      throw new LaunchSettingError(setting, `${setting}: the first item (the program to run) is empty.`);
+    }
+    const [command, ...args] = parts.map((p) => expandPath(p, ctx, setting));
+    return { command, args, source: 'serverCommand' };
+  }
+
+  const interp = inputs.interpreter;
+  if (interp !== undefined && interp !== null && !(typeof interp === 'string' && interp.trim() === '')) {
+    const setting = 'contextCompanion.interpreter';
+    if (typeof interp !== 'string') {
+      throw new LaunchSettingError(setting, `${setting} must be the path of a Python interpreter, not ${describeType(interp)}.`);
+    }
+    return fromPython([expandPath(interp.trim(), ctx, setting)], 'interpreter');
+  }
+
+  const fromExtension = (inputs.pythonExtension ?? []).filter((p) => typeof p === 'string' && p !== '');
+  if (fromExtension.length > 0) {
+    return fromPython(fromExtension, 'pythonExtension');
+  }
+  return fromPython([inputs.platform === 'win32' ? 'python' : 'python3'], 'path');
+}
+
+function fromPython(python: string[], source: LaunchSource): LaunchPlan {
+  const [command, ...prefix] = python;
+  return { command, args: [...prefix, ...SERVER_MODULE_ARGS], source, python };
+}
+
+/** Quote one argument for the user's shell, only when it needs it. */
+export function shellQuote(arg: string, platform: string): string {
+  if (arg !== '' && /^[A-Za-z0-9_@%+=:,./\\-]+$/.test(arg)) {
+    return arg;
+  }
+  if (platform === 'win32') {
+    return `"${arg.replace(/"/g, '\\"')}"`;
+  }
+  return `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The exact command that installs the server into the interpreter the extension runs. */
+export function pipInstallCommand(python: readonly string[], platform: string): string {
+  return [...python, '-m', 'pip', 'install', PIP_PACKAGE].map((a) => shellQuote(a, platform)).join(' ');
+}
+
+/** How long the import probe may take before it counts as hung. */
+export const PROBE_TIMEOUT_MS = 30_000;
+
+/** The arguments of the probe that checks the interpreter can import the server package. */
+export function probeArgs(python: readonly string[]): { command: string; args: string[] } {
+  const [command, ...prefix] = python;
+  return { command, args: [...prefix, '-c', `import ${SERVER_MODULE}`] };
+}
+
+export interface ProbeResult {
+  /** Node's spawn error code (`ENOENT`, `EACCES`, ...) when the process could not start. */
+  spawnError?: string;
+  exitCode: number | null;
+  /** True when the probe was killed for taking too long. */
+  timedOut?: boolean;
+  stderr: string;
+}
+
+/** Run the import probe for `python` (a command line such as `['python3']`). Never rejects. */
+export function runProbe(python: readonly string[], timeoutMs = PROBE_TIMEOUT_MS, cwd?: string): Promise<ProbeResult> {
+  const { command, args } = probeArgs(python);
+  return new Promise((resolve) => {
+    execFile(command, args, { timeout: timeoutMs, windowsHide: true, cwd }, (error, _stdout, stderr) => {
+      const text = String(stderr ?? '');
+      if (!error) return resolve({ exitCode: 0, stderr: text });
+      const e = error as NodeJS.ErrnoException & { killed?: boolean; code?: string | number };
+      if (typeof e.code === 'string') return resolve({ spawnError: e.code, exitCode: null, stderr: text });
+      resolve({ exitCode: typeof e.code === 'number' ? e.code : null, timedOut: e.killed === true, stderr: text });
+    });
+  });
+}
+
+export type ProbeOutcome =
+  | { kind: 'ok' }
+  | { kind: 'noInterpreter'; message: string }
+  | { kind: 'missingPackage'; message: string; installCommand: string }
+  | { kind: 'broken'; message: string };
+
+function lastLine(text: string): string {
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  return lines.length > 0 ? lines[lines.length - 1] : '';
+}
+
+/** Turn the import probe's result into what the user is told. */
+export function classifyProbe(result: ProbeResult, plan: LaunchPlan, platform: string): ProbeOutcome {
+  const python = plan.python ?? [plan.command];
+  const shown = python.map((a) => shellQuote(a, platform)).join(' ');
+  const where = describeSource(plan.source);
+  if (result.spawnError) {
+    const why = result.spawnError === 'ENOENT' ? 'was not found' : `could not be started (${result.spawnError})`;
+    return {
+      kind: 'noInterpreter',
+      message:
+        `The Python interpreter ${shown} (${where}) ${why}. ` +
+        'Set "contextCompanion.interpreter" to a Python that has the context-companion package installed.',
+    };
+  }
+  if (result.timedOut) {
+    return {
+      kind: 'broken',
+      message: `${shown} did not finish "import ${SERVER_MODULE}" in time.`,
+    };
+  }
+  if (result.exitCode === 0) {
+    return { kind: 'ok' };
+  }
+  const err = result.stderr;
+  if (new RegExp(`No module named '?${SERVER_MODULE}'?(\\s|$)`).test(err)) {
+    const installCommand = pipInstallCommand(python, platform);
+    return {
+      kind: 'missingPackage',
+      message:
+        `The server package is not installed for ${shown} (${where}). ` +
+        `Install it with: ${installCommand}`,
+      installCommand,
+    };
+  }
+  const detail = lastLine(err) || `exit status ${result.exitCode}`;
+  return {
+    kind: 'broken',
+    message: `${shown} cannot import ${SERVER_MODULE}: ${detail}`,
+  };
+}
+
+export function describeSource(source: LaunchSource): string {
+  switch (source) {
+    case 'serverCommand':
+      return 'from contextCompanion.serverCommand';
+    case 'interpreter':
+      return 'from contextCompanion.interpreter';
+    case 'pythonExtension':
+      return "the Python extension's active interpreter";
+    case 'path':
+      return 'looked up on PATH';
+  }
+}

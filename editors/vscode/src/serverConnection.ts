@@ -1,0 +1,355 @@
+/**
+ * Starts, stops and talks to the Context Companion language server.
+ */
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  type ErrorHandler,
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { classifyProbe, describeSource, LaunchSettingError, type LaunchPlan, resolveLaunch, runProbe } from './launch';
+import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
+import { activePythonInterpreter, onPythonInterpreterChanged } from './pythonInterpreter';
+import { buildServerSettings, isOwnSection, SECTION, sectionValue, serverSettingKeys } from './settingsPayload';
+
+const CLIENT_ID = 'contextCompanion';
+const CLIENT_NAME = 'Context Companion';
+const STOP_TIMEOUT_MS = 3_000;
+const MAX_RESTARTS = 4;
+const RESTART_WINDOW_MS = 3 * 60_000;
+
+/** Thrown by {@link ServerConnection.execute} when there is no running server to ask. */
+export class ServerNotRunningError extends Error {
+  constructor(readonly reason: string | undefined) {
+    super(reason ? `The server is not running: ${reason}` : 'The server is not running.');
+    this.name = 'ServerNotRunningError';
+  }
+}
+
+export type ConnectionState = { kind: 'starting' } | { kind: 'running' } | { kind: 'stopped' } | { kind: 'error'; message: string };
+
+export class ServerConnection implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private current: ConnectionState = { kind: 'stopped' };
+  private readonly settingKeys: string[];
+  private pythonWatch: vscode.Disposable | undefined;
+  /** True between an automatic restart after a crash and the server running again. */
+  private recovering = false;
+
+  private readonly stateEmitter = new vscode.EventEmitter<ConnectionState>();
+  /** Fires on every state change (starting, running, stopped, error). */
+  readonly onDidChangeState = this.stateEmitter.event;
+  private readonly instructionEmitter = new vscode.EventEmitter<InstructionChangedParams>();
+  /** Fires on `contextCompanion/systemInstructionChanged`. */
+  readonly onDidChangeInstruction = this.instructionEmitter.event;
+
+  constructor(
+    context: vscode.ExtensionContext,
+    readonly output: vscode.OutputChannel,
+  ) {
+    this.settingKeys = serverSettingKeys(context.extension.packageJSON);
+  }
+
+  get state(): ConnectionState {
+    return this.current;
+  }
+
+  get running(): boolean {
+    return this.current.kind === 'running' && this.client?.state === State.Running;
+  }
+
+  /** Start the server (no-op when running). Resolves once it runs or has failed; never rejects. */
+  start(): Promise<void> {
+    return this.serialise(() => this.doStart());
+  }
+
+  stop(): Promise<void> {
+    return this.serialise(() => this.doStop());
+  }
+
+  restart(): Promise<void> {
+    return this.serialise(async () => {
+      await this.doStop();
+      await this.doStart();
+    });
+  }
+
+  /** Wait for pending start/stop work, then report whether the server runs. */
+  async whenSettled(): Promise<ConnectionState> {
+    await this.queue;
+    return this.current;
+  }
+
+  /** Run a server command through workspace/executeCommand. */
+  async execute<T>(command: string, arg?: object): Promise<T> {
+    const client = this.client;
+    if (!client || !this.running) {
+      throw new ServerNotRunningError(this.current.kind === 'error' ? this.current.message : undefined);
+    }
+    return (await client.sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: arg === undefined ? [] : [arg],
+    })) as T;
+  }
+
+  /** Send a notification when running; returns whether it was sent. */
+  notify(method: string, params: object): boolean {
+    if (!this.client || !this.running) return false;
+    this.client.sendNotification(method, params).catch((err: unknown) => {
+      this.log(`Could not send ${method}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    return true;
+  }
+
+  /** The URI string the client uses for a document (matches didOpen). */
+  asUri(uri: vscode.Uri): string {
+    return this.client ? this.client.code2ProtocolConverter.asUri(uri) : uri.toString();
+  }
+
+  /** The settings sent to the server, for the folder `scope` (or the first workspace folder). */
+  serverSettings(scope?: vscode.Uri): Record<string, unknown> {
+    const resource = scope ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    const config = vscode.workspace.getConfiguration(SECTION, resource);
+    return buildServerSettings(this.settingKeys, (key) => config.inspect(key));
+  }
+
+  log(line: string): void {
+    this.output.appendLine(`[client ${new Date().toLocaleTimeString()}] ${line}`);
+  }
+
+  dispose(): void {
+    this.pythonWatch?.dispose();
+    void this.doStop();
+    this.stateEmitter.dispose();
+    this.instructionEmitter.dispose();
+  }
+
+  private serialise(work: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(work, work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private setState(state: ConnectionState): void {
+    this.current = state;
+    this.stateEmitter.fire(state);
+  }
+
+  private fail(message: string): void {
+    this.log(message);
+    this.setState({ kind: 'error', message });
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.client) return;
+    this.setState({ kind: 'starting' });
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
+
+    let plan: LaunchPlan;
+    try {
+      const serverCommand = config.get<unknown>('serverCommand');
+      const interpreter = config.get<unknown>('interpreter');
+      const needPython =
+        !(Array.isArray(serverCommand) && serverCommand.length > 0) &&
+        !(typeof interpreter === 'string' && interpreter.trim() !== '');
+      plan = resolveLaunch({
+        serverCommand,
+        interpreter,
+        pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
+        platform: process.platform,
+        home: os.homedir(),
+        workspaceFolder: folder?.uri.fsPath,
+      });
+    } catch (err) {
+      if (err instanceof LaunchSettingError) {
+        this.fail(err.message);
+        void this.offerSettings(err.message, err.setting);
+        return;
+      }
+      throw err;
+    }
+    this.log(`Server command (${describeSource(plan.source)}): ${[plan.command, ...plan.args].join(' ')}`);
+    await this.watchPythonExtension(plan);
+
+    if (plan.python && !(await this.probe(plan))) return;
+
+    const serverOptions: ServerOptions = {
+      command: plan.command,
+      args: plan.args,
+      transport: TransportKind.stdio,
+      options: { cwd: folder?.uri.fsPath ?? os.homedir(), env: { ...process.env } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: this.serverSettings(),
+      errorHandler: this.errorHandler(),
+      synchronize: { configurationSection: SECTION },
+      middleware: {
+        workspace: {
+          // Answer workspace/configuration for our section with explicit, server-only settings.
+          configuration: async (params, token, next) => {
+            const own = params.items.map((item) => isOwnSection(item.section));
+            const others = params.items.filter((_, i) => !own[i]);
+            const answered = others.length > 0 ? await next({ items: others }, token) : [];
+            if (answered instanceof Error) return answered;
+            const rest = [...(answered as unknown[])];
+            return params.items.map((item, i) => {
+              if (!own[i]) return rest.shift();
+              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+              return sectionValue(this.serverSettings(scope), item.section);
+            });
+          },
+          // Push the same filtered settings instead of the raw section.
+          didChangeConfiguration: async (sections, next) => {
+            if (!sections || !sections.includes(SECTION) || !this.client) {
+              return next(sections);
+            }
+            await this.client.sendNotification(DidChangeConfigurationNotification.type, {
+              settings: { [SECTION]: this.serverSettings() },
+            });
+          },
+        },
+      },
+    };
+
+    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+    client.onNotification(INSTRUCTION_CHANGED_NOTIFICATION, (params: InstructionChangedParams) => {
+      this.instructionEmitter.fire(params);
+    });
+    client.onDidChangeState((e) => {
+      if (this.client === client && e.newState === State.Running && this.current.kind !== 'running') {
+        this.recovering = false;
+        this.log('Server running.');
+        this.setState({ kind: 'running' });
+      }
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (err) {
+      this.client = undefined;
+      await client.dispose().catch(() => undefined);
+      const why = err instanceof Error ? err.message : String(err);
+      this.fail(`The server did not start: ${why}`);
+      void this.offerOutput(`The server did not start: ${why}`);
+      return;
+    }
+    if (this.current.kind !== 'running') {
+      this.log('Server running.');
+      this.setState({ kind: 'running' });
+    }
+  }
+
+  /**
+   * Restart a server that crashed after it had started, at most MAX_RESTARTS times in
+   * RESTART_WINDOW_MS; never restart one that fails while starting (that would loop).
+   */
+  private errorHandler(): ErrorHandler {
+    const crashes: number[] = [];
+    return {
+      error: (_error, _message, count) => ({
+        action: count !== undefined && count > 3 ? ErrorAction.Shutdown : ErrorAction.Continue,
+        handled: true,
+      }),
+      closed: () => {
+        if (this.current.kind !== 'running' && !this.recovering) {
+          return { action: CloseAction.DoNotRestart, handled: true };
+        }
+        const now = Date.now();
+        crashes.push(now);
+        while (crashes.length > 0 && now - crashes[0] > RESTART_WINDOW_MS) crashes.shift();
+        if (crashes.length <= MAX_RESTARTS) {
+          this.log('The server stopped unexpectedly; starting it again.');
+          this.recovering = true;
+          this.setState({ kind: 'starting' });
+          return { action: CloseAction.Restart, handled: true };
+        }
+        this.recovering = false;
+        this.fail(
+          `The server stopped ${crashes.length} times in a few minutes and is left stopped. ` +
+            'See the "Context Companion" output, then run "Context Companion: Restart Server".',
+        );
+        void this.offerOutput(this.current.kind === 'error' ? this.current.message : 'The server stopped.');
+        return { action: CloseAction.DoNotRestart, handled: true };
+      },
+    };
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.recovering = false;
+    if (client) {
+      try {
+        if (client.needsStop()) await client.stop(STOP_TIMEOUT_MS);
+      } catch (err) {
+        this.log(`Stopping the server: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      await client.dispose().catch(() => undefined);
+    }
+    if (this.current.kind !== 'error' || client) this.setState({ kind: 'stopped' });
+  }
+
+  /** Check the interpreter can import the server package; tell the user how to fix it if not. */
+  private async probe(plan: LaunchPlan): Promise<boolean> {
+    const result = await runProbe(plan.python ?? [plan.command], undefined, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+    const outcome = classifyProbe(result, plan, process.platform);
+    if (outcome.kind === 'ok') return true;
+    this.fail(outcome.message);
+    if (result.stderr.trim()) this.output.appendLine(result.stderr.trimEnd());
+    if (outcome.kind === 'missingPackage') {
+      void vscode.window
+        .showErrorMessage(`${CLIENT_NAME}: ${outcome.message}`, 'Copy Command', 'Open Settings')
+        .then(async (choice) => {
+          if (choice === 'Copy Command') {
+            await vscode.env.clipboard.writeText(outcome.installCommand);
+            void vscode.window.showInformationMessage(
+              'Context Companion: the install command is on the clipboard. Run it in a terminal, then run "Context Companion: Restart Server".',
+            );
+          } else if (choice === 'Open Settings') {
+            await vscode.commands.executeCommand('workbench.action.openSettings', 'contextCompanion.interpreter');
+          }
+        });
+    } else {
+      void this.offerSettings(outcome.message, 'contextCompanion.interpreter');
+    }
+    return false;
+  }
+
+  private async watchPythonExtension(plan: LaunchPlan): Promise<void> {
+    this.pythonWatch?.dispose();
+    this.pythonWatch = undefined;
+    if (plan.source !== 'pythonExtension') return;
+    this.pythonWatch = await onPythonInterpreterChanged(() => {
+      this.log('The Python extension changed its interpreter: restarting the server.');
+      void this.restart();
+    });
+  }
+
+  private async offerSettings(message: string, setting: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(`${CLIENT_NAME}: ${message}`, 'Open Settings', 'Show Output');
+    if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', setting);
+    } else if (choice === 'Show Output') {
+      this.output.show(true);
+    }
+  }
+
+  private async offerOutput(message: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(`${CLIENT_NAME}: ${message}`, 'Show Output');
+    if (choice === 'Show Output') this.output.show(true);
+  }
+}

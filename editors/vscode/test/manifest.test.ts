@@ -1,0 +1,104 @@
+/**
+ * package.json is a contract: palette commands with the issue's titles, and one contributed
+ * setting per server setting with the server's default (checked against the Python Settings model).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { PaletteCommand, ServerCommand } from '../src/protocol';
+import { CLIENT_ONLY_KEYS, SECTION, serverSettingKeys } from '../src/settingsPayload';
+
+const root = path.resolve(__dirname, '..', '..');
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const properties: Record<string, Record<string, unknown>> = Object.assign(
+  {},
+  ...manifest.contributes.configuration.map((c: { properties: object }) => c.properties),
+);
+
+describe('package.json: palette commands', () => {
+  const commands: { command: string; title: string; category: string }[] = manifest.contributes.commands;
+
+  it('declares each palette command under "Context Companion" with the title the issue names', () => {
+    const titles = Object.fromEntries(commands.map((c) => [c.command, c.title]));
+    assert.deepEqual(titles, {
+      [PaletteCommand.refresh]: 'Refresh System Instruction',
+      [PaletteCommand.showInstruction]: 'Show System Instruction',
+      [PaletteCommand.showTurnContext]: 'Show Turn Context',
+      [PaletteCommand.showMemoryFiles]: 'Show Memory Files',
+      [PaletteCommand.addMemoryFact]: 'Add Memory',
+      [PaletteCommand.restartServer]: 'Restart Server',
+    });
+    for (const c of commands) assert.equal(c.category, 'Context Companion');
+  });
+
+  it('never reuses a server command id (the language client registers those itself)', () => {
+    const server = new Set<string>(Object.values(ServerCommand));
+    for (const c of commands) assert.ok(!server.has(c.command), `${c.command} clashes with a server command`);
+  });
+
+  it('has what vsce needs to package without prompting', () => {
+    assert.equal(manifest.license, 'MIT');
+    assert.ok(manifest.repository?.url);
+    assert.ok(fs.existsSync(path.join(root, 'LICENSE')));
+    assert.ok(fs.existsSync(path.join(root, 'README.md')));
+  });
+});
+
+describe('package.json: settings mirror the server', () => {
+  it('every contributed setting has a description and a default', () => {
+    for (const [key, schema] of Object.entries(properties)) {
+      assert.ok(key.startsWith(`${SECTION}.`), key);
+      assert.ok(schema.description || schema.markdownDescription, `${key} has no description`);
+      assert.ok('default' in schema, `${key} has no default`);
+    }
+    for (const key of CLIENT_ONLY_KEYS) assert.ok(`${SECTION}.${key}` in properties, `${key} missing`);
+  });
+
+  it('matches the Python Settings model: same keys, defaults, choices and bounds', () => {
+    const python = process.env.CONTEXT_COMPANION_PYTHON || 'python3';
+    const script = `
+import json, typing
+from pydantic import BaseModel
+from annotated_types import Ge, Le
+from context_companion.settings import Settings
+
+def leaves(model, prefix, defaults):
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        ann = info.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            yield from leaves(ann, prefix + alias + '.', defaults[alias])
+            continue
+        entry = {'default': defaults[alias]}
+        if typing.get_origin(ann) is typing.Literal:
+            entry['enum'] = list(typing.get_args(ann))
+        for m in info.metadata:
+            if isinstance(m, Ge): entry['minimum'] = m.ge
+            if isinstance(m, Le): entry['maximum'] = m.le
+        yield prefix + alias, entry
+
+print(json.dumps(dict(leaves(Settings, '', Settings().to_wire()))))
+`;
+    let out: string;
+    try {
+      out = execFileSync(python, ['-c', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      const stderr = (err as { stderr?: string }).stderr ?? String(err);
+      assert.fail(
+        `could not read the server's Settings model with ${python} (install the server: pip install -e '.[dev]' at the repo root, ` +
+          `or point CONTEXT_COMPANION_PYTHON at a Python that has it):\n${stderr}`,
+      );
+    }
+    const server: Record<string, { default: unknown; enum?: string[]; minimum?: number; maximum?: number }> = JSON.parse(out);
+    assert.deepEqual(serverSettingKeys(manifest).sort(), Object.keys(server).sort());
+    for (const [key, want] of Object.entries(server)) {
+      const schema = properties[`${SECTION}.${key}`];
+      assert.deepEqual(schema.default, want.default, `default of ${key}`);
+      if (want.enum) assert.deepEqual(schema.enum, want.enum, `choices of ${key}`);
+      if (want.minimum !== undefined) assert.equal(schema.minimum, want.minimum, `minimum of ${key}`);
+      if (want.maximum !== undefined) assert.equal(schema.maximum, want.maximum, `maximum of ${key}`);
+    }
+  });
+});
