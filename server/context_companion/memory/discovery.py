@@ -1,0 +1,82 @@
+"""Where memory files are: the upward chain of a workspace folder and its downward index.
+
+* **Upward** (workspace tier): from the folder up to, and including, the nearest directory
+  holding a boundary marker (``.git`` by default). No marker above: the folder alone. No
+  markers configured: the folder alone.
+* **Downward** (JIT tier): every memory file in a sub-directory of the folder, found with
+  :func:`context_companion.ignore.walk` (nested ``.gitignore`` and
+  ``.context-companion-ignore``, never into directory symlinks). The index also keeps the
+  ignore rules of every directory it entered, so later file events can be judged without
+  walking again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..ignore import IgnoreRules, walk
+
+
+def upward_chain(folder: str, markers: Sequence[str]) -> list[str]:
+    """Directories of the workspace tier, root → leaf (the folder itself last)."""
+    if not markers:
+        return [folder]
+    chain = [folder]
+    current = folder
+    while True:
+        if any(os.path.lexists(os.path.join(current, m)) for m in markers):
+            return list(reversed(chain))
+        parent = os.path.dirname(current)
+        if parent == current:
+            return [folder]  # no marker anywhere above: the folder alone
+        current = parent
+        chain.append(current)
+
+
+@dataclass(slots=True)
+class IndexedFile:
+    abs_path: str
+    rel_path: str  # posix, relative to the folder
+    rel_dir: str
+    ignored: bool  # matched by an ignore file (listed, never included)
+
+
+@dataclass(slots=True)
+class FolderIndex:
+    files: list[IndexedFile] = field(default_factory=list)
+    dirs: dict[str, IgnoreRules] = field(default_factory=dict)  # rel_dir ("" = root) → rules in force
+
+
+def index_folder(folder: str, names: Sequence[str]) -> FolderIndex:
+    """Walk ``folder`` once; record memory files below its root and every directory entered."""
+    wanted = frozenset(names)
+    index = FolderIndex()
+    files = index.files
+    dirs = index.dirs
+    for listing in walk(Path(folder)):
+        rel_dir = listing.rel_dir
+        dirs[rel_dir] = listing.rules
+        if not rel_dir:
+            continue  # the folder's own files are the workspace tier
+        for entry in listing.files:
+            if entry.name in wanted:
+                rel = rel_dir + "/" + entry.name
+                files.append(IndexedFile(entry.path, rel, rel_dir, listing.rules.is_ignored(rel, False)))
+    return index
+
+
+def rules_for(index: FolderIndex, rel_path: str) -> tuple[IgnoreRules | None, bool]:
+    """Ignore rules of the directory holding ``rel_path``, and whether that directory was indexed.
+
+    When the parent directory was not indexed, returns the rules of the deepest indexed
+    ancestor and False.
+    """
+    parts = rel_path.split("/")
+    i = len(parts) - 1
+    while i > 0 and "/".join(parts[:i]) not in index.dirs:
+        i -= 1
+    rules = index.dirs.get("/".join(parts[:i]))
+    return rules, i == len(parts) - 1

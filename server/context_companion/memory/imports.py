@@ -1,0 +1,282 @@
+"""``@path`` imports in memory files: finding them and expanding them inline.
+
+Syntax: ``@`` at the start of a line or after whitespace, followed by a path (``\\ `` escapes a
+space). The path is relative to the importing file, ``~/``-relative or absolute. Not imports:
+anything inside a backtick code span, a fenced code block or an HTML comment; URLs
+(``@https://...``); words that do not look like paths (``@octocat``: a path has a ``/`` or a
+``.``); trailing sentence punctuation is not part of the path.
+
+Expansion never raises: a failed import becomes ``<!-- import failed: <path>: <reason> -->``
+with reason ``not found``, ``cycle``, ``outside allowed roots``, ``too deep`` (or why the file
+was skipped: binary, over the size limit, unreadable). The resolved real path of every import
+must lie inside one of the allowed roots of the importing file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .reading import ReadOutcome
+
+NOT_FOUND = "not found"
+CYCLE = "cycle"
+OUTSIDE = "outside allowed roots"
+TOO_DEEP = "too deep"
+
+FAILURE_CODES: dict[str, str] = {
+    NOT_FOUND: "import-not-found",
+    CYCLE: "import-cycle",
+    OUTSIDE: "import-outside-roots",
+    TOO_DEEP: "import-too-deep",
+}
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:")
+_TRAILING = ".,;:!?)]}\"'>*_"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRef:
+    """One ``@path`` in a text: its line, the span of the whole token and the path as meant."""
+
+    line: int
+    start: int  # index of "@" in the line (code points)
+    end: int  # end of the token (exclusive)
+    path: str  # unescaped path as written, e.g. "docs/style.md"
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Spans of backtick code spans in one line (runs of n backticks closed by exactly n)."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    n = len(line)
+    while i < n:
+        if line[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < n and line[j] == "`":
+            j += 1
+        run = j - i
+        k = j
+        close = -1
+        while k < n:
+            if line[k] == "`":
+                m = k
+                while m < n and line[m] == "`":
+                    m += 1
+                if m - k == run:
+                    close = m
+                    break
+                k = m
+            else:
+                k += 1
+        if close < 0:
+            i = j  # an unmatched run is literal text
+            continue
+        spans.append((i, close))
+        i = close
+    return spans
+
+
+def find_imports(text: str) -> list[ImportRef]:
+    """Every import in ``text`` (not in code spans, fences or HTML comments), in order."""
+    refs: list[ImportRef] = []
+    fence: tuple[str, int] | None = None
+    in_comment = False
+    for lineno, line in enumerate(text.split("\n")):
+        if fence is not None:
+            stripped = line.strip()
+            char, length = fence
+            indent = len(line) - len(line.lstrip(" "))
+            if indent <= 3 and stripped and set(stripped) == {char} and len(stripped) >= length:
+                fence = None
+            continue
+        m = _FENCE_OPEN.match(line)
+        if m and not in_comment:
+            marker = m.group(1)
+            if not (marker[0] == "`" and "`" in m.group(2)):
+                fence = (marker[0], len(marker))
+                continue
+        if "@" not in line and "<!--" not in line and "-->" not in line:
+            continue
+        masked: list[tuple[int, int]] = []
+        # HTML comments (may span lines).
+        pos = 0
+        while pos <= len(line):
+            if in_comment:
+                close = line.find("-->", pos)
+                if close < 0:
+                    masked.append((pos, len(line)))
+                    break
+                masked.append((pos, close + 3))
+                pos = close + 3
+                in_comment = False
+            else:
+                opening = line.find("<!--", pos)
+                if opening < 0:
+                    break
+                in_comment = True
+                pos = opening
+        masked.extend(_code_spans(line))
+        if "@" not in line:
+            continue
+        for match in _IMPORT.finditer(line):
+            start = match.start()
+            if any(a <= start < b for a, b in masked):
+                continue
+            raw = match.group(1)
+            end = match.end()
+            while raw and raw[-1] in _TRAILING and not raw.endswith("\\ "):
+                raw = raw[:-1]
+                end -= 1
+            path = raw.replace("\\ ", " ")
+            if not path or path.startswith("@"):
+                continue
+            if _SCHEME.match(path) or "://" in path:
+                continue  # a URL, not a file
+            if "/" not in path and "." not in path:
+                continue  # @mention, @param ...: not a path
+            refs.append(ImportRef(lineno, start, end, path))
+    return refs
+
+
+def resolve_import(path: str, importing_file: str, home: str) -> str:
+    """Absolute, normalised path an import names (symlinks not resolved)."""
+    if path == "~" or path.startswith("~/"):
+        full = os.path.join(home, path[2:])
+    elif os.path.isabs(path):
+        full = path
+    else:
+        full = os.path.join(os.path.dirname(importing_file), path)
+    return os.path.normpath(full)
+
+
+def is_within(path: str, roots: Sequence[str]) -> bool:
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+@dataclass(slots=True)
+class ImportFailure:
+    """A failed import somewhere under one top-level ``@path``."""
+
+    chain: tuple[str, ...]  # display paths from the top-level import down to the failing one
+    path: str  # the path as written in the file that failed to import it
+    reason: str
+
+    @property
+    def code(self) -> str:
+        return FAILURE_CODES.get(self.reason, "import-failed")
+
+
+@dataclass(slots=True)
+class ImportOutcome:
+    """What became of one top-level import of a text."""
+
+    ref: ImportRef
+    resolved: str  # absolute path (not resolved through symlinks)
+    failure: str | None  # reason when this import itself failed
+    content: str = ""  # its expanded content (empty on failure)
+    nested: list[ImportFailure] = field(default_factory=list)  # failures deeper down
+
+
+@dataclass(slots=True)
+class Expansion:
+    text: str
+    deps: set[str]  # every path an import tried (so a change to any of them re-renders)
+    outcomes: list[ImportOutcome]
+    failures: list[ImportFailure]  # all failures, top-level and nested
+
+
+class ImportExpander:
+    """Expands imports with a reader (cached by the store), a display function and limits."""
+
+    def __init__(
+        self,
+        *,
+        read: Callable[[str], ReadOutcome],
+        display: Callable[[str], str],
+        home: str,
+        max_depth: int,
+    ) -> None:
+        self._read = read
+        self._display = display
+        self._home = home
+        self._max_depth = max_depth
+
+    def expand(self, text: str, file_path: str, allowed_roots: Sequence[str]) -> Expansion:
+        deps: set[str] = set()
+        failures: list[ImportFailure] = []
+        real = os.path.realpath(file_path)
+        roots = [os.path.realpath(r) for r in allowed_roots]
+        outcomes: list[ImportOutcome] = []
+        out = self._expand(text, file_path, 1, (real,), roots, deps, failures, outcomes, ())
+        return Expansion(out, deps, outcomes, failures)
+
+    def _expand(
+        self,
+        text: str,
+        file_path: str,
+        depth: int,
+        stack: tuple[str, ...],
+        roots: list[str],
+        deps: set[str],
+        failures: list[ImportFailure],
+        outcomes: list[ImportOutcome] | None,
+        chain: tuple[str, ...],
+    ) -> str:
+        refs = find_imports(text)
+        if not refs:
+            return text
+        lines = text.split("\n")
+        by_line: dict[int, list[ImportRef]] = {}
+        for ref in refs:
+            by_line.setdefault(ref.line, []).append(ref)
+        for lineno, line_refs in by_line.items():
+            line = lines[lineno]
+            pieces: list[str] = []
+            pos = 0
+            for ref in line_refs:
+                pieces.append(line[pos : ref.start])
+                resolved = resolve_import(ref.path, file_path, self._home)
+                display = self._display(resolved)
+                here = chain + (display,)
+                failure, content, nested_start = None, "", len(failures)
+                real = os.path.realpath(resolved)
+                if not is_within(real, roots):
+                    failure = OUTSIDE
+                else:
+                    deps.add(resolved)
+                    deps.add(real)
+                    if depth > self._max_depth:
+                        failure = TOO_DEEP
+                    elif real in stack:
+                        failure = CYCLE
+                    else:
+                        outcome = self._read(real)
+                        if outcome.text is None:
+                            failure = NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)
+                        else:
+                            content = self._expand(
+                                outcome.text, resolved, depth + 1, stack + (real,), roots, deps, failures, None, here
+                            ).rstrip("\n")
+                if failure is not None:
+                    failures.append(ImportFailure(here, ref.path, failure))
+                    pieces.append(f"<!-- import failed: {ref.path}: {failure} -->")
+                else:
+                    pieces.append(f"<!-- imported from: {display} -->\n{content}\n<!-- end of import: {display} -->")
+                if outcomes is not None:
+                    outcomes.append(
+                        ImportOutcome(ref, resolved, failure, content, failures[nested_start:] if failure is None else [])
+                    )
+                pos = ref.end
+            pieces.append(line[pos:])
+            lines[lineno] = "".join(pieces)
+        return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""The value types the memory core hands to the rest of the system (no I/O here).
+
+Positions in :class:`FileAnalysis` are 0-based lines and characters counted in Unicode code
+points (Python string indices); the LSP layer converts them to the client's encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Tier = Literal["global", "workspace", "jit", "rule"]
+ChangeKind = Literal["memoryChanged", "rulesChanged", "workspaceChanged"]
+Severity = Literal["error", "warning", "information"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFileInfo:
+    """One memory or rule file found, whether or not it went into the instruction."""
+
+    path: str  # display path: posix, relative to its workspace folder; "~/..." under home
+    abs_path: str
+    tier: Tier
+    tokens: int  # tokens of the file's rendered block (after imports)
+    included: bool
+    reason: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "tier": self.tier,
+            "tokens": self.tokens,
+            "included": self.included,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryResult:
+    """The memory part of the instruction and the account of how it was made."""
+
+    text: str  # blocks joined by one blank line; "" when nothing is included
+    files: tuple[MemoryFileInfo, ...]
+    dropped: tuple[str, ...]  # display paths dropped by memory.maxTokens
+    warnings: tuple[str, ...]
+
+    def files_to_wire(self) -> list[dict[str, Any]]:
+        return [f.to_wire() for f in self.files]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSummary:
+    """What :meth:`MemoryStore.apply_changes` found changed."""
+
+    changed_files: tuple[str, ...]  # display paths whose content or presence changed
+    kind: ChangeKind | None  # None: nothing that matters changed
+
+
+# --------------------------------------------------------------------------- language features
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    line: int
+    character: int
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    start: Position
+    end: Position
+
+    @classmethod
+    def on_line(cls, line: int, start: int, end: int) -> "Range":
+        return cls(Position(line, start), Position(line, end))
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    range: Range
+    severity: Severity
+    message: str
+    code: str  # "import-not-found", "import-cycle", "frontmatter-invalid", ...
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentLink:
+    range: Range  # the whole "@path" token
+    target: str  # absolute path
+
+
+@dataclass(frozen=True, slots=True)
+class Hover:
+    range: Range
+    markdown: str
+
+
+@dataclass(frozen=True, slots=True)
+class CodeLens:
+    range: Range  # on line 0
+    title: str  # "N tokens · included: <reason>" or "not included: <reason>"
+
+
+@dataclass(frozen=True, slots=True)
+class FileAnalysis:
+    """Language features of one open memory or rule file, computed from its current text."""
+
+    diagnostics: tuple[Diagnostic, ...] = ()
+    links: tuple[DocumentLink, ...] = ()
+    hovers: tuple[Hover, ...] = ()
+    lens: CodeLens | None = None

@@ -1,0 +1,252 @@
+"""Watching memory files with watchdog, debounced, with a polling fallback.
+
+* Events kept: file created / modified / moved / deleted / closed-after-write, directory
+  created / moved / deleted. Reads (opened, closed without writing) and directory
+  "modified" events are filtered out by watchdog itself.
+* A moved event counts for both ends: an editor's atomic save (temp file renamed onto the
+  target) shows up as the target, a vim-style backup rename (``doc`` → ``doc~``, new ``doc``)
+  as the document.
+* Paths go through ``is_relevant`` (cheap; the store answers it) and are collected; when no
+  new event came for ``debounce_ms`` (or at the latest after ``max(1 s, 10 × debounce_ms)`` of a
+  continuous burst) ``on_change`` runs once with the set, on the watcher's own dispatch thread.
+* When the native observer (inotify) cannot start (watch or instance limit, any OSError), the
+  watcher falls back to a polling observer and logs it at WARNING. The polling observer lists
+  only what ``is_relevant`` accepts, so ignored trees (``node_modules``) cost nothing and
+  symlinked directories are never entered.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserverVFS
+
+log = logging.getLogger(__name__)
+
+EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+
+
+def _as_str(path: Any) -> str:
+    return os.fsdecode(path) if isinstance(path, bytes) else str(path)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: "MemoryWatcher") -> None:
+        super().__init__()
+        self._watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths = [_as_str(event.src_path)]
+        dest = getattr(event, "dest_path", "")
+        if dest:
+            paths.append(_as_str(dest))
+        self._watcher._offer(paths)
+
+
+class MemoryWatcher:
+    """Watches ``roots`` (recursively) and ``flat_roots`` (one level) and reports changed paths."""
+
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        on_change: Callable[[set[str]], None],
+        *,
+        is_relevant: Callable[[str], bool],
+        debounce_ms: int = 100,
+        force_polling: bool = False,
+        flat_roots: Sequence[Path] = (),
+        poll_interval: float = 1.0,
+        observer_factory: Callable[[], BaseObserver] | None = None,
+    ) -> None:
+        self._roots = [Path(r) for r in roots]
+        self._flat_roots = [Path(r) for r in flat_roots]
+        self._on_change = on_change
+        self._is_relevant = is_relevant
+        self._debounce = max(0, debounce_ms) / 1000.0
+        self._max_delay = max(1.0, 10 * self._debounce)
+        self._force_polling = force_polling
+        self._poll_interval = poll_interval
+        self._observer_factory = observer_factory
+        self._observer: BaseObserver | None = None
+        self._cond = threading.Condition()
+        self._pending: set[str] = set()
+        self._last_event = 0.0
+        self._first_event = 0.0
+        self._stopping = False
+        self._dispatcher: threading.Thread | None = None
+        self._handler = _Handler(self)
+        self.mode: str = "stopped"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start watching (idempotent). Falls back to polling when the native observer fails."""
+        if self.mode != "stopped":
+            return
+        with self._cond:
+            self._stopping = False
+            self._pending.clear()
+        self._dispatcher = threading.Thread(target=self._dispatch_loop, name="memory-watcher-dispatch", daemon=True)
+        self._dispatcher.start()
+        if not self._force_polling:
+            observer = None
+            try:
+                observer = self._observer_factory() if self._observer_factory else self._native_observer()
+                self._schedule(observer)
+                observer.start()
+            except OSError as exc:
+                log.warning(
+                    "memory watcher: native file watching unavailable (%s); falling back to polling every %.1f s",
+                    exc.strerror or exc,
+                    self._poll_interval,
+                )
+                if observer is not None:
+                    self._discard(observer)
+            else:
+                self._observer = observer
+                self.mode = "inotify" if type(observer).__name__ == "InotifyObserver" else "native"
+                log.info("memory watcher: %s on %d root(s)", self.mode, len(self._roots) + len(self._flat_roots))
+                return
+        observer = PollingObserverVFS(os.stat, self._listdir, polling_interval=self._poll_interval)
+        self._schedule(observer)
+        observer.start()
+        self._observer = observer
+        self.mode = "polling"
+        if self._force_polling:
+            log.info("memory watcher: polling every %.1f s (forced)", self._poll_interval)
+
+    def stop(self) -> None:
+        """Stop watching and join the threads (idempotent)."""
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            self._discard(observer)
+        with self._cond:
+            self._stopping = True
+            self._pending.clear()
+            self._cond.notify_all()
+        dispatcher, self._dispatcher = self._dispatcher, None
+        if dispatcher is not None and dispatcher is not threading.current_thread():
+            dispatcher.join(timeout=5)
+        self.mode = "stopped"
+
+    def reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path] = ()) -> None:
+        """Watch other roots (e.g. a global dir that was just created) without a restart."""
+        self._roots = [Path(r) for r in roots]
+        self._flat_roots = [Path(r) for r in flat_roots]
+        observer = self._observer
+        if observer is None:
+            return
+        observer.unschedule_all()
+        try:
+            self._schedule(observer)
+        except OSError as exc:
+            log.warning("memory watcher: cannot watch the new roots (%s)", exc.strerror or exc)
+
+    # ------------------------------------------------------------------ internals
+
+    @staticmethod
+    def _native_observer() -> BaseObserver:
+        from watchdog.observers import Observer
+
+        return Observer()
+
+    @staticmethod
+    def _discard(observer: BaseObserver) -> None:
+        try:
+            observer.stop()
+            if observer.is_alive():
+                observer.join(timeout=5)
+        except (RuntimeError, OSError):  # never started, or already gone
+            pass
+
+    def _schedule(self, observer: BaseObserver) -> None:
+        seen: set[str] = set()
+        for root, recursive in [*((r, True) for r in self._roots), *((r, False) for r in self._flat_roots)]:
+            key = os.fspath(root)
+            if key in seen or not os.path.isdir(key):
+                continue
+            seen.add(key)
+            observer.schedule(self._handler, key, recursive=recursive, event_filter=EVENT_FILTER)
+
+    def _listdir(self, path: str | None) -> Iterator[os.DirEntry[str]]:
+        """Directory listing for the polling observer: only what the store cares about."""
+        with os.scandir(path) as it:
+            entries = list(it)
+        for entry in entries:
+            try:
+                if entry.is_symlink() and entry.is_dir():
+                    continue  # never into a symlinked directory (loops)
+                if self._relevant(entry.path):
+                    yield entry
+            except OSError:
+                continue
+
+    def _relevant(self, path: str) -> bool:
+        try:
+            return bool(self._is_relevant(path))
+        except Exception:  # noqa: BLE001 - a bug in the filter must not kill the observer thread
+            log.exception("memory watcher: is_relevant failed for %s", path)
+            return False
+
+    def _offer(self, paths: list[str]) -> None:
+        wanted = [p for p in paths if self._relevant(p)]
+        if not wanted:
+            return
+        now = time.monotonic()
+        with self._cond:
+            if not self._pending:
+                self._first_event = now
+            self._pending.update(wanted)
+            self._last_event = now
+            self._cond.notify_all()
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                while not self._stopping:
+                    now = time.monotonic()
+                    quiet_at = self._last_event + self._debounce
+                    latest = self._first_event + self._max_delay
+                    wait = min(quiet_at, latest) - now
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                if self._stopping:
+                    return
+                batch, self._pending = self._pending, set()
+            try:
+                self._on_change(batch)
+            except Exception:  # noqa: BLE001 - the callback's failure must not stop watching
+                log.exception("memory watcher: on_change failed")

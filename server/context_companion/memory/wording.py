@@ -1,0 +1,28 @@
+"""The user-facing words of the memory core: block markers and inclusion reasons (in one place)."""
+
+from __future__ import annotations
+
+REASON_GLOBAL = "global memory"
+REASON_WORKSPACE = "workspace memory (root → leaf)"
+REASON_ALWAYS = "rule: always applies"
+REASON_DESCRIPTION = "not included: only a description (listed)"
+REASON_EMPTY = "not included: empty"
+REASON_MANUAL = "not included: no {keys} (used only when asked for)"
+
+LISTING_HEADER = "--- Rules available on request ---"
+LISTING_FOOTER = "--- End of rules available on request ---"
+LISTING_INTRO = "These project rules are not loaded. Read one when its description fits the task at hand:"
+
+
+def render_block(display: str, content: str) -> str:
+    """One included file as it appears in the instruction."""
+    return f"--- Context from: {display} ---\n{content}\n--- End of Context from: {display} ---"
+
+
+def reason_dropped(cap: int) -> str:
+    return f"dropped: memory.maxTokens ({cap}) reached"
+
+
+def reason_manual(rule_format: str | None) -> str:
+    keys = "applyTo" if rule_format == "copilot-instructions" else "globs, alwaysApply or description"
+    return REASON_MANUAL.format(keys=keys)
