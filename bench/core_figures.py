@@ -1,0 +1,397 @@
+"""In-process figures: walk, memory discovery, folder tree, instruction build, token counting.
+
+Each ``fig_*`` function returns a list of :class:`~bench.report.Figure`. Ours and the floor are
+sampled alternately so drift (other load on the machine, CPU frequency) hits both alike. An API
+that has not landed yet gives a figure marked ``n/a: <why>`` instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .floors import plain_folder_tree, pruned_walk
+from .generate import MEMORY_NAMES, Manifest, restore_mutable
+from .report import Figure, Target
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_DISCOVERY = Target("ratio_le", 2.0, "≤ 2× floor")
+TARGET_FOLDER_TREE = Target("abs_le", 2.0, "≤ 2 ms")
+
+
+class Unavailable(Exception):
+    """The API a figure needs is not there (yet): the figure reads ``n/a: <why>``."""
+
+
+@dataclass
+class Context:
+    trees: dict[str, tuple[Path, Manifest]]
+    repeat: int
+    quick: bool
+    work: Path
+    settings_data: dict[str, Any]  # wire (camelCase) settings used everywhere in the run
+    ranks_path: Path | None
+    ranks_label: str
+    env: dict[str, str]  # environment for child processes
+    log: Callable[[str], None] = print
+    lsp_tree: str = "small"
+    seed: int = 6
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- our APIs, guarded
+
+
+def bench_settings(data: dict[str, Any]) -> Any:
+    from context_companion.settings import Settings
+
+    return Settings.model_validate(data)
+
+
+def bench_tokenizer(settings: Any) -> Any:
+    from context_companion.tokens import Tokenizer
+
+    tok = Tokenizer(settings.tokens.encoding, settings.tokens.encoding_file)
+    tok.load()
+    return tok
+
+
+def memory_store_class() -> Any:
+    try:
+        from context_companion.memory import MemoryStore  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise Unavailable(f"context_companion.memory.MemoryStore not importable ({exc})") from None
+    return MemoryStore
+
+
+def new_store(settings: Any, root: Path, tok: Any) -> Any:
+    store = memory_store_class()(settings.memory, [root], count_tokens=tok.count)
+    store.load()
+    return store
+
+
+def memory_paths(store: Any) -> list[str]:
+    """Display paths of the memory files (not rules) the store knows, from ``compose([], None)``."""
+    result = store.compose([], None)
+    return sorted(str(f.path) for f in result.files if str(f.path).rsplit("/", 1)[-1] in MEMORY_NAMES)
+
+
+def _check_found(found: list[str], man: Manifest, what: str) -> str | None:
+    """A short reason when ``found`` is not the correct set of memory files, else None."""
+    got = set(found)
+    missing = [p for p in man.memory_expected if p not in got]
+    decoys = [p for p in man.decoys if p in got]
+    if missing or decoys:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} memory file(s) not found, e.g. {missing[0]}")
+        if decoys:
+            parts.append(f"{len(decoys)} ignored decoy(s) found, e.g. {decoys[0]}")
+        return f"{what}: " + "; ".join(parts)
+    return None
+
+
+def _ms(seconds: list[float]) -> list[float]:
+    return [s * 1000 for s in seconds]
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+# --------------------------------------------------------------------------- walk (info)
+
+
+def walk_found(root: Path) -> list[str]:
+    from .coldrun import _walk_found
+
+    return _walk_found(root)
+
+
+def fig_walk(ctx: Context) -> list[Figure]:
+    """ignore.walk (matching memory names like the floor does) against the pruned walk, warm."""
+    out = []
+    for name, (root, man) in ctx.trees.items():
+        f = Figure(f"walk.warm.{name}", "walk", "gitignore-aware walk (ignore.walk), warm", "ms", tree=name)
+        ours: list[float] = []
+        floor: list[float] = []
+        walk_found(root)
+        pruned_walk(root)  # warm both
+        found: list[str] = []
+        floor_found: list[str] = []
+        for _ in range(max(3, ctx.repeat)):
+            t, found = _timed(lambda: walk_found(root))
+            ours.append(t)
+            t, (_n, floor_found) = _timed(lambda: pruned_walk(root))
+            floor.append(t)
+        f.set_samples(_ms(ours))
+        f.set_floor("pruned walk", _ms(floor))
+        f.note = "the walker under memory discovery; no target of its own"
+        bad = _check_found(found, man, "ignore.walk")
+        if sorted(floor_found) != man.memory_root_pruned:
+            bad = (bad + "; " if bad else "") + "floor walk saw an unexpected set of memory files"
+        out.append(f.wrong(bad) if bad else f.finish())
+    return out
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def _cold_sample(ctx: Context, kind: str, root: Path) -> tuple[float, list[str]]:
+    argv = [sys.executable, "-m", "bench.coldrun", kind, str(root)]
+    if kind == "memory":
+        argv.append(json.dumps(ctx.settings_data))
+    try:
+        proc = subprocess.run(argv, cwd=REPO, env=ctx.env, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        raise Unavailable(f"cold {kind} sample did not finish in 300 s") from None
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        raise Unavailable(f"cold {kind} sample failed (exit {proc.returncode}): {tail}")
+    data = json.loads(lines[-1])
+    return float(data["seconds"]), list(data["found"])
+
+
+def fig_discovery(ctx: Context) -> list[Figure]:
+    out: list[Figure] = []
+    settings = bench_settings(ctx.settings_data)
+    for name, (root, man) in ctx.trees.items():
+        cold = Figure(f"discovery.cold.{name}", "discovery", "memory discovery, cold (new process)", "ms", tree=name)
+        warm = Figure(f"discovery.warm.{name}", "discovery", "memory discovery, warm", "ms", tree=name)
+        cold.target = warm.target = TARGET_DISCOVERY
+        try:
+            memory_store_class()
+            tok = bench_tokenizer(settings)
+            # warm: a new store per sample in this process, after one load
+            found = memory_paths(new_store(settings, root, tok))
+            bad = _check_found(found, man, "MemoryStore")
+            ours: list[float] = []
+            floor: list[float] = []
+            for _ in range(ctx.repeat):
+                gc.collect()
+                t, _store = _timed(lambda: new_store(settings, root, tok))
+                ours.append(t)
+                del _store
+                t, _ = _timed(lambda: pruned_walk(root))
+                floor.append(t)
+            warm.set_samples(_ms(ours))
+            warm.set_floor("pruned walk", _ms(floor))
+            out.append(warm.wrong(bad) if bad else warm.finish())
+            ours, floor = [], []
+            cold_bad = None
+            for _ in range(ctx.repeat):
+                t, found = _cold_sample(ctx, "memory", root)
+                ours.append(t)
+                cold_bad = cold_bad or _check_found(found, man, "MemoryStore (cold)")
+                t, _ = _cold_sample(ctx, "floor", root)
+                floor.append(t)
+            cold.set_samples(_ms(ours))
+            cold.set_floor("pruned walk", _ms(floor))
+            cold.note = "first load in a fresh process (imports excluded); the OS page cache stays warm"
+            out.append(cold.wrong(cold_bad) if cold_bad else cold.finish())
+        except Unavailable as exc:
+            out += [cold.unavailable(str(exc)), warm.unavailable(str(exc))]
+    return out
+
+
+# --------------------------------------------------------------------------- folder tree
+
+
+def fig_folder_tree(ctx: Context) -> list[Figure]:
+    out = []
+    for name, (root, _man) in ctx.trees.items():
+        f = Figure(f"folder_tree.{name}", "folder-tree", "folder tree (200 items)", "ms", tree=name, target=TARGET_FOLDER_TREE)
+        try:
+            from context_companion.prompt.environment import folder_tree
+        except ImportError as exc:
+            out.append(f.unavailable(f"context_companion.prompt.environment.folder_tree not importable ({exc})"))
+            continue
+        text = folder_tree(root, max_items=200)
+        plain_folder_tree(root, 200)
+        ours, floor = [], []
+        for _ in range(max(20, ctx.repeat * 10)):
+            t, text = _timed(lambda: folder_tree(root, max_items=200))
+            ours.append(t)
+            t, _ = _timed(lambda: plain_folder_tree(root, 200))
+            floor.append(t)
+        f.set_samples(_ms(ours))
+        f.set_floor("plain BFS listing", _ms(floor))
+        bad = None
+        if "node_modules/" in text and "node_modules/..." not in text:
+            bad = "node_modules/ listed with its content"
+        elif any(d in text for d in ("generated/", "debug-0.log")):
+            bad = "an ignored entry is listed"
+        elif len(text.splitlines()) < 150:
+            bad = f"only {len(text.splitlines())} lines where 200 items fit"
+        out.append(f.wrong(bad) if bad else f.finish())
+    return out
+
+
+# --------------------------------------------------------------------------- instruction build
+
+
+def _engine(settings: Any, root: Path, tok: Any, store: Any) -> Any:
+    try:
+        from context_companion.prompt.engine import InstructionEngine
+    except ImportError as exc:
+        raise Unavailable(f"context_companion.prompt.engine.InstructionEngine not importable ({exc})") from None
+    return InstructionEngine(settings, [root], tokenizer=tok, memory=store)
+
+
+def _edited(original: bytes, n: int) -> bytes:
+    return original + f"\n- Bench edit {n}: keep this line short.\n".encode()
+
+
+def fig_build(ctx: Context) -> list[Figure]:
+    out: list[Figure] = []
+    settings = bench_settings(ctx.settings_data)
+    tok = bench_tokenizer(settings)
+    for name, (root, man) in ctx.trees.items():
+        same = Figure(f"build.unchanged.{name}", "build", "instruction build, nothing changed", "ms", tree=name)
+        changed = Figure(f"build.changed.{name}", "build", "instruction build, one memory file changed", "ms", tree=name)
+        try:
+            try:
+                store = new_store(settings, root, tok)
+            except Unavailable as exc:
+                store = None
+                missing = str(exc)
+            engine = _engine(settings, root, tok, store)
+            first = engine.build()
+            samples = []
+            for _ in range(max(20, ctx.repeat * 10)):
+                t, inst = _timed(engine.build)
+                samples.append(t)
+            same.set_samples(_ms(samples))
+            if inst.etag != first.etag:
+                same.wrong("etag changed although nothing did")
+            else:
+                same.note = "served from the engine's cache" + ("" if store is not None else f" (without memory: {missing})")
+                same.finish()
+            out.append(same)
+            if store is None:
+                out.append(changed.unavailable(missing))
+                continue
+            target = root / "AGENTS.md"
+            original = target.read_bytes()
+            ours, floor = [], []
+            etags = {first.etag}
+            bad = None
+            try:
+                for i in range(max(5, ctx.repeat * 2)):
+                    data = _edited(original, i) if i % 2 == 0 else original
+                    target.write_bytes(data)
+
+                    def rebuild() -> Any:
+                        store.apply_changes([target])
+                        return engine.build()
+
+                    t, inst = _timed(rebuild)
+                    ours.append(t)
+                    if i % 2 == 0 and inst.etag in etags:
+                        bad = bad or "etag unchanged after a memory file changed"
+                    etags.add(inst.etag)
+                    t, _ = _timed(lambda: _floor_rebuild(target, first.text, tok))
+                    floor.append(t)
+            finally:
+                target.write_bytes(original)
+                restore_mutable(root, man)
+            changed.set_samples(_ms(ours))
+            changed.set_floor("read+splice+count+hash", _ms(floor))
+            changed.note = "apply_changes([AGENTS.md]) then build()"
+            out.append(changed.wrong(bad) if bad else changed.finish())
+        except Unavailable as exc:
+            out += [same.unavailable(str(exc)), changed.unavailable(str(exc))]
+    return out
+
+
+def _floor_rebuild(path: Path, old_text: str, tok: Any) -> str:
+    """The least a rebuild needs: read the file, count its tokens, splice it into the text, hash."""
+    text = path.read_text(encoding="utf-8")
+    enc = getattr(tok, "_enc", None)
+    if enc is not None:
+        len(enc.encode_ordinary(text))
+    joined = old_text + "\n\n" + text
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def corpus(seed: int, size: int) -> str:
+    """Deterministic memory-like text of at least ``size`` characters (independent of the trees run)."""
+    import random
+
+    from .generate import memory_text
+
+    rng = random.Random(f"{seed}:token-corpus")
+    parts: list[str] = []
+    total = 0
+    i = 0
+    while total < size:
+        rel = f"pkg{i}/AGENTS.md"
+        block = f"--- Context from: {rel} ---\n{memory_text(rng, f'Guide {i}', 3)}\n--- End of Context from: {rel} ---\n\n"
+        parts.append(block)
+        total += len(block)
+        i += 1
+    return "".join(parts)
+
+
+def instruction_text(ctx: Context, size: int = 40_000) -> str:
+    """A 40 KB instruction-like text: rendered memory blocks, cut at ``size`` characters (ASCII)."""
+    return corpus(ctx.seed, size)[:size]
+
+
+def fig_tokens(ctx: Context) -> list[Figure]:
+    settings = bench_settings(ctx.settings_data)
+    f = Figure("tokens.count.40KB", "tokens", "token count, 40 KB instruction", "ms")
+    tok = bench_tokenizer(settings)
+    if tok.estimated:
+        return [f.unavailable(f"tokenizer fell back to the estimator: {tok.reason}")]
+    enc = tok._enc
+    base = instruction_text(ctx)
+    ours, floor = [], []
+    for i in range(max(20, ctx.repeat * 10)):
+        text = f"{i:06d} " + base  # a new text each time: no cache hit
+        t, _ = _timed(lambda: tok.count(text))
+        ours.append(t)
+        t, _ = _timed(lambda: len(enc.encode_ordinary(text)))
+        floor.append(t)
+    f.set_samples(_ms(ours))
+    f.set_floor("tiktoken encode", _ms(floor))
+    cached, _ = _timed(lambda: tok.count(text))
+    f.note = (
+        f"encoding: {ctx.ranks_label}; {len(base.encode()):,} bytes → {tok.count(base):,} tokens; "
+        f"cached count {cached * 1e6:.0f} µs"
+    )
+    return [f.finish()]
+
+
+FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
+    "walk": fig_walk,
+    "discovery": fig_discovery,
+    "folder-tree": fig_folder_tree,
+    "build": fig_build,
+    "tokens": fig_tokens,
+}
+
+
+def env_for_children(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    config = work / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    env["CONTEXT_COMPANION_CONFIG_DIR"] = str(config)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env.pop("PYTHONHASHSEED", None)
+    return env
