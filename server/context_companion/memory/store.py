@@ -670,8 +670,10 @@ class MemoryStore:
             return True
         if (len(parts) == 1 and name in RULE_DIR_PREFIXES) or rel in RULE_DIRS:
             return True  # a rule directory itself (created, deleted, renamed)
-        if len(parts) > 2 and parts[:2] in ([".github", "instructions"], [".claude", "rules"]) and os.path.isdir(norm):
-            return True  # a sub-directory of a recursive rule directory
+        if len(parts) > 2 and "/".join(parts[:2]) in RULE_DIRS:
+            # Inside a rule directory only rule files (and, for the recursive ones, sub-directories) count.
+            recursive = parts[:2] in ([".github", "instructions"], [".claude", "rules"])
+            return recursive and (os.path.isdir(norm) or self._has_entries_under(folder, rel))
         if rel == ".git/info/exclude":
             return True
         if len(parts) == 1 and name in self._markers:

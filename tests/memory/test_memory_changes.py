@@ -1,0 +1,174 @@
+"""apply_changes / is_relevant_path / watch roots: what a change re-reads and how it is reported."""
+
+from __future__ import annotations
+
+import os
+
+
+def test_edit_of_a_memory_file(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "old text", "src/AGENTS.md": "src old"})
+    store = make_store(ws)
+    before = store.compose([ws / "src/a.py"])
+    (ws / "AGENTS.md").write_text("new text")
+    summary = store.apply_changes([ws / "AGENTS.md"])
+    assert (summary.changed_files, summary.kind) == (("AGENTS.md",), "memoryChanged")
+    after = store.compose([ws / "src/a.py"])
+    assert after is not before and "new text" in after.text and "old text" not in after.text
+    # Same-size rewrite within the same clock tick is still seen: the path was named as changed.
+    (ws / "src/AGENTS.md").write_text("src new")
+    assert store.apply_changes([str(ws / "src/AGENTS.md")]).changed_files == ("src/AGENTS.md",)
+    assert "src new" in store.compose([ws / "src/a.py"]).text
+
+
+def test_unchanged_or_unrelated_paths_change_nothing(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "same", "src/main.py": "print()"})
+    store = make_store(ws)
+    first = store.compose([])
+    summary = store.apply_changes([ws / "AGENTS.md", ws / "src/main.py"])
+    assert (summary.changed_files, summary.kind) == ((), None)
+    assert store.compose([]) is first  # still served from cache
+
+
+def test_create_and_delete_memory_files(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"src/x.py": ""})
+    store = make_store(ws)
+    tree(ws, {"src/AGENTS.md": "new jit", "CLAUDE.md": "new root"})
+    summary = store.apply_changes([ws / "src/AGENTS.md", ws / "CLAUDE.md"])
+    assert (sorted(summary.changed_files), summary.kind) == (["CLAUDE.md", "src/AGENTS.md"], "memoryChanged")
+    assert helpers.included(store.compose([ws / "src/x.py"])) == ["CLAUDE.md", "src/AGENTS.md"]
+    (ws / "src/AGENTS.md").unlink()
+    summary = store.apply_changes([ws / "src/AGENTS.md"])
+    assert summary.changed_files == ("src/AGENTS.md",)
+    assert helpers.included(store.compose([ws / "src/x.py"])) == ["CLAUDE.md"]
+
+
+def test_new_directory_with_memory_file_is_indexed(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = make_store(ws)
+    tree(ws, {"pkg/inner/AGENTS.md": "inner"})
+    assert store.is_relevant_path(ws / "pkg")
+    summary = store.apply_changes([ws / "pkg"])
+    assert summary.kind == "workspaceChanged" and summary.changed_files == ("pkg/inner/AGENTS.md",)
+    assert helpers.included(store.compose([ws / "pkg/inner/a"])) == ["pkg/inner/AGENTS.md"]
+
+
+def test_rule_change_is_rules_changed(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {".cursor/rules/a.mdc": "---\nalwaysApply: true\n---\nRULE ONE"})
+    store = make_store(ws)
+    tree(ws, {".cursor/rules/a.mdc": "---\nalwaysApply: true\n---\nRULE TWO"})
+    summary = store.apply_changes([ws / ".cursor/rules/a.mdc"])
+    assert (summary.changed_files, summary.kind) == ((".cursor/rules/a.mdc",), "rulesChanged")
+    assert "RULE TWO" in store.compose([]).text
+    tree(ws, {".claude/rules/new.md": "CLAUDE NEW"})
+    summary = store.apply_changes([ws / ".claude/rules/new.md"])
+    assert (summary.changed_files, summary.kind) == ((".claude/rules/new.md",), "rulesChanged")
+
+
+def test_gitignore_change_reindexes(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"gen/AGENTS.md": "generated", "src/AGENTS.md": "src"})
+    store = make_store(ws)
+    assert sorted(f.path for f in store.compose([]).files) == ["gen/AGENTS.md", "src/AGENTS.md"]
+    tree(ws, {".gitignore": "gen/\n"})
+    summary = store.apply_changes([ws / ".gitignore"])
+    assert summary.kind == "workspaceChanged" and summary.changed_files == ("gen/AGENTS.md",)
+    assert [f.path for f in store.compose([ws / "gen/a"]).files] == ["src/AGENTS.md"]
+    assert not store.is_relevant_path(ws / "gen/AGENTS.md")
+    (ws / ".gitignore").unlink()
+    store.apply_changes([ws / ".gitignore"])
+    assert "generated" in store.compose([ws / "gen/a"]).text
+
+
+def test_imported_file_change_rerenders_the_importer(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "@docs/part.md\n@docs/later.md", "docs/part.md": "PART ONE"})
+    store = make_store(ws)
+    assert store.is_relevant_path(ws / "docs/part.md")
+    assert store.is_relevant_path(ws / "docs/later.md")  # not found yet, but watched for
+    tree(ws, {"docs/part.md": "PART TWO", "docs/later.md": "LATER"})
+    summary = store.apply_changes([ws / "docs/part.md", ws / "docs/later.md"])
+    assert (summary.changed_files, summary.kind) == (("AGENTS.md",), "memoryChanged")
+    text = store.compose([]).text
+    assert "PART TWO" in text and "LATER" in text and "import failed" not in text
+
+
+def test_global_file_appears(tmp_path, make_store, global_dir, tree):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = make_store(ws)
+    assert store.is_relevant_path(global_dir / "AGENTS.md")
+    tree(global_dir, {"AGENTS.md": "global now"})
+    summary = store.apply_changes([global_dir / "AGENTS.md"])
+    assert summary.changed_files == ("~/.config/context-companion/AGENTS.md",)
+    assert "global now" in store.compose([]).text
+
+
+def test_upward_file_and_boundary_marker(tmp_path, tree, make_store, helpers):
+    repo = tmp_path / "repo"
+    tree(repo, {".git/": "", "ws/AGENTS.md": "ws"})
+    ws = repo / "ws"
+    store = make_store(ws)
+    assert store.is_relevant_path(repo / "AGENTS.md")
+    assert store.flat_watch_roots()[0] == repo
+    tree(repo, {"AGENTS.md": "repo root"})
+    assert store.apply_changes([repo / "AGENTS.md"]).changed_files == ("../AGENTS.md",)
+    assert helpers.included(store.compose([])) == ["../AGENTS.md", "AGENTS.md"]
+    (ws / ".git").mkdir()  # the folder becomes its own repository
+    summary = store.apply_changes([ws / ".git"])
+    assert summary.kind == "workspaceChanged" and summary.changed_files == ("../AGENTS.md",)
+    assert helpers.included(store.compose([])) == ["AGENTS.md"]
+
+
+def test_is_relevant_path(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(
+        ws,
+        {
+            ".gitignore": "node_modules/\n*.log\n",
+            "AGENTS.md": "x",
+            "src/app.py": "",
+            "node_modules/pkg/AGENTS.md": "decoy",
+            ".git/HEAD": "ref",
+            ".github/workflows/ci.yml": "",
+        },
+    )
+    store = make_store(ws)
+    yes = ["AGENTS.md", "src/AGENTS.md", "src/CLAUDE.local.md", ".gitignore", "src/.gitignore", "src", ".git/info/exclude",
+           ".cursor/rules/a.mdc", ".cursor/rules", ".github/copilot-instructions.md", ".github/instructions/x/y.instructions.md",
+           ".claude/rules/a.md", ".context-companion/rules/a.md", ".context-companion-ignore", ".git"]
+    no = ["src/app.py", "node_modules/pkg/AGENTS.md", "node_modules", "node_modules/pkg", ".git/HEAD", ".git/objects/ab",
+          ".github/workflows/ci.yml", "src/AGENTS.md~", ".cursor/rules/.a.mdc.swp", "src/notes.md"]
+    for rel in yes:
+        assert store.is_relevant_path(ws / rel), rel
+    for rel in no:
+        assert not store.is_relevant_path(ws / rel), rel
+    assert not store.is_relevant_path(tmp_path / "elsewhere/AGENTS.md")
+
+
+def test_watch_roots(tmp_path, tree, make_store, home, global_dir):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    tree(home, {".claude/CLAUDE.md": "c"})
+    store = make_store([ws, tmp_path / "missing"])
+    assert store.watch_roots() == [ws, home / ".claude"]
+    # The global dir does not exist yet: its nearest existing parent is watched flat to see it appear.
+    assert store.flat_watch_roots() == [home]
+    global_dir.mkdir(parents=True)
+    assert store.watch_roots() == [ws, home / ".claude", global_dir]
+    assert store.flat_watch_roots() == []
+
+
+def test_set_workspace_folders_keeps_existing_index(tmp_path, tree, make_store, helpers):
+    tree(tmp_path, {"a/AGENTS.md": "A", "b/AGENTS.md": "B"})
+    store = make_store([tmp_path / "a"])
+    store.set_workspace_folders([tmp_path / "a", tmp_path / "b"])
+    assert helpers.included(store.compose([])) == ["a/AGENTS.md", "b/AGENTS.md"]
+    os.remove(tmp_path / "a/AGENTS.md")
+    summary = store.apply_changes([tmp_path / "a/AGENTS.md"])
+    assert summary.changed_files == ("a/AGENTS.md",)
+    assert helpers.included(store.compose([])) == ["b/AGENTS.md"]

@@ -1,0 +1,172 @@
+"""Limits: size, binary, non-UTF-8, unreadable and special files; the memory.maxTokens cap."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+def test_file_at_or_over_max_file_bytes_is_skipped(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "a" * 99, "CLAUDE.md": "b" * 100, "GEMINI.md": "c" * 500})
+    result = make_store(ws, max_file_bytes=100).compose([])
+    assert helpers.included(result) == ["AGENTS.md"]
+    for name, size in (("CLAUDE.md", 100), ("GEMINI.md", 500)):
+        f = helpers.info(result, name)
+        assert f.reason == f"skipped: over memory.maxFileBytes ({size} bytes, limit 100)"
+        assert f"{name}: skipped: over memory.maxFileBytes ({size} bytes, limit 100)" in result.warnings
+
+
+def test_binary_file_is_skipped(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": b"text then \x00 binary", "sub/AGENTS.md": b"\x89PNG\r\n\x1a\n\x00\x00"})
+    result = make_store(ws).compose([ws / "sub/x"])
+    assert result.text == ""
+    assert helpers.info(result, "AGENTS.md").reason == "skipped: binary file (NUL byte)"
+    assert helpers.info(result, "sub/AGENTS.md").reason == "skipped: binary file (NUL byte)"
+
+
+def test_non_utf8_is_replaced_and_warned(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "caf\xe9 latin-1\r\nline two\r\n".encode("latin-1")})
+    result = make_store(ws).compose([])
+    assert helpers.info(result, "AGENTS.md").included
+    assert "caf\ufffd latin-1\nline two" in result.text  # replaced, CRLF normalised
+    assert any(w.startswith("AGENTS.md: not valid UTF-8") and "replaced" in w for w in result.warnings)
+
+
+def test_bom_and_empty_files(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "\ufeffwith bom", "CLAUDE.md": "  \n\n"})
+    result = make_store(ws).compose([])
+    assert "--- Context from: AGENTS.md ---\nwith bom\n" in result.text
+    assert helpers.info(result, "CLAUDE.md").reason == "not included: empty"
+
+
+def test_directory_named_like_a_memory_file_is_skipped(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md/": "", "CLAUDE.md": "fine", "src/GEMINI.md/inner.txt": "x"})
+    result = make_store(ws).compose([ws / "src/a"])
+    assert helpers.included(result) == ["CLAUDE.md"]
+    assert helpers.info(result, "AGENTS.md").reason == "skipped: not a regular file (a directory)"
+    assert "src/GEMINI.md" not in [f.path for f in result.files]  # the index lists files only
+
+
+def test_fifo_named_like_a_memory_file_does_not_hang(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"CLAUDE.md": "fine"})
+    os.mkfifo(ws / "AGENTS.md")
+    result = make_store(ws).compose([])
+    assert helpers.info(result, "AGENTS.md").reason == "skipped: not a regular file"
+    assert helpers.included(result) == ["CLAUDE.md"]
+
+
+@pytest.fixture
+def world_readable_dir():
+    """A directory outside the root-only pytest temp dir, so an unprivileged euid can reach it."""
+    d = Path(tempfile.mkdtemp(prefix="cc-mem-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unreadable_file_is_skipped(world_readable_dir, tree, make_store, helpers):
+    ws = world_readable_dir / "ws"
+    tree(ws, {"AGENTS.md": "readable", "CLAUDE.md": "locked away"})
+    ws.chmod(0o755)
+    (ws / "AGENTS.md").chmod(0o644)
+    (ws / "CLAUDE.md").chmod(0o000)
+    dropped = False
+    if os.geteuid() == 0:
+        os.seteuid(65534)  # as root, chmod 000 does not stop us: read as "nobody"
+        dropped = True
+    try:
+        with pytest.raises(PermissionError):
+            (ws / "CLAUDE.md").read_bytes()
+        result = make_store(ws).compose([])
+    finally:
+        if dropped:
+            os.seteuid(0)
+    assert helpers.included(result) == ["AGENTS.md"]
+    assert helpers.info(result, "CLAUDE.md").reason == "skipped: unreadable (Permission denied)"
+    assert "CLAUDE.md: skipped: unreadable (Permission denied)" in result.warnings
+
+
+def _sizes(result):
+    return {f.path: f.tokens for f in result.files}
+
+
+def test_max_tokens_drops_rules_then_jit_then_farthest_workspace(tmp_path, tree, make_store, helpers):
+    repo = tmp_path / "repo"
+    tree(
+        repo,
+        {
+            ".git/": "",
+            "AGENTS.md": "far " * 40,
+            "ws/AGENTS.md": "near " * 40,
+            "ws/src/AGENTS.md": "src " * 40,
+            "ws/src/deep/AGENTS.md": "deep " * 40,
+            "ws/.cursor/rules/r1.mdc": "---\nalwaysApply: true\n---\n" + "rone " * 40,
+            "ws/.cursor/rules/r2.mdc": "---\nalwaysApply: true\n---\n" + "rtwo " * 40,
+        },
+    )
+    ws = repo / "ws"
+    open_files = [ws / "src/deep/x.py"]
+    full = make_store(ws).compose(open_files)
+    sizes = _sizes(full)
+    assert full.dropped == ()
+    order = ["../AGENTS.md", "AGENTS.md", "src/AGENTS.md", "src/deep/AGENTS.md", ".cursor/rules/r1.mdc", ".cursor/rules/r2.mdc"]
+    assert helpers.included(full) == order
+
+    def capped(cap):
+        return make_store(ws, max_tokens=cap).compose(open_files)
+
+    # Room for everything but a little: the last rule goes first.
+    r = capped(sum(sizes.values()) - 5)
+    assert r.dropped == (".cursor/rules/r2.mdc",)
+    assert helpers.info(r, ".cursor/rules/r2.mdc").reason == f"dropped: memory.maxTokens ({sum(sizes.values()) - 5}) reached"
+    # Room for the two workspace files and one JIT file: rules go, then the farthest JIT file.
+    cap = sizes["../AGENTS.md"] + sizes["AGENTS.md"] + sizes["src/deep/AGENTS.md"] + 5
+    r = capped(cap)
+    assert r.dropped == (".cursor/rules/r2.mdc", ".cursor/rules/r1.mdc", "src/AGENTS.md")
+    assert helpers.included(r) == ["../AGENTS.md", "AGENTS.md", "src/deep/AGENTS.md"]
+    # Room for one workspace file: the farthest one (repo root) goes before the folder's own.
+    r = capped(sizes["AGENTS.md"] + 3)
+    assert helpers.included(r) == ["AGENTS.md"]
+    assert r.dropped[-1] == "../AGENTS.md"
+    # Whatever the cap, the included files fit in it.
+    for cap in (1, 50, 120, 300, 700):
+        result = capped(cap)
+        assert sum(f.tokens for f in result.files if f.included) <= cap
+
+
+def test_max_tokens_counts_the_text_with_a_real_tokenizer(tmp_path, tree, make_store, tokenizer):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "alpha " * 30, "a/AGENTS.md": "beta " * 30, "b/AGENTS.md": "gamma " * 30})
+    open_files = [ws / "a/x", ws / "b/x"]
+    full = make_store(ws).compose(open_files)
+    for cap in range(10, tokenizer.count(full.text) + 10, 7):
+        result = make_store(ws, max_tokens=cap).compose(open_files)
+        assert tokenizer.count(result.text) <= cap
+        assert set(result.dropped) == {f.path for f in result.files if f.reason.startswith("dropped:")}
+
+
+def test_max_tokens_drops_the_description_listing_first(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(
+        ws,
+        {
+            "AGENTS.md": "keep me",
+            ".cursor/rules/db.mdc": "---\ndescription: " + "long description " * 20 + "\n---\nbody",
+        },
+    )
+    full = make_store(ws).compose([])
+    assert "Rules available on request" in full.text
+    cap = helpers.info(full, "AGENTS.md").tokens + 2
+    r = make_store(ws, max_tokens=cap).compose([])
+    assert "Rules available on request" not in r.text and "keep me" in r.text
+    assert r.dropped == (".cursor/rules/db.mdc",)
