@@ -1,0 +1,224 @@
+"""Editor state: open documents (most recently used first), the active document, cursor, selections.
+
+Positions are stored as the client sent them (in the negotiated position encoding) and turned
+into code points only when a turn context is asked for, so the cursor notification, which
+arrives on every keystroke, costs a dictionary update and nothing more.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from pathspec import GitIgnoreSpec
+
+from ..settings import ContextSettings
+from .positions import clamp_position, column_from_units
+
+TRUNCATION_MARK = "... [TRUNCATED]"
+
+
+def uri_to_path(uri: str) -> str:
+    """Filesystem path of a ``file:`` URI; other schemes (``untitled:``) are reported as the URI."""
+    if uri.startswith("file:"):
+        parsed = urlparse(uri)
+        path = unquote(parsed.path)
+        if len(path) >= 3 and path[0] == "/" and path[2] == ":":  # /C:/x on Windows
+            path = path[1:]
+        return path
+    return uri
+
+
+@dataclass(frozen=True, slots=True)
+class RawPosition:
+    line: int
+    character: int
+
+
+@dataclass(slots=True)
+class CursorState:
+    uri: str
+    position: RawPosition
+    selections: tuple[tuple[RawPosition, RawPosition], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveFile:
+    path: str
+    cursor: tuple[int, int] | None = None  # 1-based (line, character) for the model
+    selected_text: str | None = None
+    context_lines: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path}
+        if self.cursor is not None:
+            out["cursor"] = {"line": self.cursor[0], "character": self.cursor[1]}
+        if self.selected_text:
+            out["selectedText"] = self.selected_text
+        if self.context_lines is not None:
+            out["contextLines"] = self.context_lines
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    """What the model is told about the editor at one moment."""
+
+    active: ActiveFile | None
+    others: tuple[str, ...]  # other open files, most recently used first
+
+    def to_full(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.active is not None:
+            out["activeFile"] = self.active.to_wire()
+        out["otherOpenFiles"] = list(self.others)
+        return out
+
+    @property
+    def open_paths(self) -> tuple[str, ...]:
+        return ((self.active.path,) if self.active else ()) + self.others
+
+
+@dataclass(slots=True)
+class _Doc:
+    uri: str
+    path: str
+
+
+class EditorState:
+    """Open documents and the cursor. Mutated by the protocol layer, read by turn-context builds."""
+
+    def __init__(self, settings: ContextSettings) -> None:
+        self._docs: OrderedDict[str, _Doc] = OrderedDict()  # MRU first
+        self.cursor: CursorState | None = None
+        self.version = 0  # bumps on every change: cheap "did anything change" checks
+        self.update_settings(settings)
+
+    def update_settings(self, settings: ContextSettings) -> None:
+        self.settings = settings
+        self._exclude = GitIgnoreSpec.from_lines(settings.exclude)
+        self.version += 1
+
+    # ------------------------------------------------------------------ mutation
+
+    def open(self, uri: str) -> None:
+        doc = self._docs.pop(uri, None) or _Doc(uri, uri_to_path(uri))
+        self._docs[uri] = doc
+        self._docs.move_to_end(uri, last=False)
+        self.version += 1
+
+    def close(self, uri: str) -> None:
+        if self._docs.pop(uri, None) is not None:
+            self.version += 1
+        if self.cursor is not None and self.cursor.uri == uri:
+            self.cursor = None
+
+    def set_cursor(
+        self, uri: str, position: RawPosition, selections: Sequence[tuple[RawPosition, RawPosition]] = ()
+    ) -> None:
+        """Make ``uri`` the active document with this cursor (and selections)."""
+        self.cursor = CursorState(uri, position, tuple(selections))
+        if uri in self._docs:
+            self._docs.move_to_end(uri, last=False)
+        self.version += 1
+
+    # ------------------------------------------------------------------ reading
+
+    def is_open(self, uri: str) -> bool:
+        return uri in self._docs
+
+    def open_uris(self) -> list[str]:
+        return list(self._docs)
+
+    def open_paths(self) -> list[str]:
+        """Paths of every open document, MRU first (for memory JIT tiers and rules)."""
+        return [d.path for d in self._docs.values()]
+
+    def active_path(self) -> str | None:
+        if self.cursor is not None:
+            return uri_to_path(self.cursor.uri)
+        return next(iter(self._docs.values())).path if self._docs else None
+
+    def is_excluded(self, path: str) -> bool:
+        return bool(self._exclude.match_file(path.lstrip("/")) or self._exclude.match_file(PurePosixPath(path).name))
+
+    def snapshot(self, text_of: Callable[[str], str | None], encoding: str = "utf-16") -> TurnState:
+        """The editor state as the model sees it. ``text_of(uri)`` gives an open document's text."""
+        s = self.settings
+        active: ActiveFile | None = None
+        active_uri: str | None = None
+        if self.cursor is not None:
+            active_uri = self.cursor.uri
+            active = self._active_entry(self.cursor, text_of, encoding)
+        elif self._docs:
+            first = next(iter(self._docs.values()))
+            active_uri = first.uri
+            active = ActiveFile(path=first.path)
+        others = [d.path for d in self._docs.values() if d.uri != active_uri]
+        limit = max(s.max_open_files - (1 if active is not None else 0), 0)
+        return TurnState(active, tuple(others[:limit]))
+
+    def _active_entry(self, cur: CursorState, text_of: Callable[[str], str | None], encoding: str) -> ActiveFile:
+        path = uri_to_path(cur.uri)
+        text = text_of(cur.uri) if cur.uri in self._docs else None
+        if text is None:
+            return ActiveFile(path=path)  # not open: only its path
+        lines = text.split("\n")
+        line, char = self._to_code_points(lines, cur.position, encoding)
+        if self.is_excluded(path):
+            return ActiveFile(path=path, cursor=(line + 1, char + 1))
+        selected = self._selected_text(lines, cur.selections, encoding)
+        context = None
+        n = self.settings.cursor_context_lines
+        if n > 0:
+            start = max(line - n, 0)
+            end = min(line + n, len(lines) - 1)
+            context = {
+                "startLine": start + 1,
+                "endLine": end + 1,
+                "text": "\n".join(l.rstrip("\r") for l in lines[start : end + 1]),
+            }
+        return ActiveFile(path=path, cursor=(line + 1, char + 1), selected_text=selected, context_lines=context)
+
+    @staticmethod
+    def _to_code_points(lines: list[str], pos: RawPosition, encoding: str) -> tuple[int, int]:
+        line, units = clamp_position(len(lines), pos.line, pos.character)
+        text = lines[line].rstrip("\r") if line < len(lines) else ""
+        return line, column_from_units(text, units, encoding)
+
+    def _selected_text(self, lines: list[str], selections: Sequence[tuple[RawPosition, RawPosition]], encoding: str) -> str | None:
+        parts: list[str] = []
+        for start, end in selections:
+            a = self._to_code_points(lines, start, encoding)
+            b = self._to_code_points(lines, end, encoding)
+            if a > b:
+                a, b = b, a
+            if a == b:
+                continue
+            if a[0] == b[0]:
+                parts.append(lines[a[0]].rstrip("\r")[a[1] : b[1]])
+            else:
+                chunk = [lines[a[0]].rstrip("\r")[a[1] :]]
+                chunk += [l.rstrip("\r") for l in lines[a[0] + 1 : b[0]]]
+                chunk.append(lines[b[0]].rstrip("\r")[: b[1]])
+                parts.append("\n".join(chunk))
+        if not parts:
+            return None
+        text = "\n".join(parts)
+        limit = self.settings.max_selected_chars
+        if len(text) > limit:
+            text = text[:limit] + TRUNCATION_MARK
+        return text
+
+
+@dataclass(slots=True)
+class Baseline:
+    """What one agent session last saw."""
+
+    state: TurnState | None = None
+    turns: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)

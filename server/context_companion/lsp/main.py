@@ -1,0 +1,38 @@
+"""``context-companion serve``: logging set-up and transport choice."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from .transport import serve_stdio, serve_tcp, serve_ws
+
+
+def configure_logging(verbose: int, log_file: str | None) -> None:
+    """Logs go to stderr (stdout is the protocol) and optionally to a file."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    env_level = os.environ.get("CONTEXT_COMPANION_LOG_LEVEL")
+    if env_level:
+        level = getattr(logging, env_level.upper(), level)
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    # pygls logs every message at INFO: keep it quiet unless debugging.
+    logging.getLogger("pygls").setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
+
+
+def serve(args: argparse.Namespace) -> int:
+    configure_logging(args.verbose, args.log_file)
+    from .server import create_server
+
+    server = create_server()
+    if args.tcp:
+        serve_tcp(server, args.host, args.port)
+    elif args.ws:
+        serve_ws(server, args.host, args.port)
+    else:
+        serve_stdio(server)
+    return 0

@@ -1,0 +1,145 @@
+"""Pydantic models of every custom command's argument and notification's params.
+
+Each command takes one optional JSON object. :func:`parse` validates it and raises
+:class:`ParamsError` (turned into JSON-RPC InvalidParams) naming the field and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from ..errors import ContextCompanionError
+
+
+class ParamsError(ContextCompanionError):
+    """Raised when a command's or notification's params do not validate. Becomes InvalidParams (-32602)."""
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True)
+
+
+SessionId = Field(default="default", min_length=1, max_length=200)
+
+
+class StartSessionParams(_Params):
+    session_id: str = SessionId
+    profile: dict[str, Any] | None = None
+
+
+class EndSessionParams(_Params):
+    session_id: str = Field(min_length=1, max_length=200)
+
+
+class GetSystemInstructionParams(_Params):
+    session_id: str = SessionId
+    if_none_match: str | None = None
+
+
+class RefreshMemoryParams(_Params):
+    pass
+
+
+class GetTurnContextParams(_Params):
+    session_id: str = SessionId
+    force_full: bool = False
+    pending_tool_call: bool = False
+
+
+class Message(BaseModel):
+    """A chat message: ``role`` plus any other fields (``content`` may be a string or parts)."""
+
+    model_config = ConfigDict(extra="allow")
+    role: str = Field(min_length=1)
+
+
+class BuildMessagesParams(_Params):
+    session_id: str = SessionId
+    messages: list[Message]
+    include_turn_context: bool = True
+
+
+class SessionOnlyParams(_Params):
+    session_id: str = SessionId
+
+
+class EmptyParams(_Params):
+    pass
+
+
+class AddMemoryParams(_Params):
+    fact: str
+    scope: Literal["global", "workspace"] = "global"
+
+    @field_validator("fact")
+    @classmethod
+    def _not_blank(cls, fact: str) -> str:
+        if not fact.strip():
+            raise ValueError("must not be empty")
+        if len(fact) > 10_000:
+            raise ValueError("is longer than 10000 characters")
+        return fact
+
+
+class Position(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    line: int = Field(ge=0, le=2**31 - 1)
+    character: int = Field(ge=0, le=2**31 - 1)
+
+
+class Range(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    start: Position
+    end: Position
+
+
+class TextDocumentId(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    uri: str = Field(min_length=1)
+
+
+class DidChangeCursorParams(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    text_document: TextDocumentId
+    position: Position
+    selections: list[Range] = Field(default_factory=list, max_length=1000)
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+def _field_path(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + str(part))
+    return out
+
+
+def parse(model: type[P], args: Sequence[Any], what: str) -> P:
+    """Validate ``args`` (the executeCommand arguments: none, or one object) against ``model``."""
+    if len(args) > 1:
+        raise ParamsError(f"{what}: expected at most one argument (an object), got {len(args)}")
+    raw = args[0] if args else {}
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{what}: the argument must be a JSON object, got {type(raw).__name__}")
+    return parse_object(model, raw, what)
+
+
+def parse_object(model: type[P], raw: Any, what: str) -> P:
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{what}: params must be a JSON object, got {type(raw).__name__}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        field = _field_path(err["loc"]) or "(params)"
+        reason = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "missing":
+            reason = "is required"
+        raise ParamsError(f"{what}: {field}: {reason}") from None
