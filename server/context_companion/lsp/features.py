@@ -1,21 +1,160 @@
-"""Language features on memory and rule files: diagnostics, document links, hover, code lens."""
+"""Language features on memory and rule files: diagnostics, document links, hover, code lens.
+
+The memory core computes them (:meth:`MemoryStore.analyze`, positions in code points); this
+module converts positions to the negotiated encoding and speaks LSP.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as t
+
+from ..context.positions import units_from_column
+from ..context.state import uri_to_path
+
+if TYPE_CHECKING:
+    from ..memory import FileAnalysis
+    from .server import CompanionServer
+
+log = logging.getLogger(__name__)
+
+SEVERITY = {
+    "error": t.DiagnosticSeverity.Error,
+    "warning": t.DiagnosticSeverity.Warning,
+    "information": t.DiagnosticSeverity.Information,
+}
+PUBLISH_DELAY = 0.15  # seconds of quiet typing before diagnostics are recomputed
+
+_timers: dict[str, asyncio.TimerHandle] = {}
+_published: set[str] = set()
 
 
-def register(server: Any) -> None:
-    return None
+def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", list[str]] | None:
+    session = server.session
+    if session.composer is None or not uri.startswith("file:"):
+        return None
+    path = Path(uri_to_path(uri))
+    memory = session.composer.memory
+    if not memory.is_memory_document(path):
+        return None
+    try:
+        doc = server.workspace.get_text_document(uri)
+    except Exception:  # noqa: BLE001 - not open
+        return None
+    # Not cached: the result depends on the files on disk and on which files are open, and the
+    # analysis of one small Markdown file costs well under a millisecond.
+    return memory.analyze(path, doc.source), doc.source.split("\n")
 
 
-def publish(server: Any, uri: str) -> None:
-    return None
+def _position(lines: list[str], pos: Any, encoding: str) -> t.Position:
+    text = lines[pos.line] if 0 <= pos.line < len(lines) else ""
+    return t.Position(line=pos.line, character=units_from_column(text.rstrip("\r"), pos.character, encoding))
 
 
-def schedule_publish(server: Any, uri: str) -> None:
-    return None
+def _range(lines: list[str], rng: Any, encoding: str) -> t.Range:
+    return t.Range(start=_position(lines, rng.start, encoding), end=_position(lines, rng.end, encoding))
 
 
-def clear(server: Any, uri: str) -> None:
-    return None
+def publish(server: "CompanionServer", uri: str) -> None:
+    """Compute and publish diagnostics for an open memory or rule file (no-op for other files)."""
+    if not server.session.ready.is_set():
+        asyncio.ensure_future(_publish_when_ready(server, uri))
+        return
+    try:
+        found = _analysis(server, uri)
+    except Exception:  # noqa: BLE001 - diagnostics must never break editing
+        log.exception("analysing %s failed", uri)
+        return
+    if found is None:
+        return
+    analysis, lines = found
+    enc = server.session.position_encoding
+    diagnostics = [
+        t.Diagnostic(
+            range=_range(lines, d.range, enc),
+            message=d.message,
+            severity=SEVERITY.get(d.severity, t.DiagnosticSeverity.Warning),
+            code=d.code,
+            source="context-companion",
+        )
+        for d in analysis.diagnostics
+    ]
+    _published.add(uri)
+    server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+
+async def _publish_when_ready(server: "CompanionServer", uri: str) -> None:
+    await server.session.ready.wait()
+    publish(server, uri)
+
+
+def schedule_publish(server: "CompanionServer", uri: str) -> None:
+    """Debounced :func:`publish` (called on every change of a document)."""
+    if not uri.startswith("file:"):
+        return
+    old = _timers.pop(uri, None)
+    if old is not None:
+        old.cancel()
+    loop = asyncio.get_running_loop()
+    _timers[uri] = loop.call_later(PUBLISH_DELAY, lambda: (_timers.pop(uri, None), publish(server, uri)))
+
+
+def clear(server: "CompanionServer", uri: str) -> None:
+    timer = _timers.pop(uri, None)
+    if timer is not None:
+        timer.cancel()
+    if uri in _published:
+        _published.discard(uri)
+        server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def register(server: "CompanionServer") -> None:
+    @server.feature(t.TEXT_DOCUMENT_DOCUMENT_LINK)
+    def document_links(params: t.DocumentLinkParams) -> list[t.DocumentLink] | None:
+        found = _analysis(server, params.text_document.uri)
+        if found is None:
+            return None
+        analysis, lines = found
+        enc = server.session.position_encoding
+        return [
+            t.DocumentLink(range=_range(lines, link.range, enc), target=Path(link.target).as_uri(), tooltip=link.target)
+            for link in analysis.links
+        ]
+
+    @server.feature(t.TEXT_DOCUMENT_HOVER)
+    def hover(params: t.HoverParams) -> t.Hover | None:
+        found = _analysis(server, params.text_document.uri)
+        if found is None:
+            return None
+        analysis, lines = found
+        enc = server.session.position_encoding
+        for h in analysis.hovers:
+            rng = _range(lines, h.range, enc)
+            p = params.position
+            if rng.start.line <= p.line <= rng.end.line and (
+                (p.line, p.character) >= (rng.start.line, rng.start.character)
+                and (p.line, p.character) <= (rng.end.line, rng.end.character)
+            ):
+                return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=h.markdown), range=rng)
+        return None
+
+    @server.feature(t.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(params: t.CodeLensParams) -> list[t.CodeLens] | None:
+        found = _analysis(server, params.text_document.uri)
+        if found is None:
+            return None
+        analysis, lines = found
+        if analysis.lens is None:
+            return []
+        enc = server.session.position_encoding
+        # A lens with a command title only (no command id to run): clients show it as a label.
+        return [
+            t.CodeLens(
+                range=_range(lines, analysis.lens.range, enc),
+                command=t.Command(title=analysis.lens.title, command=""),
+            )
+        ]

@@ -218,6 +218,7 @@ def create_server() -> CompanionServer:
         )
 
     features.register(server)
+    session.after_memory_change = lambda: [features.schedule_publish(server, u) for u in session.editor.open_uris()]
 
     # ------------------------------------------------------------------ commands
 

@@ -72,7 +72,7 @@ class Session:
         self._pending_reasons: set[str] = set()
         self._pending_files: set[str] = set()
         self._push_handle: asyncio.TimerHandle | None = None
-        self._memory_open_key: tuple = ()
+        self.after_memory_change: Callable[[], None] | None = None  # e.g. refresh diagnostics
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -314,6 +314,8 @@ class Session:
         if summary.kind is None:
             return
         self.composer.engine.invalidate()
+        if self.after_memory_change is not None:
+            self.after_memory_change()
         self._pending_files.update(summary.changed_files)
         self._pending_reasons.add(summary.kind)
         self.flush_push()  # the watcher already debounced: push now
