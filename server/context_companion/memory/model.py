@@ -54,6 +54,7 @@ class ChangeSummary:
 
     changed_files: tuple[str, ...]  # display paths whose content or presence changed
     kind: ChangeKind | None  # None: nothing that matters changed
+    roots_changed: bool = False  # watch_roots()/flat_watch_roots() differ now: call MemoryWatcher.reschedule
 
 
 # --------------------------------------------------------------------------- language features

@@ -165,7 +165,7 @@ class MemoryStore:
         self._match_memo: dict[tuple[int, str], tuple[tuple[str, str], ...]] = {}
         self._memo_generation = -1
         self._last_infos: dict[str, MemoryFileInfo] = {}
-        self._folder_warnings: list[str] = []
+        self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
         self._expander = ImportExpander(
             read=self._read, display=self._display, home=self._home, max_depth=settings.import_max_depth
         )
@@ -182,6 +182,7 @@ class MemoryStore:
             for i in range(len(self._folders)):
                 self._load_folder(i)
             self._loaded = True
+            self._roots_seen = (self.watch_roots(), self.flat_watch_roots())
             self._bump()
 
     def set_workspace_folders(self, folders: Sequence[Path]) -> None:
@@ -315,7 +316,9 @@ class MemoryStore:
                 kind = "memoryChanged"
             if changed or structural:
                 self._bump()
-            return ChangeSummary(tuple(changed), kind)
+            roots = (self.watch_roots(), self.flat_watch_roots())
+            roots_changed, self._roots_seen = roots != self._roots_seen, roots
+            return ChangeSummary(tuple(changed), kind, roots_changed)
 
     def is_relevant_path(self, path: str | Path) -> bool:
         """Would a change to this path matter (memory, rule, ignore or imported file, or a directory)?"""
@@ -326,6 +329,8 @@ class MemoryStore:
             for candidate, _ in self._global_candidates:
                 if norm == candidate or norm == os.path.dirname(candidate):
                     return True
+            if self._global_dir.startswith(norm + os.sep):
+                return True  # a parent of the global dir appeared or vanished (see flat_watch_roots)
             for folder in self._folders:
                 if norm == folder.path:
                     return True

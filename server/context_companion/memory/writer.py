@@ -32,7 +32,7 @@ SECTION_HEADING = "## Added Memories"
 _HEADING_RE = re.compile(rb"^##[ \t]+Added Memories[ \t]*#*[ \t]*$", re.IGNORECASE)
 _SECTION_END_RE = re.compile(rb"^ {0,3}#{1,2}(?:[ \t]|$)")
 _FENCE_RE = re.compile(rb"^ {0,3}(`{3,}|~{3,})")
-_LEADING_DASHES = re.compile(r"^(?:[-*+]\s+)+")
+_LEADING_DASHES = re.compile(r"^(?:[-*+](?:\s+|$))+")
 
 _locks_guard = threading.Lock()
 _locks: dict[str, threading.Lock] = {}

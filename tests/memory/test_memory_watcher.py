@@ -1,0 +1,225 @@
+"""MemoryWatcher with real saves: in place, atomic rename, delete, create, vim backups; debounce;
+polling (forced and as the fallback when the native observer cannot start)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+from pathlib import Path
+
+import pytest
+
+from context_companion.memory import MemoryWatcher
+
+WAIT = 10.0  # generous upper bound for an event to arrive; never asserted as a duration
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.batches: queue.Queue[set[str]] = queue.Queue()
+
+    def __call__(self, paths: set[str]) -> None:
+        self.batches.put(set(paths))
+
+    def next(self, timeout: float = WAIT) -> set[str]:
+        return self.batches.get(timeout=timeout)
+
+    def until(self, path: Path, timeout: float = WAIT) -> set[str]:
+        """Batches until one holds ``path``; returns the union seen."""
+        seen: set[str] = set()
+        while str(path) not in seen:
+            seen |= self.next(timeout)
+        return seen
+
+
+@pytest.fixture
+def watched(tmp_path, tree, make_store):
+    """A store over a small workspace and a running watcher feeding a recorder."""
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "one", "src/AGENTS.md": "src", "src/app.py": "x"})
+    store = make_store(ws)
+    rec = Recorder()
+    watchers: list[MemoryWatcher] = []
+
+    def start(**kwargs) -> MemoryWatcher:
+        w = MemoryWatcher(store.watch_roots(), rec, is_relevant=store.is_relevant_path, **kwargs)
+        w.start()
+        watchers.append(w)
+        return w
+
+    yield ws, store, rec, start
+    for w in watchers:
+        w.stop()
+
+
+def test_write_in_place(watched):
+    ws, store, rec, start = watched
+    w = start(debounce_ms=50)
+    assert w.mode == "inotify"
+    (ws / "AGENTS.md").write_text("two")
+    rec.until(ws / "AGENTS.md")
+    assert store.apply_changes([ws / "AGENTS.md"]).changed_files == ("AGENTS.md",)
+    assert "two" in store.compose([]).text
+
+
+def test_atomic_save_by_rename_reports_the_target(watched):
+    ws, store, rec, start = watched
+    start(debounce_ms=50)
+    tmp = ws / ".AGENTS.md.tmp-123"
+    tmp.write_text("atomic")
+    os.replace(tmp, ws / "AGENTS.md")
+    seen = rec.until(ws / "AGENTS.md")
+    assert str(tmp) not in seen  # the temp file is not a memory file
+    store.apply_changes(seen)
+    assert "atomic" in store.compose([]).text
+
+
+def test_delete_and_create(watched):
+    ws, store, rec, start = watched
+    start(debounce_ms=50)
+    (ws / "src/AGENTS.md").unlink()
+    rec.until(ws / "src/AGENTS.md")
+    (ws / "src/CLAUDE.md").write_text("created")
+    seen = rec.until(ws / "src/CLAUDE.md")
+    summary = store.apply_changes(seen | {str(ws / "src/AGENTS.md")})
+    assert set(summary.changed_files) == {"src/AGENTS.md", "src/CLAUDE.md"}
+    assert "created" in store.compose([ws / "src/app.py"]).text
+
+
+def test_vim_style_backup_rename(watched):
+    ws, store, rec, start = watched
+    start(debounce_ms=50)
+    doc = ws / "AGENTS.md"
+    backup = ws / "AGENTS.md~"
+    os.rename(doc, backup)
+    doc.write_text("saved by vim")
+    backup.unlink()
+    seen = rec.until(doc)
+    assert str(backup) not in seen
+    store.apply_changes(seen)
+    assert "saved by vim" in store.compose([]).text
+
+
+def test_debounce_coalesces_a_burst_into_one_callback(watched):
+    ws, _store, rec, start = watched
+    start(debounce_ms=300)
+    for i in range(20):
+        (ws / "AGENTS.md").write_text(f"burst {i}")
+        (ws / "src/AGENTS.md").write_text(f"burst {i}")
+    batch = rec.next()
+    assert batch == {str(ws / "AGENTS.md"), str(ws / "src/AGENTS.md")}
+    with pytest.raises(queue.Empty):
+        rec.next(timeout=1.0)
+
+
+def test_irrelevant_changes_are_filtered(watched, tree):
+    ws, _store, rec, start = watched
+    tree(ws, {".gitignore": "node_modules/\n", "node_modules/": ""})
+    _store.apply_changes([ws / ".gitignore"])
+    start(debounce_ms=50)
+    (ws / "src/app.py").write_text("changed code")
+    (ws / "node_modules/AGENTS.md").write_text("ignored")
+    (ws / "notes.txt").write_text("notes")
+    (ws / "AGENTS.md").read_text()  # a read: no event at all
+    (ws / "GEMINI.md").write_text("relevant")
+    seen = rec.until(ws / "GEMINI.md")
+    assert seen == {str(ws / "GEMINI.md")}
+
+
+def test_forced_polling_sees_changes(watched):
+    ws, store, rec, start = watched
+    w = start(debounce_ms=50, force_polling=True, poll_interval=0.2)
+    assert w.mode == "polling"
+    (ws / "src/AGENTS.md").write_text("polled change, longer than before")
+    rec.until(ws / "src/AGENTS.md")
+    (ws / "src/deeper").mkdir()
+    (ws / "src/deeper/AGENTS.md").write_text("new deep")
+    seen = rec.until(ws / "src/deeper/AGENTS.md")
+    store.apply_changes(seen)
+    assert "new deep" in store.compose([ws / "src/deeper/x"]).text
+
+
+def test_falls_back_to_polling_when_the_native_observer_fails(watched, caplog):
+    ws, _store, rec, start = watched
+
+    def exhausted():
+        from watchdog.observers.inotify import InotifyObserver
+
+        class Exhausted(InotifyObserver):
+            def start(self) -> None:
+                raise OSError(28, "inotify watch limit reached")
+
+        return Exhausted()
+
+    with caplog.at_level(logging.WARNING, logger="context_companion.memory.watcher"):
+        w = start(debounce_ms=50, poll_interval=0.2, observer_factory=exhausted)
+    assert w.mode == "polling"
+    assert any("falling back to polling" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    (ws / "AGENTS.md").write_text("still seen")
+    rec.until(ws / "AGENTS.md")
+
+
+def test_polling_lists_only_relevant_entries_and_skips_symlinked_dirs(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {".gitignore": "node_modules/\n", "node_modules/a.js": "", "src/AGENTS.md": "x", "src/a.py": ""})
+    os.symlink(ws, ws / "src/loop")
+    store = make_store(ws)
+    w = MemoryWatcher([ws], lambda paths: None, is_relevant=store.is_relevant_path)
+    assert sorted(e.name for e in w._listdir(str(ws))) == [".gitignore", "src"]
+    assert sorted(e.name for e in w._listdir(str(ws / "src"))) == ["AGENTS.md"]
+
+
+def test_stop_is_idempotent_and_restart_works(watched):
+    ws, _store, rec, start = watched
+    w = start(debounce_ms=50)
+    w.stop()
+    w.stop()
+    assert w.mode == "stopped"
+    w.start()
+    assert w.mode == "inotify"
+    (ws / "AGENTS.md").write_text("after restart")
+    rec.until(ws / "AGENTS.md")
+
+
+def test_callback_errors_do_not_stop_the_watcher(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "a"})
+    store = make_store(ws)
+    calls: queue.Queue[set[str]] = queue.Queue()
+
+    def flaky(paths: set[str]) -> None:
+        calls.put(paths)
+        if calls.qsize() == 1:
+            raise RuntimeError("boom")
+
+    w = MemoryWatcher([ws], flaky, is_relevant=store.is_relevant_path, debounce_ms=30)
+    w.start()
+    try:
+        (ws / "AGENTS.md").write_text("b")
+        calls.get(timeout=WAIT)
+        (ws / "GEMINI.md").write_text("c")
+        while str(ws / "GEMINI.md") not in calls.get(timeout=WAIT):
+            pass
+    finally:
+        w.stop()
+
+
+def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = make_store(ws)
+    rec = Recorder()
+    w = MemoryWatcher(store.watch_roots(), rec, is_relevant=store.is_relevant_path, flat_roots=store.flat_watch_roots(),
+                      debounce_ms=30)
+    w.start()
+    try:
+        global_dir.mkdir(parents=True)
+        seen = rec.until(global_dir.parent)  # ~/.config appeared: seen through the flat watch of home
+        assert store.apply_changes(seen).roots_changed
+        assert global_dir in store.watch_roots()
+        w.reschedule(store.watch_roots(), store.flat_watch_roots())
+        (global_dir / "AGENTS.md").write_text("global")
+        rec.until(global_dir / "AGENTS.md")
+    finally:
+        w.stop()
