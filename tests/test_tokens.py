@@ -47,3 +47,31 @@ def test_model_picks_encoding():
     assert encoding_for_model("gpt-4o", "cl100k_base") == "o200k_base"
     assert encoding_for_model("some-local-model", "cl100k_base") == "cl100k_base"
     assert encoding_for_model(None, "o200k_base") == "o200k_base"
+
+
+def test_named_encoding_loads_from_tiktoken_cache_without_network(tmp_path, tiny_encoding, monkeypatch):
+    import hashlib
+
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    write_ranks(cache / hashlib.sha1(url.encode()).hexdigest(), tiny_encoding)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    # cl100k's expected hash will not match our tiny file: it is refused, not deleted, not downloaded
+    tok = Tokenizer("cl100k_base")
+    tok.load()
+    assert tok.estimated and "does not match" in tok.reason
+    assert (cache / hashlib.sha1(url.encode()).hexdigest()).exists()
+
+
+def test_missing_cache_entry_is_reported_with_the_expected_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    import socket
+
+    def no_network(*a, **k):
+        raise AssertionError("tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    tok = Tokenizer("o200k_base")
+    assert tok.count("hello") == estimate_tokens("hello")
+    assert tok.estimated and str(tmp_path) in tok.reason

@@ -171,6 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     from .errors import ContextCompanionError
 
+    if args.command != "serve":
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="context-companion: warning: %(message)s")
     try:
         return handlers[args.command](args)
     except ContextCompanionError as exc:

@@ -74,7 +74,7 @@ class Composer:
     @staticmethod
     def _make_tokenizer(settings: Settings) -> Tokenizer:
         name = encoding_for_model(settings.profile.model, settings.tokens.encoding) if settings.profile.model else settings.tokens.encoding
-        return Tokenizer(name, settings.tokens.encoding_file)
+        return Tokenizer(name, settings.tokens.encoding_file, allow_download=settings.tokens.allow_download)
 
     def load(self) -> None:
         """Read every memory file and load the tokenizer (slow: not for a hot path)."""

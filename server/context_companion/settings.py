@@ -168,6 +168,7 @@ class EnvironmentSettings(_Model):
 class TokenSettings(_Model):
     encoding: str = "o200k_base"
     encoding_file: str | None = None
+    allow_download: bool = False
 
 
 # --------------------------------------------------------------------------- memory, context

@@ -4,8 +4,8 @@ Machines may be offline. The encoding is looked for, in order:
 
 1. ``tokens.encodingFile``: a local ``.tiktoken`` ranks file (the pattern and special tokens of
    the named encoding are used with it);
-2. ``tiktoken.get_encoding(name)``, which honours ``TIKTOKEN_CACHE_DIR`` (and downloads when
-   online);
+2. tiktoken's cache (``TIKTOKEN_CACHE_DIR``, else its default folder): never the network, unless
+   ``tokens.allowDownload`` is true, when ``tiktoken.get_encoding(name)`` may download;
 3. the estimator (about four UTF-8 bytes a token), with ``estimated = True`` and the reason.
 
 Loading happens once, lazily (``load()``), and never on a hot path: the server calls it on a
@@ -15,7 +15,10 @@ re-encoded.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -49,29 +52,60 @@ def encoding_for_model(model: str | None, default: str) -> str:
         return default
 
 
+def tiktoken_cache_dir() -> str:
+    """The folder tiktoken caches ranks files in (``TIKTOKEN_CACHE_DIR`` wins, as in tiktoken)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _cache_only_loader(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Load a ranks file from tiktoken's cache, never from the network."""
+    import tiktoken.load
+
+    cache_dir = tiktoken_cache_dir()
+    path = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
+    if not cache_dir or not os.path.exists(path):
+        raise FileNotFoundError(f"not in the tiktoken cache (expected {path})")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
+        raise ValueError(f"cached file {path} does not match the expected hash")
+    return tiktoken.load.load_tiktoken_bpe(path)
+
+
+def _build_encoding(name: str, loader: Callable[..., dict[bytes, int]]) -> Any:
+    """Build a known encoding (its pattern and special tokens) with ranks from ``loader``."""
+    import tiktoken
+
+    try:
+        import tiktoken_ext.openai_public as public
+    except ImportError:  # pragma: no cover - tiktoken always ships it
+        public = None
+    constructor = public.ENCODING_CONSTRUCTORS.get(name) if public is not None else None
+    if constructor is None:
+        raise KeyError(f"unknown encoding {name!r}")
+    original = public.load_tiktoken_bpe
+    public.load_tiktoken_bpe = loader  # type: ignore[assignment]
+    try:
+        spec = constructor()
+    finally:
+        public.load_tiktoken_bpe = original  # type: ignore[assignment]
+    return tiktoken.Encoding(**spec)
+
+
 def _encoding_from_file(name: str, path: Path) -> Any:
     import tiktoken
     import tiktoken.load
 
     ranks = tiktoken.load.load_tiktoken_bpe(str(path))
-    constructor: Callable[[], dict[str, Any]] | None = None
     try:
-        import tiktoken_ext.openai_public as public
-
-        constructor = public.ENCODING_CONSTRUCTORS.get(name)
-    except ImportError:  # pragma: no cover - tiktoken always ships it
-        public = None
-    if constructor is not None and public is not None:
-        original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = lambda *a, **k: ranks  # type: ignore[assignment]
-        try:
-            spec = constructor()
-        finally:
-            public.load_tiktoken_bpe = original  # type: ignore[assignment]
-        spec["mergeable_ranks"] = ranks
-        return tiktoken.Encoding(**spec)
-    pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-    return tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+        return _build_encoding(name, lambda *a, **k: ranks)
+    except KeyError:
+        pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+        return tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens={})
 
 
 class Tokenizer:
@@ -82,8 +116,10 @@ class Tokenizer:
         encoding: str = "o200k_base",
         encoding_file: str | Path | None = None,
         *,
+        allow_download: bool = False,
         encoding_obj: Any | None = None,
     ) -> None:
+        self.allow_download = allow_download
         self.encoding_name = encoding
         self._file = Path(encoding_file).expanduser() if encoding_file else None
         self._enc: Any | None = encoding_obj
@@ -113,13 +149,16 @@ class Tokenizer:
                     reasons.append(f"encoding file {self._file} unusable ({type(exc).__name__}: {str(exc)[:120]})")
             if enc is None:
                 try:
-                    import tiktoken
+                    if self.allow_download:
+                        import tiktoken
 
-                    enc = tiktoken.get_encoding(self.encoding_name)
-                except Exception as exc:  # noqa: BLE001 - offline, unknown name, corrupt cache
+                        enc = tiktoken.get_encoding(self.encoding_name)
+                    else:
+                        enc = _build_encoding(self.encoding_name, _cache_only_loader)
+                except Exception as exc:  # noqa: BLE001 - not cached, unknown name, corrupt cache
                     reasons.append(
-                        f"encoding {self.encoding_name!r} could not be loaded ({type(exc).__name__}); set "
-                        "tokens.encodingFile to a local .tiktoken file or TIKTOKEN_CACHE_DIR to a cache holding it"
+                        f"encoding {self.encoding_name!r} could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); "
+                        "set tokens.encodingFile to a local .tiktoken file or TIKTOKEN_CACHE_DIR to a cache holding it"
                     )
             self._enc = enc
             if enc is None:
