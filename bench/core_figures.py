@@ -26,6 +26,7 @@ from .report import Figure, Target
 REPO = Path(__file__).resolve().parent.parent
 TARGET_DISCOVERY = Target("ratio_le", 2.0, "≤ 2× floor")
 TARGET_FOLDER_TREE = Target("abs_le", 2.0, "≤ 2 ms")
+TARGET_TREES = ("medium", "large")  # issue 3 states the discovery target for the 40k-file workspace
 
 
 class Unavailable(Exception):
@@ -170,7 +171,13 @@ def fig_discovery(ctx: Context) -> list[Figure]:
     for name, (root, man) in ctx.trees.items():
         cold = Figure(f"discovery.cold.{name}", "discovery", "memory discovery, cold (new process)", "ms", tree=name)
         warm = Figure(f"discovery.warm.{name}", "discovery", "memory discovery, warm", "ms", tree=name)
-        cold.target = warm.target = TARGET_DISCOVERY
+        if name in TARGET_TREES:
+            cold.target = warm.target = TARGET_DISCOVERY
+        else:
+            warm.note = (
+                f"no target on a {man.files_visible}-file tree: reading and parsing its memory and rule files "
+                "outweighs the walk; the 2× target is for the 40k-file tree and up (issue 3)"
+            )
         try:
             memory_store_class()
             tok = bench_tokenizer(settings)
@@ -200,6 +207,8 @@ def fig_discovery(ctx: Context) -> list[Figure]:
             cold.set_samples(_ms(ours))
             cold.set_floor("pruned walk", _ms(floor))
             cold.note = "first load in a fresh process (imports excluded); the OS page cache stays warm"
+            if cold.target is None:
+                cold.note += "; " + warm.note
             out.append(cold.wrong(cold_bad) if cold_bad else cold.finish())
         except Unavailable as exc:
             out += [cold.unavailable(str(exc)), warm.unavailable(str(exc))]
