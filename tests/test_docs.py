@@ -1,0 +1,39 @@
+"""The documented settings stay true to the model."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from context_companion.settings import Settings, validate_layer
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def leaf_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    keys = []
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        ann = info.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            keys += leaf_keys(ann, f"{prefix}{alias}.")
+        else:
+            keys.append(prefix + alias)
+    return keys
+
+
+def test_example_settings_file_is_valid_and_equals_the_defaults():
+    data = tomllib.loads((DOCS / "settings.example.toml").read_text())
+    assert validate_layer(data, "settings.example.toml") == Settings(prompt=validate_layer(data, "x").prompt)
+    assert validate_layer(data, "x").model_dump(exclude={"prompt"}) == Settings().model_dump(exclude={"prompt"})
+
+
+def test_every_setting_is_in_the_example_and_the_configuration_doc():
+    example = (DOCS / "settings.example.toml").read_text()
+    doc = (DOCS / "configuration.md").read_text()
+    for key in leaf_keys(Settings):
+        leaf = key.split(".")[-1]
+        assert leaf in example, f"{key} missing from docs/settings.example.toml"
+        assert f"`{key}`" in doc, f"{key} missing from docs/configuration.md"
