@@ -52,6 +52,7 @@ GLOB_KEY: dict[str, str | None] = {
 RULE_DIR_PREFIXES: tuple[str, ...] = (".context-companion", ".cursor", ".github", ".claude")
 _MATCH_ALL = frozenset({"*", "**", "**/*"})
 _MAX_BRACE_EXPANSIONS = 256
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same safe subset, faster
 _FLAT_LINE = re.compile(r"^([A-Za-z_][\w\-]*)\s*:\s*(.*?)\s*$")
 
 
@@ -155,15 +156,17 @@ def split_frontmatter(text: str) -> Frontmatter:
     fm = Frontmatter({}, body, close + 1, key_lines, present=True, end_line=close)
     raw = "\n".join(raw_lines)
     try:
-        data = yaml.safe_load(raw) if raw.strip() else {}
+        data = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         flat = _flat_key_values(raw_lines)
         if flat is not None:
             fm.data = flat
             return fm
         mark = getattr(exc, "problem_mark", None)
-        fm.error = "frontmatter does not parse as YAML: " + _yaml_problem(exc)
-        fm.error_line = 1 + (mark.line if mark is not None else 0)
+        # libyaml may place the mark past the last line: keep it on a frontmatter line.
+        line = min(mark.line, max(len(raw_lines) - 1, 0)) if mark is not None else 0
+        fm.error = f"frontmatter does not parse as YAML: {_yaml_problem(exc)} (line {line + 2})"
+        fm.error_line = 1 + line
         return fm
     if data is None:
         data = {}
@@ -176,11 +179,7 @@ def split_frontmatter(text: str) -> Frontmatter:
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    mark = getattr(exc, "problem_mark", None)
-    if mark is not None:
-        return f"{problem} (line {mark.line + 2}, column {mark.column + 1})"
-    return str(problem)
+    return str(getattr(exc, "problem", None) or str(exc).splitlines()[0])
 
 
 def _flat_key_values(lines: list[str]) -> dict[str, Any] | None:

@@ -150,6 +150,7 @@ class MemoryStore:
         self._count = count_tokens
         self._home = _norm(home if home is not None else Path.home())
         self._global_dir = _norm(global_dir if global_dir is not None else user_config_dir())
+        self._global_real = os.path.realpath(self._global_dir)
         self._lock = threading.RLock()
         self._names = tuple(settings.file_names)
         self._name_set = frozenset(self._names)
@@ -165,6 +166,7 @@ class MemoryStore:
         self._match_memo: dict[tuple[int, str], tuple[tuple[str, str], ...]] = {}
         self._memo_generation = -1
         self._last_infos: dict[str, MemoryFileInfo] = {}
+        self._last_call: tuple[Any, MemoryResult] | None = None
         self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
         self._expander = ImportExpander(
             read=self._read, display=self._display, home=self._home, max_depth=settings.import_max_depth
@@ -208,6 +210,9 @@ class MemoryStore:
         with self._lock:
             if not self._loaded:
                 self.load()
+            raw = (self._generation, tuple(map(os.fspath, open_paths)), os.fspath(active_path) if active_path else None)
+            if self._last_call is not None and self._last_call[0] == raw:
+                return self._last_call[1]  # the very same call as last time: nothing to work out
             active = _norm(active_path) if active_path is not None else None
             opened = {_norm(p) for p in open_paths}
             if active is not None:
@@ -223,6 +228,7 @@ class MemoryStore:
             else:
                 self._results.move_to_end(key)
             self._last_infos = {info.abs_path: info for info in result.files}
+            self._last_call = (raw, result)
             return result
 
     # ------------------------------------------------------------------ public: changes
@@ -499,15 +505,15 @@ class MemoryStore:
             entry.tokens = self._count(entry.block)
 
     def _allowed_roots(self, entry: _Entry) -> list[str]:
-        roots = [self._global_dir]
+        """Real paths imports of this entry may resolve into (and the entry itself must lie in)."""
+        roots = [self._global_real]
         if entry.folder is None:
             parent = os.path.dirname(entry.abs_path)
             if parent != self._global_dir:
-                roots.append(parent)
+                roots.append(os.path.realpath(parent))
         else:
             folder = self._folders[entry.folder]
             roots.append(folder.top_real or folder.real)
-            roots.append(folder.chain[0] if folder.chain else folder.path)
         return roots
 
     # ------------------------------------------------------------------ internals: tiers
