@@ -442,3 +442,15 @@ async def test_request_with_params_off_the_lsp_schema_gets_an_answer(start, work
         await asyncio.wait_for(answer, 10)
     assert info.value.code == -32602 and "workspace/executeCommand" in info.value.message
     assert (await h.command("contextCompanion.getCompressionPrompt"))["text"]
+
+
+async def test_global_memory_dir_created_after_start_is_watched(start, workspace, tmp_path):
+    later = tmp_path / "later-config" / "context-companion"
+    h = await start(workspace, settings=NO_ENV, env={"CONTEXT_COMPANION_CONFIG_DIR": str(later)})
+    await h.command("contextCompanion.getSystemInstruction", {})
+    later.mkdir(parents=True)
+    await asyncio.sleep(0.3)
+    (later / "AGENTS.md").write_text("I like terse answers.\n")
+    push = (await h.wait_push(1))[0]
+    assert push["reason"] == "memoryChanged"
+    assert "I like terse answers." in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]

@@ -121,6 +121,7 @@ class Session:
             on_change,
             is_relevant=memory.is_relevant_path,
             debounce_ms=self.settings.memory.debounce_ms,
+            flat_roots=memory.flat_watch_roots(),
         )
         try:
             self.watcher.start()
@@ -311,6 +312,8 @@ class Session:
         except Exception:  # noqa: BLE001 - a watcher event must never kill the loop
             log.exception("applying file changes failed")
             return
+        if summary.roots_changed and self.watcher is not None:
+            self.watcher.reschedule(self.composer.memory.watch_roots(), self.composer.memory.flat_watch_roots())
         if summary.kind is None:
             return
         self.composer.engine.invalidate()
