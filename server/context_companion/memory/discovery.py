@@ -48,6 +48,7 @@ class IndexedFile:
 class FolderIndex:
     files: list[IndexedFile] = field(default_factory=list)
     dirs: dict[str, IgnoreRules] = field(default_factory=dict)  # rel_dir ("" = root) → rules in force
+    verdicts: dict[str, bool] = field(default_factory=dict)  # unindexed dir → relevant (memo, see the store)
 
 
 def index_folder(folder: str, names: Sequence[str]) -> FolderIndex:

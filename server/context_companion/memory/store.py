@@ -128,6 +128,10 @@ class _Folder:
     jit_by_dir: dict[str, list[_Entry]] = field(default_factory=dict)
     rules: list[_Entry] = field(default_factory=list)
     exists: bool = True
+    prefix_path: str = ""  # path + separator, for fast "is under" tests
+
+    def __post_init__(self) -> None:
+        self.prefix_path = self.path.rstrip(os.sep) + os.sep
 
 
 def _norm(path: str | Path) -> str:
@@ -159,6 +163,7 @@ class MemoryStore:
         self._folders: list[_Folder] = []
         self._globals: list[_Entry] = []
         self._global_candidates: list[tuple[str, str]] = []  # (abs path, allowed root)
+        self._global_paths: frozenset[str] = frozenset()  # the candidates and their directories
         self._read_cache: dict[str, ReadOutcome] = {}
         self._dep_index: dict[str, set[str]] = {}  # dependency path → entry abs paths
         self._generation = 0
@@ -332,15 +337,14 @@ class MemoryStore:
         with self._lock:
             if norm in self._dep_index:
                 return True
-            for candidate, _ in self._global_candidates:
-                if norm == candidate or norm == os.path.dirname(candidate):
-                    return True
+            if norm in self._global_paths:
+                return True
             if self._global_dir.startswith(norm + os.sep):
                 return True  # a parent of the global dir appeared or vanished (see flat_watch_roots)
             for folder in self._folders:
                 if norm == folder.path:
                     return True
-                if is_within(norm, [folder.path]):
+                if norm.startswith(folder.prefix_path):
                     if self._relevant_in_folder(folder, norm):
                         return True
                     continue
@@ -527,6 +531,7 @@ class MemoryStore:
         for name in self._names:
             candidates.append((os.path.join(self._global_dir, name), self._global_dir))
         self._global_candidates = candidates
+        self._global_paths = frozenset(p for c, _ in candidates for p in (c, os.path.dirname(c)))
         entries: list[_Entry] = []
         for i, (path, _root) in enumerate(candidates):
             if not os.path.lexists(path):
@@ -674,7 +679,7 @@ class MemoryStore:
         return any(r.startswith(prefix) for r in folder.jit) or any(e.rel.startswith(prefix) for e in folder.rules)
 
     def _relevant_in_folder(self, folder: _Folder, norm: str) -> bool:
-        rel = _posix(os.path.relpath(norm, folder.path))
+        rel = _posix(norm[len(folder.prefix_path) :])
         parts = rel.split("/")
         name = parts[-1]
         if rule_format_for(rel) is not None:
@@ -691,12 +696,22 @@ class MemoryStore:
             return True
         if parts[0] == ".git":
             return False  # git's own churn
-        rules, parent_indexed = rules_for(folder.index, rel)
-        if not parent_indexed:
-            if rules is None:
-                return True
-            # Inside a directory not indexed: new (relevant) or ignored (not).
-            return not rules.is_ancestor_ignored(rel) and not any(p == ".git" for p in parts)
+        dirs = folder.index.dirs
+        parent = rel.rpartition("/")[0]
+        rules = dirs.get(parent)
+        if rules is None:
+            # Inside a directory not indexed: a new one (relevant) or an ignored one (not). The
+            # verdict on its top-most unindexed directory is memoised until the next walk.
+            i = len(parts) - 1
+            while i > 0 and "/".join(parts[:i]) not in dirs:
+                i -= 1
+            top = "/".join(parts[: i + 1])
+            verdict = folder.index.verdicts.get(top)
+            if verdict is None:
+                anchor = dirs.get("/".join(parts[:i]))
+                verdict = anchor is None or not (parts[i] == ".git" or anchor.is_ignored(top, True))
+                folder.index.verdicts[top] = verdict
+            return verdict
         if name in IGNORE_FILE_NAMES or name in self._name_set:
             return True
         if rel in folder.index.dirs:
@@ -924,9 +939,6 @@ class MemoryStore:
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ for the language features
-
-    def _entry_for(self, norm: str) -> _Entry | None:
-        return self._entry_by_path(norm)
 
     def _last_info(self, norm: str) -> MemoryFileInfo | None:
         return self._last_infos.get(norm)
