@@ -172,3 +172,24 @@ def test_set_workspace_folders_keeps_existing_index(tmp_path, tree, make_store, 
     summary = store.apply_changes([tmp_path / "a/AGENTS.md"])
     assert summary.changed_files == ("a/AGENTS.md",)
     assert helpers.included(store.compose([])) == ["b/AGENTS.md"]
+
+
+def test_changes_inside_ignored_directories_are_no_change(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {".gitignore": "node_modules/\n", "node_modules/pkg/AGENTS.md": "decoy", "AGENTS.md": "x"})
+    store = make_store(ws)
+    first = store.compose([])
+    for rel in ("node_modules", "node_modules/pkg", "node_modules/pkg/AGENTS.md"):
+        assert store.apply_changes([ws / rel]) == type(store.apply_changes([]))((), None)
+    assert store.compose([]) is first
+
+
+def test_global_dir_created_with_its_parents(tmp_path, tree, make_store, global_dir, home):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = make_store(ws)
+    assert store.flat_watch_roots() == [home]
+    tree(global_dir, {"AGENTS.md": "born with its dir"})
+    summary = store.apply_changes([global_dir.parent])  # all a flat watch of home can see
+    assert summary.changed_files == ("~/.config/context-companion/AGENTS.md",) and summary.roots_changed
+    assert "born with its dir" in store.compose([]).text

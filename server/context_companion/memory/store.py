@@ -257,7 +257,7 @@ class MemoryStore:
             for raw in paths:
                 path = _norm(raw)
                 self._forget(path)
-                if path in global_paths or path in global_dirs:
+                if path in global_paths or path in global_dirs or self._global_dir.startswith(path + os.sep):
                     reglobal = True
                 for dep_owner in self._dep_index.get(path, ()):
                     rerender.add(dep_owner)
@@ -268,6 +268,8 @@ class MemoryStore:
                             reindex.add(i)
                             structural = True
                             continue
+                        if not self._relevant_in_folder(folder, path):
+                            continue  # e.g. inside an ignored directory: nothing to re-read
                         parts = rel.split("/")
                         name = parts[-1]
                         if parts[0] in RULE_DIR_PREFIXES:
