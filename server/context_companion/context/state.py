@@ -11,13 +11,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from pathspec import GitIgnoreSpec
-
-from ..settings import ContextSettings
 from .positions import clamp_position, column_from_units
+
+if TYPE_CHECKING:
+    from ..settings import ContextSettings
 
 TRUNCATION_MARK = "... [TRUNCATED]"
 
@@ -92,13 +92,15 @@ class _Doc:
 class EditorState:
     """Open documents and the cursor. Mutated by the protocol layer, read by turn-context builds."""
 
-    def __init__(self, settings: ContextSettings) -> None:
+    def __init__(self, settings: "ContextSettings") -> None:
         self._docs: OrderedDict[str, _Doc] = OrderedDict()  # MRU first
         self.cursor: CursorState | None = None
         self.version = 0  # bumps on every change: cheap "did anything change" checks
         self.update_settings(settings)
 
-    def update_settings(self, settings: ContextSettings) -> None:
+    def update_settings(self, settings: "ContextSettings") -> None:
+        from pathspec import GitIgnoreSpec
+
         self.settings = settings
         self._exclude = GitIgnoreSpec.from_lines(settings.exclude)
         self.version += 1

@@ -8,10 +8,11 @@ Each handler unpacks params (pydantic models in :mod:`.params`), makes one call 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types as t
@@ -24,22 +25,13 @@ from .. import __version__
 from ..context.state import RawPosition, uri_to_path
 from ..errors import ContextCompanionError, PromptError
 from . import features
-from .params import (
-    AddMemoryParams,
-    BuildMessagesParams,
-    DidChangeCursorParams,
-    EmptyParams,
-    EndSessionParams,
-    GetSystemInstructionParams,
-    GetTurnContextParams,
-    ParamsError,
-    RefreshMemoryParams,
-    SessionOnlyParams,
-    StartSessionParams,
-    parse,
-    parse_object,
-)
-from .session import Session
+
+if TYPE_CHECKING:
+    from .session import Session
+
+# Everything heavy (pydantic models, settings, the memory store, watchdog, tiktoken) is imported
+# after the initialize response has gone out: start-up then costs what a bare pygls server costs.
+_HEAVY = ("context_companion.lsp.params", "context_companion.lsp.session")
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +88,7 @@ class Protocol(LanguageServerProtocol):
 
 
 class CompanionServer(LanguageServer):
-    session: Session
+    session: "Session | None" = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors in notifications (bad cursor params, a failed watcher event) are logged, not
@@ -128,7 +120,33 @@ def create_server() -> CompanionServer:
     def show_error(message: str) -> None:
         server.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=message))
 
-    session = server.session = Session(notify, show_error, _text_of(server))
+    booted = asyncio.Event()
+    early: list[Callable[["Session"], None]] = []  # notifications that arrived before the boot
+
+    def with_session(action: Callable[["Session"], None]) -> None:
+        if server.session is None:
+            early.append(action)
+        else:
+            action(server.session)
+
+    async def boot(folders: list[Path], options: Any, encoding: str) -> None:
+        for name in _HEAVY:
+            await asyncio.to_thread(importlib.import_module, name)
+        from .session import Session
+
+        session = Session(notify, show_error, _text_of(server))
+        session.initialize(folders, options, encoding)
+        session.after_memory_change = lambda: [features.schedule_publish(server, u) for u in session.editor.open_uris()]
+        server.session = session
+        for action in early:
+            action(session)
+        early.clear()
+        booted.set()
+        try:
+            await session.start()
+        except Exception:  # noqa: BLE001 - serve what we can rather than hang
+            log.exception("start-up failed")
+            session.ready.set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,15 +158,11 @@ def create_server() -> CompanionServer:
         elif not folders and params.root_path:
             folders = [Path(params.root_path)]
         encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
-        session.initialize(folders, params.initialization_options, encoding)
+        server._boot_task = asyncio.get_running_loop().create_task(boot(folders, params.initialization_options, encoding))
 
     @server.feature(t.INITIALIZED)
     async def initialized(params: t.InitializedParams) -> None:
-        try:
-            await session.start()
-        except Exception:  # noqa: BLE001 - serve what we can rather than hang
-            log.exception("start-up failed")
-            session.ready.set()
+        await booted.wait()
         await _pull_configuration()
 
     async def _pull_configuration() -> None:
@@ -168,12 +182,14 @@ def create_server() -> CompanionServer:
         _apply_settings(section)
 
     def _apply_settings(section: Any) -> None:
-        error = session.apply_editor_settings(section)
+        assert server.session is not None
+        error = server.session.apply_editor_settings(section)
         if error:
             show_error(error)
 
     @server.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(params: t.DidChangeConfigurationParams) -> None:
+        await booted.wait()
         caps = server.client_capabilities
         if caps.workspace and caps.workspace.configuration:
             await _pull_configuration()
@@ -186,55 +202,69 @@ def create_server() -> CompanionServer:
     @server.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_folders(params: t.DidChangeWorkspaceFoldersParams) -> None:
         folders = [Path(uri_to_path(f.uri)) for f in server.workspace.folders.values()]
-        session.set_folders(folders)
+        with_session(lambda s: s.set_folders(folders))
 
     @server.feature(t.SHUTDOWN)
     def shutdown(*_: Any) -> None:
-        session.shutdown()
+        if server.session is not None:
+            server.session.shutdown()
 
     # ------------------------------------------------------------------ documents and cursor
 
     @server.feature(t.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: t.DidOpenTextDocumentParams) -> None:
-        session.did_open(params.text_document.uri)
-        features.publish(server, params.text_document.uri)
+        uri = params.text_document.uri
+        with_session(lambda s: (s.did_open(uri), features.publish(server, uri)))
 
     @server.feature(t.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: t.DidChangeTextDocumentParams) -> None:
-        features.schedule_publish(server, params.text_document.uri)
+        if server.session is not None:
+            features.schedule_publish(server, params.text_document.uri)
 
     @server.feature(t.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: t.DidCloseTextDocumentParams) -> None:
-        session.did_close(params.text_document.uri)
-        features.clear(server, params.text_document.uri)
+        uri = params.text_document.uri
+        with_session(lambda s: (s.did_close(uri), features.clear(server, uri)))
+
+    cursor_model: list[Any] = []
 
     @server.feature(DID_CHANGE_CURSOR)
     def did_change_cursor(params: Any) -> None:
-        p = parse_object(DidChangeCursorParams, params, DID_CHANGE_CURSOR)
-        session.did_change_cursor(
-            p.text_document.uri,
-            RawPosition(p.position.line, p.position.character),
-            [(RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character)) for r in p.selections],
-        )
+        if not cursor_model:
+            from .params import DidChangeCursorParams, parse_object
+
+            cursor_model.append(lambda raw: parse_object(DidChangeCursorParams, raw, DID_CHANGE_CURSOR))
+        p = cursor_model[0](params)
+        position = RawPosition(p.position.line, p.position.character)
+        selections = [(RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character)) for r in p.selections]
+        session = server.session
+        if session is not None:  # the hot path: no closure per message
+            session.did_change_cursor(p.text_document.uri, position, selections)
+        else:
+            early.append(lambda s: s.did_change_cursor(p.text_document.uri, position, selections))
 
     features.register(server)
-    session.after_memory_change = lambda: [features.schedule_publish(server, u) for u in session.editor.open_uris()]
 
     # ------------------------------------------------------------------ commands
 
-    def command(name: str, model: type, run: Callable[[Any], Any | Awaitable[Any]]) -> None:
+    def command(name: str, model_name: str, run: Callable[["Session", Any], Any | Awaitable[Any]]) -> None:
         async def handler(*args: Any) -> Any:
-            params = _parse(model, args, name)
+            await booted.wait()
+            from . import params as P
+
+            params = _parse(getattr(P, model_name), args, name)
+            session = server.session
+            assert session is not None
             await session.ready.wait()
             try:
-                result = run(params)
+                result = run(session, params)
                 if asyncio.iscoroutine(result):
                     result = await result
                 return result
-            except (ParamsError, ContextCompanionError) as exc:
+            except ContextCompanionError as exc:
                 if isinstance(exc, PromptError):
                     raise JsonRpcException(code=REQUEST_FAILED, message=f"{name}: {exc}") from None
-                raise JsonRpcInvalidParams(message=str(exc) if isinstance(exc, ParamsError) else f"{name}: {exc}") from None
+                raise JsonRpcInvalidParams(message=str(exc) if type(exc).__name__ == "ParamsError" else f"{name}: {exc}") from None
             except JsonRpcException:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug: log it, answer without a traceback
@@ -244,31 +274,33 @@ def create_server() -> CompanionServer:
         server.command(name)(handler)
 
     def _parse(model: type, args: tuple, name: str) -> Any:
+        from .params import ParamsError, parse
+
         try:
             return parse(model, args, name)
         except ParamsError as exc:
             raise JsonRpcInvalidParams(message=str(exc)) from None
 
-    command("contextCompanion.startSession", StartSessionParams, lambda p: session.start_session(p.session_id, p.profile))
-    command("contextCompanion.endSession", EndSessionParams, lambda p: session.end_session(p.session_id))
+    command("contextCompanion.startSession", "StartSessionParams", lambda s, p: s.start_session(p.session_id, p.profile))
+    command("contextCompanion.endSession", "EndSessionParams", lambda s, p: s.end_session(p.session_id))
     command(
         "contextCompanion.getSystemInstruction",
-        GetSystemInstructionParams,
-        lambda p: session.system_instruction(p.session_id, p.if_none_match),
+        "GetSystemInstructionParams",
+        lambda s, p: s.system_instruction(p.session_id, p.if_none_match),
     )
-    command("contextCompanion.refreshMemory", RefreshMemoryParams, lambda p: session.refresh_memory())
+    command("contextCompanion.refreshMemory", "RefreshMemoryParams", lambda s, p: s.refresh_memory())
     command(
         "contextCompanion.getTurnContext",
-        GetTurnContextParams,
-        lambda p: session.turn_context(p.session_id, p.force_full, p.pending_tool_call).to_wire(),
+        "GetTurnContextParams",
+        lambda s, p: s.turn_context(p.session_id, p.force_full, p.pending_tool_call).to_wire(),
     )
     command(
         "contextCompanion.buildMessages",
-        BuildMessagesParams,
-        lambda p: session.messages(p.session_id, [m.model_dump() for m in p.messages], p.include_turn_context),
+        "BuildMessagesParams",
+        lambda s, p: s.messages(p.session_id, [m.model_dump() for m in p.messages], p.include_turn_context),
     )
-    command("contextCompanion.getInitialHistory", SessionOnlyParams, lambda p: session.initial_history(p.session_id))
-    command("contextCompanion.showMemory", EmptyParams, lambda p: session.show_memory())
-    command("contextCompanion.addMemory", AddMemoryParams, lambda p: session.add_memory(p.fact, p.scope))
-    command("contextCompanion.getCompressionPrompt", EmptyParams, lambda p: session.compression())
+    command("contextCompanion.getInitialHistory", "SessionOnlyParams", lambda s, p: s.initial_history(p.session_id))
+    command("contextCompanion.showMemory", "EmptyParams", lambda s, p: s.show_memory())
+    command("contextCompanion.addMemory", "AddMemoryParams", lambda s, p: s.add_memory(p.fact, p.scope))
+    command("contextCompanion.getCompressionPrompt", "EmptyParams", lambda s, p: s.compression())
     return server
