@@ -35,6 +35,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     const view = formatStatus(state);
     status.text = view.text;
     status.tooltip = view.tooltip;
+    status.accessibilityInformation = { label: view.label, role: 'button' };
     status.command = view.command;
     status.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     status.show();
@@ -58,7 +59,11 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     instruction.onDidChange(readyStatus),
     srv.onDidChangeState((state) => {
       if (state.kind === 'running') {
-        if (instruction.current) readyStatus(instruction.current);
+        instruction.refresh().then(readyStatus, (err: unknown) => {
+          const why = err instanceof Error ? err.message : String(err);
+          srv.log(`Could not get the system instruction: ${why}`);
+          showStatus({ kind: 'error', message: `could not get the system instruction: ${why}` });
+        });
         return;
       }
       showStatus(state.kind === 'error' ? state : { kind: state.kind });

@@ -9,6 +9,7 @@ import type { ServerConnection } from './serverConnection';
 export class InstructionModel implements vscode.Disposable {
   private latest: SystemInstructionResult | undefined;
   private inflight: Promise<SystemInstructionResult> | undefined;
+  private queued: Promise<SystemInstructionResult> | undefined;
   private readonly changed = new vscode.EventEmitter<SystemInstructionResult>();
   /** Fires when a fetched instruction differs from the one before (new etag). */
   readonly onDidChange = this.changed.event;
@@ -30,13 +31,26 @@ export class InstructionModel implements vscode.Disposable {
     return this.latest;
   }
 
-  /** Fetch the instruction (joins a fetch already under way); asks with the known etag so an unchanged one costs no text. */
+  /**
+   * Fetch the instruction. The answer always comes from a request sent after this call (a fetch
+   * already under way may predate a change, so one more is queued behind it; callers share it).
+   * Asks with the known etag, so an unchanged instruction costs no text.
+   */
   refresh(): Promise<SystemInstructionResult> {
-    if (!this.inflight) {
-      this.inflight = this.fetch().finally(() => {
-        this.inflight = undefined;
-      });
+    if (this.inflight) {
+      if (!this.queued) {
+        this.queued = this.inflight
+          .catch(() => undefined)
+          .then(() => {
+            this.queued = undefined;
+            return this.refresh();
+          });
+      }
+      return this.queued;
     }
+    this.inflight = this.fetch().finally(() => {
+      this.inflight = undefined;
+    });
     return this.inflight;
   }
 

@@ -32,6 +32,8 @@ export interface StatusView {
   command: (typeof PaletteCommand)[keyof typeof PaletteCommand];
   /** Whether the item should use the warning background. */
   warning: boolean;
+  /** What a screen reader says (the text without icons). */
+  label: string;
 }
 
 export function formatStatus(state: StatusState): StatusView {
@@ -42,6 +44,7 @@ export function formatStatus(state: StatusState): StatusView {
         tooltip: 'Context Companion: starting the server…',
         command: 'contextCompanion.showInstruction',
         warning: false,
+        label: 'Context Companion: starting',
       };
     case 'ready': {
       const t = state.tokens;
@@ -55,6 +58,7 @@ export function formatStatus(state: StatusState): StatusView {
           `with ${plural(state.memoryFiles, 'memory file', 'memory files')}. Click to show it.`,
         command: 'contextCompanion.showInstruction',
         warning: false,
+        label: `Context Companion: ${formatTokens(t)} tokens`,
       };
     }
     case 'stopped':
@@ -63,6 +67,7 @@ export function formatStatus(state: StatusState): StatusView {
         tooltip: 'Context Companion: the server is not running. Click to start it.',
         command: 'contextCompanion.restartServer',
         warning: false,
+        label: 'Context Companion: server not running',
       };
     case 'error':
       return {
@@ -70,6 +75,7 @@ export function formatStatus(state: StatusState): StatusView {
         tooltip: `Context Companion: ${state.message}\nClick to restart the server.`,
         command: 'contextCompanion.restartServer',
         warning: true,
+        label: 'Context Companion: error',
       };
   }
 }

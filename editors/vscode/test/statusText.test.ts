@@ -14,6 +14,7 @@ describe('status bar text', () => {
   it('puts ~ in front of an estimated count and says why', () => {
     const view = formatStatus({ kind: 'ready', tokens: { total: 987, encoding: 'o200k_base', estimated: true }, memoryFiles: 1 });
     assert.equal(view.text, '$(sparkle) ~987 tokens');
+    assert.equal(view.label, 'Context Companion: ~987 tokens');
     assert.match(view.tooltip, /about 987 tokens \(estimated; o200k_base could not be loaded\), with 1 memory file\./);
   });
 

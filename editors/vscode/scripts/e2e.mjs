@@ -1,0 +1,518 @@
+// End-to-end test of the extension in code-server, driven by playwright-core + Debian's Chromium.
+// Run it through scripts/e2e.sh, which builds the .vsix, installs code-server and sets:
+//   CODE_SERVER_BIN, E2E_SCRATCH, E2E_VSIX, E2E_PYTHON, E2E_ARTIFACTS, E2E_DOCS_IMAGES,
+//   and optionally E2E_UPDATE_DOCS=1 (copy the screenshots into the docs).
+// Prints one line per check and "N passed, N failed" last; exit status 1 when any check failed.
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const run = promisify(execFile);
+const env = process.env;
+for (const name of ['CODE_SERVER_BIN', 'E2E_SCRATCH', 'E2E_VSIX', 'E2E_PYTHON', 'E2E_ARTIFACTS']) {
+  if (!env[name]) {
+    console.error(`[e2e] ${name} is not set: run scripts/e2e.sh`);
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  }
+}
+
+const scratch = env.E2E_SCRATCH;
+const artifacts = env.E2E_ARTIFACTS;
+const dirs = {
+  home: path.join(scratch, 'home'),
+  userData: path.join(scratch, 'user-data'),
+  extensions: path.join(scratch, 'extensions'),
+  workspace: path.join(scratch, 'workspace'),
+  tmp: path.join(scratch, 'tmp'),
+};
+for (const dir of [...Object.values(dirs), artifacts]) fs.mkdirSync(dir, { recursive: true });
+for (const old of fs.readdirSync(artifacts)) if (old.startsWith('failure-')) fs.rmSync(path.join(artifacts, old));
+
+const MARKER = 'PERIWINKLE-4711';
+const EDIT_MARKER = 'TANGERINE-2024';
+const ADDED_FACT = 'Prefer small commits with a one-line why';
+const agentsMd = path.join(dirs.workspace, 'AGENTS.md');
+
+// ------------------------------------------------------------------------------------ helpers
+
+const log = (line) => console.error(`[e2e] ${line}`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll `probe` until it returns a truthy value; throw `what` after `timeoutMs`. Not a timing assertion. */
+async function waitFor(what, probe, timeoutMs = 30_000, everyMs = 250) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > end) {
+      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const childEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('VSCODE_') && !k.startsWith('E2E_')));
+Object.assign(childEnv, {
+  HOME: dirs.home,
+  XDG_CONFIG_HOME: path.join(dirs.home, '.config'),
+  XDG_DATA_HOME: path.join(dirs.home, '.local', 'share'),
+  XDG_CACHE_HOME: path.join(dirs.home, '.cache'),
+  XDG_RUNTIME_DIR: path.join(dirs.tmp, 'runtime'),
+  TMPDIR: dirs.tmp,
+});
+fs.mkdirSync(childEnv.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+
+const results = [];
+let prerequisiteFailed = false;
+
+/** Run one check; a failed `required` check makes the later ones fail as "not run". */
+async function check(name, fn, { required = false } = {}) {
+  if (prerequisiteFailed) {
+    results.push({ name, ok: false });
+    console.error(`not ok - ${name}: not run, an earlier required check failed`);
+    return;
+  }
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    console.error(`ok - ${name}`);
+  } catch (err) {
+    results.push({ name, ok: false });
+    console.error(`not ok - ${name}: ${err?.message ?? err}`);
+    if (page) {
+      const file = path.join(artifacts, `failure-${results.length}.png`);
+      await page.screenshot({ path: file }).catch(() => undefined);
+      console.error(`       screenshot: ${file}`);
+    }
+    if (required) prerequisiteFailed = true;
+  }
+}
+
+// ------------------------------------------------------------------------------------ workbench helpers
+
+let page;
+
+/** The Context Companion status bar entry's text (icons dropped), or '' when it is not shown. */
+async function statusText() {
+  return page.evaluate(() => {
+    for (const item of document.querySelectorAll('.statusbar-item')) {
+      const label = item.getAttribute('aria-label') ?? item.querySelector('[aria-label]')?.getAttribute('aria-label') ?? '';
+      if (label.startsWith('Context Companion')) return (item.textContent ?? '').replace(/\s+/g, ' ').trim();
+    }
+    return '';
+  });
+}
+
+const quickInput = () => page.locator('.quick-input-widget');
+const quickInputBox = () => page.locator('.quick-input-widget .quick-input-box input');
+
+async function openQuickInput(prefix) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('F1');
+  await quickInputBox().waitFor({ state: 'visible', timeout: 10_000 });
+  await quickInputBox().fill(prefix);
+}
+
+/** Run a command from the palette by its full label ("Category: Title"). */
+async function runFromPalette(label) {
+  await openQuickInput(`>${label}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  await quickInputBox().press('Enter');
+}
+
+/** Text of the active editor's visible lines (Monaco renders spaces as U+00A0). */
+async function activeEditorText() {
+  return page.evaluate(() => {
+    const lines = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
+    return (lines?.textContent ?? '').replace(/\u00a0/g, ' ');
+  });
+}
+
+async function activeTabTitle() {
+  return page.evaluate(() => {
+    const tab = document.querySelector('.editor-group-container.active .tab.active');
+    return tab?.getAttribute('aria-label') ?? tab?.textContent ?? '';
+  });
+}
+
+async function focusActiveEditor() {
+  await page.locator('.editor-group-container.active .monaco-editor .overflow-guard').first().click({ position: { x: 200, y: 60 } });
+}
+
+/** Notification toasts' text. */
+async function notifications() {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.notifications-toasts .notification-toast, .notification-list-item')].map((n) =>
+      (n.textContent ?? '').replace(/\s+/g, ' ').trim(),
+    ),
+  );
+}
+
+async function clearNotifications() {
+  await page.keyboard.press('Escape');
+  await page
+    .evaluate(() => {
+      for (const b of document.querySelectorAll('.notifications-toasts .codicon-notifications-clear, .notification-toast .codicon-close')) b.click();
+    })
+    .catch(() => undefined);
+}
+
+// ------------------------------------------------------------------------------------ setup
+
+function writeWorkspace() {
+  fs.mkdirSync(path.join(dirs.workspace, '.git'), { recursive: true }); // the memory search stops here
+  fs.mkdirSync(path.join(dirs.workspace, 'src'), { recursive: true });
+  fs.writeFileSync(
+    agentsMd,
+    `# Project notes for agents\n\n- The answer to the end-to-end riddle is ${MARKER}.\n- Tests run with \`make test\`.\n`,
+  );
+  fs.writeFileSync(
+    path.join(dirs.workspace, 'src', 'app.py'),
+    'def greet(name: str) -> str:\n    """Say hello."""\n    return f"Hello, {name}!"\n\n\nprint(greet("world"))\n',
+  );
+}
+
+function userSettings() {
+  return {
+    'contextCompanion.interpreter': env.E2E_PYTHON,
+    'contextCompanion.trace.server': 'messages',
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'workbench.colorTheme': 'Default Dark Modern',
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'extensions.ignoreRecommendations': true,
+    'git.enabled': false,
+    'editor.minimap.enabled': false,
+    'editor.scrollBeyondLastLine': false, // Ctrl+End then shows a full page ending with the memory
+    'window.restoreWindows': 'none',
+    'chat.commandCenter.enabled': false,
+  };
+}
+
+function writeUserSettings() {
+  const settingsDir = path.join(dirs.userData, 'User');
+  fs.mkdirSync(settingsDir, { recursive: true });
+  fs.writeFileSync(path.join(settingsDir, 'settings.json'), JSON.stringify(userSettings(), null, 2));
+}
+
+let codeServer;
+const pidFile = path.join(scratch, 'pids');
+
+async function startCodeServer(port) {
+  const config = path.join(scratch, 'code-server.yaml');
+  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+  const common = ['--config', config, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+
+  const installed = await run(env.CODE_SERVER_BIN, [...common, '--install-extension', env.E2E_VSIX], {
+    env: childEnv,
+    timeout: 180_000,
+  });
+  log(installed.stdout.trim().split('\n').pop());
+  const listed = await run(env.CODE_SERVER_BIN, [...common, '--list-extensions'], { env: childEnv, timeout: 120_000 });
+  if (!listed.stdout.split('\n').includes('context-companion.context-companion')) {
+    throw new Error(`extension not listed after install: ${listed.stdout.trim() || '(none)'}`);
+  }
+
+  const logFd = fs.openSync(path.join(artifacts, 'code-server.log'), 'w');
+  codeServer = spawn(
+    env.CODE_SERVER_BIN,
+    [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'],
+    { env: childEnv, detached: true, stdio: ['ignore', logFd, logFd] },
+  );
+  fs.appendFileSync(pidFile, `${codeServer.pid}\n`);
+  await waitFor(
+    'code-server to answer /healthz',
+    async () => {
+      if (codeServer.exitCode !== null) throw new Error(`code-server exited with ${codeServer.exitCode}`);
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      return res.ok;
+    },
+    120_000,
+    500,
+  );
+}
+
+async function stopCodeServer() {
+  if (!codeServer || codeServer.exitCode !== null) return;
+  const exited = new Promise((resolve) => codeServer.once('exit', resolve));
+  try {
+    process.kill(-codeServer.pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-codeServer.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }, 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The extension's output channel, as VS Code logged it (for failure reports). */
+function extensionLog() {
+  const found = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.includes('Context Companion')) found.push(full);
+    }
+  };
+  try {
+    walk(path.join(dirs.userData, 'logs'));
+  } catch {
+    return '';
+  }
+  return found.map((f) => `--- ${f}\n${fs.readFileSync(f, 'utf8')}`).join('\n');
+}
+
+function saveScreenshotForDocs(name) {
+  if (env.E2E_UPDATE_DOCS !== '1' || !env.E2E_DOCS_IMAGES) return;
+  fs.mkdirSync(env.E2E_DOCS_IMAGES, { recursive: true });
+  fs.copyFileSync(path.join(artifacts, name), path.join(env.E2E_DOCS_IMAGES, name));
+  log(`updated docs image ${name}`);
+}
+
+// ------------------------------------------------------------------------------------ the test
+
+let browserServer;
+let browser;
+let context;
+let tokensBeforeEdit = '';
+const TOKENS = /^~?[\d,]+ tokens$/;
+
+async function main() {
+  writeWorkspace();
+  writeUserSettings();
+  const port = await freePort();
+
+  await check('code-server starts with the packaged .vsix installed', () => startCodeServer(port), { required: true });
+
+  await check(
+    'the workbench opens the workspace in Chromium',
+    async () => {
+      browserServer = await chromium.launchServer({
+        executablePath: env.E2E_CHROMIUM ?? '/usr/bin/chromium',
+        headless: true,
+        env: childEnv, // Chromium writes ~/.config/chromium and ~/.cache/dconf: keep them in the scratch HOME
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+      fs.appendFileSync(pidFile, `${browserServer.process().pid}\n`); // for e2e.sh's cleanup if this process dies
+      browser = await chromium.connect(browserServer.wsEndpoint());
+      context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`);
+      await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+      await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 60_000 });
+    },
+    { required: true },
+  );
+
+  await check(
+    'the server starts and the status bar shows the token count',
+    async () => {
+      const text = await waitFor('a token count in the status bar', async () => {
+        const t = await statusText();
+        return TOKENS.test(t) ? t : '';
+      }, 120_000);
+      log(`status bar: ${text}`);
+      tokensBeforeEdit = text;
+    },
+    { required: true },
+  );
+
+  await check('the palette lists the Context Companion commands (screenshot)', async () => {
+    await openQuickInput('>Context Companion: ');
+    const titles = [
+      'Refresh System Instruction',
+      'Show System Instruction',
+      'Show Turn Context',
+      'Show Memory Files',
+      'Add Memory',
+      'Restart Server',
+    ];
+    for (const title of titles) {
+      await page
+        .locator('.quick-input-list .monaco-list-row', { hasText: `Context Companion: ${title}` })
+        .first()
+        .waitFor({ state: 'visible', timeout: 15_000 });
+    }
+    await sleep(300); // let the list settle for the picture
+    await page.screenshot({ path: path.join(artifacts, 'vscode-palette.png') });
+    saveScreenshotForDocs('vscode-palette.png');
+    await page.keyboard.press('Escape');
+  });
+
+  await check(
+    '"Show System Instruction" opens a read-only markdown view that shows the memory (screenshot)',
+    async () => {
+      await runFromPalette('Context Companion: Show System Instruction');
+      await waitFor('the System Instruction tab', async () => (await activeTabTitle()).includes('System Instruction.md'));
+      await focusActiveEditor();
+      await waitFor(`"${MARKER}" from AGENTS.md in the view`, async () => {
+        await page.keyboard.press('Control+End');
+        return (await activeEditorText()).includes(MARKER);
+      });
+      const language = await page.locator('.statusbar-item[id*="editor.status.mode"], #status\\.editor\\.mode').first().textContent();
+      if (!/markdown/i.test(language ?? '')) throw new Error(`language mode is ${language}, not Markdown`);
+      await sleep(300);
+      await page.screenshot({ path: path.join(artifacts, 'vscode-instruction.png') });
+      saveScreenshotForDocs('vscode-instruction.png');
+      // Read-only: typing must not change the text.
+      await page.keyboard.type('XYZZY');
+      if ((await activeEditorText()).includes('XYZZY')) throw new Error('the view accepted typing');
+    },
+    { required: true },
+  );
+
+  await check('editing AGENTS.md on disk changes the status bar and the open view', async () => {
+    fs.appendFileSync(agentsMd, `- Deploys go through the blue pipeline, code ${EDIT_MARKER}; never deploy on Fridays.\n`);
+    const after = await waitFor('the status bar to change', async () => {
+      const t = await statusText();
+      return TOKENS.test(t) && t !== tokensBeforeEdit ? t : '';
+    }, 60_000);
+    log(`status bar: ${tokensBeforeEdit} -> ${after}`);
+    await focusActiveEditor();
+    await waitFor(`"${EDIT_MARKER}" in the open view`, async () => {
+      await page.keyboard.press('Control+End');
+      return (await activeEditorText()).includes(EDIT_MARKER);
+    });
+  });
+
+  await check('"Show Memory Files" lists AGENTS.md as included', async () => {
+    await runFromPalette('Context Companion: Show Memory Files');
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'AGENTS.md' }).first();
+    await row.waitFor({ state: 'visible', timeout: 15_000 });
+    const text = (await row.textContent()) ?? '';
+    if (!/included/.test(text) || /not included/.test(text)) throw new Error(`row says: ${text}`);
+    await page.keyboard.press('Escape');
+  });
+
+  await check('"Refresh System Instruction" reports "N memory files · T tokens"', async () => {
+    await clearNotifications();
+    await runFromPalette('Context Companion: Refresh System Instruction');
+    await waitFor('the refresh summary', async () =>
+      (await notifications()).some((n) => /Context Companion: \d+ memory files? · ~?[\d,]+ tokens/.test(n)),
+    );
+    await clearNotifications();
+  });
+
+  await check('the cursor reaches the server: "Show Turn Context" names the file and line', async () => {
+    await openQuickInput('app.py');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'app.py' }).first().waitFor();
+    await quickInputBox().press('Enter');
+    await waitFor('app.py to open', async () => (await activeTabTitle()).includes('app.py'));
+    await openQuickInput(':3');
+    await quickInputBox().press('Enter');
+    await sleep(200); // the extension reports the cursor 50 ms after it settles
+    await runFromPalette('Context Companion: Show Turn Context');
+    await waitFor('the Turn Context tab', async () => (await activeTabTitle()).includes('Turn Context.md'));
+    const text = await waitFor('turn context text', async () => {
+      const t = await activeEditorText();
+      return t.includes('app.py') ? t : '';
+    });
+    if (!/"line":\s*3\b/.test(text)) throw new Error(`no cursor on line 3 in: ${text.slice(0, 400)}`);
+  });
+
+  await check('"Add Memory" saves the fact to the workspace AGENTS.md', async () => {
+    const before = await statusText();
+    await runFromPalette('Context Companion: Add Memory');
+    await quickInputBox().waitFor({ state: 'visible' });
+    await quickInputBox().fill(ADDED_FACT);
+    await quickInputBox().press('Enter');
+    const workspaceRow = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workspace' }).first();
+    await workspaceRow.waitFor({ state: 'visible', timeout: 10_000 });
+    await workspaceRow.click();
+    await waitFor('the fact in AGENTS.md', async () => fs.readFileSync(agentsMd, 'utf8').includes(ADDED_FACT));
+    if (!fs.readFileSync(agentsMd, 'utf8').includes(MARKER)) throw new Error('AGENTS.md lost its earlier content');
+    await waitFor('the status bar to change after Add Memory', async () => {
+      const t = await statusText();
+      return TOKENS.test(t) && t !== before;
+    });
+    await clearNotifications();
+  });
+
+  await check('a Python without the package gets the exact pip install command', async () => {
+    const venv = path.join(scratch, 'venv-without-server');
+    await run(env.E2E_PYTHON, ['-m', 'venv', '--without-pip', venv], { env: childEnv });
+    const python = path.join(venv, 'bin', 'python');
+    // Change the setting the way a user does: edit settings.json in VS Code and save.
+    await runFromPalette('Preferences: Open User Settings (JSON)');
+    await waitFor('settings.json to open', async () => (await activeTabTitle()).includes('settings.json'));
+    await focusActiveEditor();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(JSON.stringify({ ...userSettings(), 'contextCompanion.interpreter': python }, null, 2));
+    await page.keyboard.press('Control+S');
+    await waitFor('VS Code to offer a restart for the new interpreter', async () =>
+      (await notifications()).some((n) => n.includes('server command changed')),
+    );
+    await clearNotifications();
+    await runFromPalette('Context Companion: Restart Server');
+    const message = await waitFor('the missing-package message', async () =>
+      (await notifications()).find((n) => n.includes('pip install context-companion')),
+    );
+    if (!message.includes(`${python} -m pip install context-companion`)) throw new Error(`message: ${message}`);
+    if (!message.includes('Copy Command')) throw new Error(`no Copy Command button: ${message}`);
+    await waitFor('the status bar to show the problem', async () => (await statusText()) === 'Context Companion');
+  });
+}
+
+let exitCode = 1;
+try {
+  await main();
+} catch (err) {
+  results.push({ name: 'test harness', ok: false });
+  console.error(`not ok - test harness: ${err?.stack ?? err}`);
+} finally {
+  const failed = results.filter((r) => !r.ok).length;
+  if (failed > 0) {
+    console.error(extensionLog().slice(-6000));
+    console.error(`[e2e] code-server log: ${path.join(artifacts, 'code-server.log')}`);
+  }
+  await context?.close().catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  await browserServer?.close().catch(() => undefined);
+  await stopCodeServer();
+  const passed = results.length - failed;
+  exitCode = failed === 0 && passed > 0 ? 0 : 1;
+  console.log(`${passed} passed, ${failed} failed`);
+}
+process.exit(exitCode);

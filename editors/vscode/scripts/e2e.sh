@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# End-to-end test of the VS Code extension in a real VS Code: code-server (installed from the npm
+# registry into editors/vscode/.e2e/), the packaged .vsix installed into it, driven headless by
+# playwright-core with Debian's Chromium. Works as root on a fresh Debian machine with CI=true and
+# no stdin. Prints "N passed, N failed" last; exits non-zero on any failure.
+#
+# Environment:
+#   CONTEXT_COMPANION_PYTHON  Python that has the server installed (default: python3 on PATH)
+#   E2E_UPDATE_DOCS=1         also copy the screenshots into docs/editors/images/
+#   E2E_KEEP=1                keep the scratch directory (HOME, settings, logs) for inspection
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="$HERE/.e2e"
+CS_VERSION=4.100.3
+RG_PACKAGE_VERSION=1.15.11           # @vscode/ripgrep pinned by code-server 4.100.3
+RG_TARBALL=ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz
+CS_DIR="$CACHE/code-server-$CS_VERSION"
+export CI="${CI:-true}"
+
+log() { printf '[e2e] %s\n' "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  echo "0 passed, 1 failed"
+  exit 1
+}
+exec </dev/null
+
+# --------------------------------------------------------------------------- system packages
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v make >/dev/null 2>&1 || missing+=(make)
+if ((${#missing[@]})); then
+  [ "$(id -u)" = 0 ] || die "missing system packages (${missing[*]}); install them with apt-get as root"
+  log "installing ${missing[*]} with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2 || die "apt-get update failed"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 || die "apt-get install ${missing[*]} failed"
+fi
+command -v node >/dev/null 2>&1 || die "node is not installed (Node 20 is needed)"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$node_major" = 20 ] || die "code-server $CS_VERSION needs Node 20; this is Node $(node --version)"
+
+# --------------------------------------------------------------------------- python with the server
+PY="${CONTEXT_COMPANION_PYTHON:-python3}"
+# Resolve shims (pyenv, asdf) to the real interpreter: the test gives VS Code its own HOME.
+PY_REAL="$("$PY" -c 'import sys; print(sys.executable)')" || die "cannot run $PY"
+"$PY_REAL" -c 'import context_companion' 2>/dev/null ||
+  die "$PY_REAL cannot import context_companion: run \`python -m pip install -e '.[dev]'\` at the repo root"
+log "server python: $PY_REAL"
+
+# --------------------------------------------------------------------------- build and package
+cd "$HERE"
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+log "npm ci"
+npm ci --no-audit --no-fund --loglevel=error >&2 || die "npm ci failed"
+log "npm run package"
+npm run --silent package >&2 || die "packaging the extension failed"
+VSIX="$HERE/context-companion.vsix"
+[ -f "$VSIX" ] || die "no $VSIX after npm run package"
+
+# --------------------------------------------------------------------------- code-server (cached)
+if [ ! -f "$CS_DIR/.installed" ]; then
+  log "installing code-server $CS_VERSION into $CS_DIR (first run: several minutes)"
+  rm -rf "$CS_DIR"
+  mkdir -p "$CS_DIR/tmp"
+  # @vscode/ripgrep's postinstall downloads rg from GitHub: seed its cache with Debian's rg.
+  rg_cache="$CS_DIR/tmp/vscode-ripgrep-cache-$RG_PACKAGE_VERSION"
+  mkdir -p "$rg_cache"
+  tar -C "$(dirname "$(command -v rg)")" -czf "$rg_cache/$RG_TARBALL" rg
+  printf '{"name":"cc-e2e-code-server","private":true}\n' >"$CS_DIR/package.json"
+  (
+    cd "$CS_DIR"
+    export TMPDIR="$CS_DIR/tmp"
+    export npm_config_unsafe_perm=true                       # code-server's postinstall refuses root without it
+    export npm_config_dangerously_allow_all_scripts=true     # npm 11 blocks install scripts by default
+    export npm_config_yes=true                               # node-pty's postinstall runs `npx node-gyp`
+    # Build native modules against the installed Node's headers instead of downloading them.
+    node_prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+    if [ -f "$node_prefix/include/node/node.h" ]; then export npm_config_nodedir="$node_prefix"; fi
+    npm install --no-audit --no-fund --loglevel=error "code-server@$CS_VERSION" >&2
+  ) || die "installing code-server $CS_VERSION failed (see the npm output above)"
+  [ -x "$CS_DIR/node_modules/.bin/code-server" ] || die "code-server binary missing after install"
+  touch "$CS_DIR/.installed"
+fi
+export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
+# (not `code-server --version`: it writes a config into the real HOME)
+log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
+
+# --------------------------------------------------------------------------- run
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/cc-vscode-e2e.XXXXXX")"
+mkdir -p "$SCRATCH/tmp"
+owned() {
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -e "$SCRATCH" -e "$CS_DIR"
+}
+cleanup() {
+  # The test runner stops what it started; this catches what is left when it was killed itself.
+  # Each recorded pid leads its own process group (code-server, Chromium) or is the runner; a pid
+  # is only signalled while its command line still names this run's scratch or code-server dir.
+  if [ -f "$SCRATCH/pids" ]; then
+    local pid sig
+    for sig in TERM KILL; do
+      while read -r pid; do
+        [ -n "$pid" ] && owned "$pid" || continue
+        kill -"$sig" -- "-$pid" 2>/dev/null || kill -"$sig" "$pid" 2>/dev/null || true
+      done <"$SCRATCH/pids"
+      [ "$sig" = KILL ] || sleep 2
+    done
+  fi
+  if [ "${E2E_KEEP:-0}" = 1 ]; then log "kept $SCRATCH"; else rm -rf "$SCRATCH"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+export E2E_SCRATCH="$SCRATCH" E2E_VSIX="$VSIX" E2E_PYTHON="$PY_REAL" E2E_ARTIFACTS="$CACHE/artifacts"
+export E2E_DOCS_IMAGES="$HERE/../../docs/editors/images"
+set +e
+TMPDIR="$SCRATCH/tmp" node "$HERE/scripts/e2e.mjs" "$SCRATCH" &
+echo "$!" >>"$SCRATCH/pids"
+wait "$!"
+status=$?
+set -e
+exit "$status"
