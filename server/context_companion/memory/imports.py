@@ -211,14 +211,14 @@ class ImportExpander:
         self._home = home
         self._max_depth = max_depth
 
-    def expand(self, text: str, file_path: str, allowed_roots: Sequence[str]) -> Expansion:
+    def expand(self, text: str, file_path: str, allowed_roots: Sequence[str], real_path: str | None = None) -> Expansion:
         """Expand the imports of ``text`` (the content of ``file_path``).
 
         ``allowed_roots`` must be real paths (symlinks resolved): imports resolving elsewhere fail.
         """
         deps: set[str] = set()
         failures: list[ImportFailure] = []
-        real = os.path.realpath(file_path)
+        real = real_path or os.path.realpath(file_path)
         roots = list(allowed_roots)
         outcomes: list[ImportOutcome] = []
         out = self._expand(text, file_path, 1, (real,), roots, deps, failures, outcomes, ())

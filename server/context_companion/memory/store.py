@@ -500,7 +500,7 @@ class MemoryStore:
             for key, _line, hint in rule.unknown_keys:
                 entry.warnings.append(f"{entry.display}: unknown frontmatter key '{key}'{hint}")
             text = rule.body
-        expansion = self._expander.expand(text, entry.abs_path, roots)
+        expansion = self._expander.expand(text, entry.abs_path, roots, entry.real)
         entry.deps = expansion.deps
         for failure in expansion.failures:
             entry.warnings.append(f"{entry.display}: import {failure.path} failed: {failure.reason}")
@@ -836,7 +836,7 @@ class MemoryStore:
             for entry in folder.workspace:
                 if not entry.missing:
                     consider(entry, True, REASON_WORKSPACE)
-        for _i, folder in enumerate(self._folders):
+        for folder in self._folders:
             for entry in sorted(folder.jit.values(), key=lambda e: e.order):
                 if entry.missing:
                     continue
@@ -850,7 +850,7 @@ class MemoryStore:
                     rel, is_active = witness
                     who = "active file" if is_active else "open file"
                     consider(entry, True, f"{who} {folder.prefix}{rel} is under {dir_display}")
-        for _i, folder in enumerate(self._folders):
+        for folder in self._folders:
             for entry in sorted(folder.rules, key=lambda e: e.order):
                 rule = entry.rule
                 if rule is None or entry.skip:
