@@ -50,9 +50,7 @@ def make_store(tokenizer: Any, home: Path, global_dir: Path) -> Callable[..., Me
     def make(folders: list[Path] | Path, *, load: bool = True, **settings: Any) -> MemoryStore:
         if isinstance(folders, Path):
             folders = [folders]
-        store = MemoryStore(
-            MemorySettings(**settings), folders, count_tokens=tokenizer.count, global_dir=global_dir, home=home
-        )
+        store = MemoryStore(MemorySettings(**settings), folders, count_tokens=tokenizer.count, global_dir=global_dir, home=home)
         if load:
             store.load()
         return store

@@ -31,9 +31,7 @@ def _umask() -> int:
 def test_appends_to_an_existing_heading_without_touching_other_bytes(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    original = (
-        b"# Project\n\nIntro  \n\n## Added Memories\n- first\n- second\n\n\n## Later section\ntext\n"
-    )
+    original = b"# Project\n\nIntro  \n\n## Added Memories\n- first\n- second\n\n\n## Later section\ntext\n"
     (ws / "AGENTS.md").write_bytes(original)
     add_memory("third", "workspace", global_dir=tmp_path / "g", workspace_folder=ws)
     assert (ws / "AGENTS.md").read_bytes() == original.replace(b"- second\n", b"- second\n- third\n")

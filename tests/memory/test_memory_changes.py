@@ -138,11 +138,35 @@ def test_is_relevant_path(tmp_path, tree, make_store):
         },
     )
     store = make_store(ws)
-    yes = ["AGENTS.md", "src/AGENTS.md", "src/CLAUDE.local.md", ".gitignore", "src/.gitignore", "src", ".git/info/exclude",
-           ".cursor/rules/a.mdc", ".cursor/rules", ".github/copilot-instructions.md", ".github/instructions/x/y.instructions.md",
-           ".claude/rules/a.md", ".context-companion/rules/a.md", ".context-companion-ignore", ".git"]
-    no = ["src/app.py", "node_modules/pkg/AGENTS.md", "node_modules", "node_modules/pkg", ".git/HEAD", ".git/objects/ab",
-          ".github/workflows/ci.yml", "src/AGENTS.md~", ".cursor/rules/.a.mdc.swp", "src/notes.md"]
+    yes = [
+        "AGENTS.md",
+        "src/AGENTS.md",
+        "src/CLAUDE.local.md",
+        ".gitignore",
+        "src/.gitignore",
+        "src",
+        ".git/info/exclude",
+        ".cursor/rules/a.mdc",
+        ".cursor/rules",
+        ".github/copilot-instructions.md",
+        ".github/instructions/x/y.instructions.md",
+        ".claude/rules/a.md",
+        ".context-companion/rules/a.md",
+        ".context-companion-ignore",
+        ".git",
+    ]
+    no = [
+        "src/app.py",
+        "node_modules/pkg/AGENTS.md",
+        "node_modules",
+        "node_modules/pkg",
+        ".git/HEAD",
+        ".git/objects/ab",
+        ".github/workflows/ci.yml",
+        "src/AGENTS.md~",
+        ".cursor/rules/.a.mdc.swp",
+        "src/notes.md",
+    ]
     for rel in yes:
         assert store.is_relevant_path(ws / rel), rel
     for rel in no:

@@ -140,8 +140,14 @@ def test_is_memory_document(tmp_path, tree, make_store, global_dir):
     ws = tmp_path / "ws"
     tree(ws, {"AGENTS.md": "x"})
     store = make_store(ws)
-    for path in (ws / "AGENTS.md", ws / "a/b/CLAUDE.local.md", ws / ".cursor/rules/x.mdc", ws / ".claude/rules/a/b.md",
-                 ws / ".github/copilot-instructions.md", global_dir / "GEMINI.md"):
+    for path in (
+        ws / "AGENTS.md",
+        ws / "a/b/CLAUDE.local.md",
+        ws / ".cursor/rules/x.mdc",
+        ws / ".claude/rules/a/b.md",
+        ws / ".github/copilot-instructions.md",
+        global_dir / "GEMINI.md",
+    ):
         assert store.is_memory_document(path), path
     for path in (ws / "README.md", ws / ".cursor/rules/x.md", tmp_path / "AGENTS.md", ws / "docs/notes.md"):
         assert not store.is_memory_document(path), path

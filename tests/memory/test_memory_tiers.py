@@ -39,7 +39,9 @@ def test_every_tier_in_order_with_blocks(tmp_path, tree, make_store, home, globa
     ]
     assert [f.tier for f in result.files] == ["global"] * 3 + ["workspace"] * 3 + ["jit"] * 2
     blocks = result.text.split("\n\n")
-    assert blocks[0] == "--- Context from: ~/.gemini/GEMINI.md ---\nvendor gemini\n--- End of Context from: ~/.gemini/GEMINI.md ---"
+    assert (
+        blocks[0] == "--- Context from: ~/.gemini/GEMINI.md ---\nvendor gemini\n--- End of Context from: ~/.gemini/GEMINI.md ---"
+    )
     assert blocks[-1] == "--- Context from: src/api/AGENTS.md ---\napi\n--- End of Context from: src/api/AGENTS.md ---"
     assert helpers.info(result, "AGENTS.md").reason == "workspace memory (root → leaf)"
     assert helpers.info(result, "src/api/AGENTS.md").reason == "open file src/api/handler.py is under src/api/"

@@ -210,8 +210,9 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
     ws.mkdir()
     store = make_store(ws)
     rec = Recorder()
-    w = MemoryWatcher(store.watch_roots(), rec, is_relevant=store.is_relevant_path, flat_roots=store.flat_watch_roots(),
-                      debounce_ms=30)
+    w = MemoryWatcher(
+        store.watch_roots(), rec, is_relevant=store.is_relevant_path, flat_roots=store.flat_watch_roots(), debounce_ms=30
+    )
     w.start()
     try:
         global_dir.mkdir(parents=True)

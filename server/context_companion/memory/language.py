@@ -55,7 +55,7 @@ def _glob_range(lines: list[str], start_line: int, end_line: int, glob: str) -> 
 
 
 def analyze_document(
-    store: "MemoryStore",
+    store: MemoryStore,
     path: str,
     text: str,
     tier: Tier,
@@ -178,7 +178,7 @@ def _default_title(
     tier: Tier,
     rule: ParsedRule | None,
     rel: str,
-    store: "MemoryStore",
+    store: MemoryStore,
     folder_i: int | None,
     fmt: RuleFormat | None,
 ) -> str:

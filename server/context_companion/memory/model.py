@@ -72,7 +72,7 @@ class Range:
     end: Position
 
     @classmethod
-    def on_line(cls, line: int, start: int, end: int) -> "Range":
+    def on_line(cls, line: int, start: int, end: int) -> Range:
         return cls(Position(line, start), Position(line, end))
 
 

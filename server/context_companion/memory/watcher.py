@@ -59,7 +59,7 @@ def _as_str(path: Any) -> str:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: "MemoryWatcher") -> None:
+    def __init__(self, watcher: MemoryWatcher) -> None:
         super().__init__()
         self._watcher = watcher
 
