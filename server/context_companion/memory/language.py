@@ -30,20 +30,36 @@ def _line_range(lines: list[str], line: int) -> Range:
     return Range.on_line(line, 0, len(lines[line]))
 
 
-def _globs_matching_nothing(folder: str, rule: ParsedRule) -> list[str]:
-    """Globs of ``rule`` that match no file of the folder (ignore-aware walk, stops early)."""
-    pending = {glob: spec for glob, spec in rule.glob_specs}
-    if not pending:
-        return []
-    for listing in walk(Path(folder)):
-        prefix = listing.rel_dir + "/" if listing.rel_dir else ""
-        for entry in listing.files:
-            rel = prefix + entry.name
-            for glob in [g for g, spec in pending.items() if spec.match_file(rel)]:
-                del pending[glob]
+GLOB_CHECK_MAX_FILES = 100_000  # past this many files an unmatched glob is not reported (unknown)
+
+
+def _globs_matching_nothing(folder: str, rule: ParsedRule, cache: dict[tuple[str, str], bool]) -> list[str]:
+    """Globs of ``rule`` that match no file of the folder (ignore-aware walk, stops early).
+
+    ``cache`` maps (folder, glob) to "matches something"; the store clears it whenever memory
+    changes (a new ordinary file alone does not clear it: the warning may lag until then).
+    """
+    pending = {glob: spec for glob, spec in rule.glob_specs if (folder, glob) not in cache}
+    if pending:
+        seen = 0
+        for listing in walk(Path(folder)):
+            prefix = listing.rel_dir + "/" if listing.rel_dir else ""
+            for entry in listing.files:
+                rel = prefix + entry.name
+                for glob in [g for g, spec in pending.items() if spec.match_file(rel)]:
+                    cache[(folder, glob)] = True
+                    del pending[glob]
+            seen += len(listing.files)
             if not pending:
-                return []
-    return [g for g, _ in rule.glob_specs if g in pending]
+                break
+            if seen > GLOB_CHECK_MAX_FILES:
+                for glob in pending:
+                    cache[(folder, glob)] = True  # unknown: do not warn, do not walk again
+                break
+        else:
+            for glob in pending:
+                cache[(folder, glob)] = False
+    return [g for g, _ in rule.glob_specs if cache.get((folder, g)) is False]
 
 
 def _glob_range(lines: list[str], start_line: int, end_line: int, glob: str) -> Range:
@@ -109,7 +125,7 @@ def analyze_document(
             folder = store._folders[folder_i].path
             key = GLOB_KEY[fmt] or ""
             key_line = rule.key_lines.get(key, 1)
-            for glob in _globs_matching_nothing(folder, rule):
+            for glob in _globs_matching_nothing(folder, rule, store._glob_cache):
                 diagnostics.append(
                     Diagnostic(
                         _glob_range(lines, key_line, rule.body_line, glob),

@@ -172,6 +172,7 @@ class MemoryStore:
         self._memo_generation = -1
         self._last_infos: dict[str, MemoryFileInfo] = {}
         self._last_call: tuple[Any, MemoryResult] | None = None
+        self._glob_cache: dict[tuple[str, str], bool] = {}  # (folder, glob) → matches a file (language features)
         self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
         self._expander = ImportExpander(
             read=self._read, display=self._display, home=self._home, max_depth=settings.import_max_depth
@@ -427,6 +428,7 @@ class MemoryStore:
     def _bump(self) -> None:
         self._generation += 1
         self._results.clear()
+        self._glob_cache.clear()
 
     def _forget(self, path: str) -> None:
         self._read_cache.pop(path, None)
