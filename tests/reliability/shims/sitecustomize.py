@@ -1,0 +1,113 @@
+"""Fault and watch shims loaded into the *server* process by the reliability tests.
+
+The tests put this folder on the server's PYTHONPATH and name the shims to switch on in
+``CC_TEST_SHIMS`` (comma separated). Nothing here runs in normal use.
+
+* ``inotify_limit``: every inotify watch fails with ENOSPC ("inotify watch limit reached"), as
+  when ``fs.inotify.max_user_watches`` is exhausted (a machine-wide limit a test must not touch).
+* ``nonroot_read``: opening a regular file for reading fails with EACCES when its mode has no read
+  bit, as it would for an unprivileged user (the tests run as root, where chmod 000 stops nothing).
+* ``audit``: a ``sys.addaudithook`` hook that records and refuses every attempt to reach the
+  network or to start a process (``CC_AUDIT_LOG`` names the record file).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_SHIMS = {s.strip() for s in os.environ.get("CC_TEST_SHIMS", "").split(",") if s.strip()}
+
+
+def _inotify_limit() -> None:
+    import ctypes
+    import errno
+
+    import watchdog.observers.inotify_c as inotify_c
+
+    def add_watch(fd: int, path: bytes, mask: int) -> int:
+        ctypes.set_errno(errno.ENOSPC)
+        return -1
+
+    inotify_c.inotify_add_watch = add_watch
+
+
+def _nonroot_read() -> None:
+    import builtins
+    import errno
+    import io
+    import stat
+
+    def denied(path: object) -> bool:
+        try:
+            st = os.stat(path)  # type: ignore[arg-type]
+        except (OSError, TypeError, ValueError):
+            return False
+        return stat.S_ISREG(st.st_mode) and not (st.st_mode & 0o444)
+
+    real_os_open = os.open
+    real_open = builtins.open
+
+    def os_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if (flags & os.O_ACCMODE) in (os.O_RDONLY, os.O_RDWR) and denied(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fsdecode(path))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def open_(file, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(file, (str, bytes, os.PathLike)) and ("r" in mode or "+" in mode) and denied(file):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fsdecode(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    os.open = os_open
+    builtins.open = open_
+    io.open = open_
+
+
+_AUDITED = (
+    "socket.connect",
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyaddr",
+    "subprocess.Popen",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "pty.spawn",
+    "urllib.Request",
+    "http.client.connect",
+    "webbrowser.open",
+)
+
+
+def _audit() -> None:
+    import traceback
+
+    log_path = os.environ.get("CC_AUDIT_LOG", "")
+    busy = False
+
+    def hook(event: str, args: tuple) -> None:
+        nonlocal busy
+        if busy or not event.startswith(_AUDITED):
+            return
+        busy = True
+        try:
+            if log_path:
+                stack = "".join(traceback.format_stack(limit=12)[:-1])
+                with open(log_path, "a", encoding="utf-8") as fh:
+                    fh.write(f"EVENT {event} {args!r}\n{stack}\n")
+        finally:
+            busy = False
+        raise RuntimeError(f"reliability audit: {event} refused")
+
+    sys.addaudithook(hook)
+
+
+if "inotify_limit" in _SHIMS:
+    _inotify_limit()
+if "nonroot_read" in _SHIMS:
+    _nonroot_read()
+if "audit" in _SHIMS:
+    _audit()
