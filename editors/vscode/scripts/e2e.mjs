@@ -161,12 +161,14 @@ async function focusActiveEditor() {
   await page.locator('.editor-group-container.active .monaco-editor .overflow-guard').first().click({ position: { x: 200, y: 60 } });
 }
 
-/** Notification toasts' text. */
+/** Visible notification toasts: message and button labels. */
 async function notifications() {
   return page.evaluate(() =>
-    [...document.querySelectorAll('.notifications-toasts .notification-toast, .notification-list-item')].map((n) =>
-      (n.textContent ?? '').replace(/\s+/g, ' ').trim(),
-    ),
+    [...document.querySelectorAll('.notifications-toasts .notification-list-item')].map((n) => {
+      const message = n.querySelector('.notification-list-item-message')?.textContent ?? '';
+      const buttons = [...n.querySelectorAll('.monaco-button')].map((b) => b.textContent ?? '');
+      return [message, ...buttons].join(' ').replace(/\s+/g, ' ').trim();
+    }),
   );
 }
 
@@ -177,6 +179,21 @@ async function clearNotifications() {
       for (const b of document.querySelectorAll('.notifications-toasts .codicon-notifications-clear, .notification-toast .codicon-close')) b.click();
     })
     .catch(() => undefined);
+}
+
+/** Change user settings the way a user does: edit settings.json in VS Code and save. */
+async function editUserSettings(extra) {
+  await runFromPalette('Preferences: Open User Settings (JSON)');
+  await waitFor('settings.json to open', async () => (await activeTabTitle()).includes('settings.json'));
+  await focusActiveEditor();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.insertText(JSON.stringify({ ...userSettings(), ...extra }, null, 2));
+  await page.keyboard.press('Control+S');
+}
+
+/** Error messages the server or the extension showed. */
+async function errorNotifications() {
+  return (await notifications()).filter((n) => /unknown setting|Context Companion: (the|The) server|cannot import|not installed/i.test(n));
 }
 
 // ------------------------------------------------------------------------------------ setup
@@ -198,6 +215,7 @@ function userSettings() {
   return {
     'contextCompanion.interpreter': env.E2E_PYTHON,
     'contextCompanion.trace.server': 'messages',
+    'contextCompanion.memory.readVendorGlobals': false, // a server setting, sent as initializationOptions
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
     'workbench.enableExperiments': false,
@@ -355,6 +373,8 @@ async function main() {
       }, 120_000);
       log(`status bar: ${text}`);
       tokensBeforeEdit = text;
+      const errors = await errorNotifications();
+      if (errors.length) throw new Error(`error notifications: ${errors.join(' | ')}`);
     },
     { required: true },
   );
@@ -470,17 +490,26 @@ async function main() {
     await clearNotifications();
   });
 
+  await check('a server setting changed in VS Code reaches the server (git section off)', async () => {
+    await clearNotifications();
+    const before = await statusText();
+    await editUserSettings({ 'contextCompanion.prompt.sections': { git: false } });
+    const after = await waitFor('the status bar to change', async () => {
+      const t = await statusText();
+      return TOKENS.test(t) && t !== before ? t : '';
+    });
+    const count = (t) => Number(t.replace(/[^\d]/g, ''));
+    if (!(count(after) < count(before))) throw new Error(`expected fewer tokens: ${before} -> ${after}`);
+    log(`status bar: ${before} -> ${after}`);
+    const errors = await errorNotifications();
+    if (errors.length) throw new Error(`error notifications: ${errors.join(' | ')}`);
+  });
+
   await check('a Python without the package gets the exact pip install command', async () => {
     const venv = path.join(scratch, 'venv-without-server');
     await run(env.E2E_PYTHON, ['-m', 'venv', '--without-pip', venv], { env: childEnv });
     const python = path.join(venv, 'bin', 'python');
-    // Change the setting the way a user does: edit settings.json in VS Code and save.
-    await runFromPalette('Preferences: Open User Settings (JSON)');
-    await waitFor('settings.json to open', async () => (await activeTabTitle()).includes('settings.json'));
-    await focusActiveEditor();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.insertText(JSON.stringify({ ...userSettings(), 'contextCompanion.interpreter': python }, null, 2));
-    await page.keyboard.press('Control+S');
+    await editUserSettings({ 'contextCompanion.interpreter': python });
     await waitFor('VS Code to offer a restart for the new interpreter', async () =>
       (await notifications()).some((n) => n.includes('server command changed')),
     );
