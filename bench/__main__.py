@@ -133,6 +133,7 @@ async def _run_lsp(groups: list[str], ctx: Context) -> list[Figure]:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    info = machine_info(Path(__file__).resolve().parent.parent)
     work: Path = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
     trees = {}
@@ -175,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     if lsp_groups and not aborted:
         figures += asyncio.run(_run_lsp(lsp_groups, ctx))
 
-    info = machine_info(Path(__file__).resolve().parent.parent)
     run_info = {
         "trees": {n: {"files": m.files_total, "visible": m.files_visible, "digest": m.digest} for n, (_r, m) in trees.items()},
         "seed": args.seed,
@@ -185,10 +185,17 @@ def run(args: argparse.Namespace) -> int:
         "lspTree": args.lsp_tree,
         "encoding": ranks_label,
         "seconds": round(time.perf_counter() - started, 1),
+        "loadavgEnd": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }
     header = f"Context Companion benchmark — {machine_text(info)}"
     if args.quick:
         header += "\nQUICK RUN: reduced counts, not comparable with full runs"
+    busy = [x for x in (info.get("loadavg") or [0])[:1] + (run_info["loadavgEnd"] or [0])[:1] if x > (info["cores"] or 1)]
+    if busy:
+        header += (
+            f"\nBUSY MACHINE: 1-minute load {max(busy)} on {info['cores']} cores during the run; "
+            "other processes competed for the CPU, so ratios are unreliable"
+        )
     print(header)
     print(f"trees: {', '.join(f'{n} ({m.files_total:,} files)' for n, (_r, m) in trees.items())}; repeat {args.repeat}; "
           f"server figures on {args.lsp_tree}; {run_info['seconds']} s\n")

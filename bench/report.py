@@ -224,15 +224,17 @@ def machine_info(repo: Path) -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "packages": {d: _version(d) for d in ("pygls", "lsprotocol", "tiktoken", "pathspec", "watchdog", "pydantic")},
         "commit": _git_commit(repo),
+        "loadavg": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
     }
 
 
 def machine_text(info: dict[str, Any]) -> str:
     pk = ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)
+    load = f"; load {' '.join(map(str, info['loadavg']))} at the start" if info.get("loadavg") else ""
     return (
         f"{info['cpu']}, {info['cores']} cores, {info['memoryGiB']} GiB RAM; {info['os']}; "
-        f"{info['implementation']} {info['python']}; {pk}; commit {info['commit'] or '?'}; {info['date']}"
+        f"{info['implementation']} {info['python']}; {pk}; commit {info['commit'] or '?'}; {info['date']}{load}"
     )
 
 
