@@ -1,8 +1,9 @@
 """The Neovim plugin in a real headless Neovim (the 0.11 PyPI wheel) against the real server.
 
 Each test starts `nvim --headless --listen <socket>` with the plugin on 'runtimepath' and drives it
-over Neovim's own RPC client (`nvim --server <socket> --remote-expr/--remote-send`): keys sent with
---remote-send go through the typeahead like typed keys, so CursorMoved and ModeChanged fire for real.
+over Neovim's own RPC client: a second, long-lived `nvim -l` connects to the socket
+(`sockconnect(..., {rpc = true})`) and relays requests read from its stdin. Keys go in with
+`nvim_input`, through the typeahead like typed keys, so CursorMoved and ModeChanged fire for real.
 Lua snippets run through a small `t_eval` helper defined in the test's init.lua. Waiting is by polling
 a condition with a generous deadline; no assertion is about time.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -74,6 +76,28 @@ end
 """
 
 
+# The RPC client: Neovim itself, relaying one JSON request per stdin line to the socket.
+CLIENT_LUA = r"""
+local ok, chan = pcall(vim.fn.sockconnect, 'pipe', _G.arg[1], { rpc = true })
+if not ok or chan == 0 then
+  io.stdout:write(vim.json.encode({ ok = false, value = 'cannot connect: ' .. tostring(chan) }), '\n')
+  return
+end
+io.stdout:write(vim.json.encode({ ok = true, value = 'ready' }), '\n')
+io.stdout:flush()
+while true do
+  local line = io.read('*l')
+  if line == nil then
+    break
+  end
+  local request = vim.json.decode(line)
+  local done, value = pcall(vim.rpcrequest, chan, unpack(request))
+  io.stdout:write(vim.json.encode({ ok = done, value = done and value or tostring(value) }), '\n')
+  io.stdout:flush()
+end
+"""
+
+
 def lua_str(text: str) -> str:
     """A Lua string literal (JSON string syntax is valid Lua for what we pass)."""
     return json.dumps(text)
@@ -115,27 +139,47 @@ class Nvim:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        self.client: subprocess.Popen[str] | None = None
         self.wait_for(lambda: self.sock.exists(), "the Neovim socket", poll=0.05, use_rpc=False)
-        self.wait_for(lambda: self._remote("--remote-expr", "1").strip() == "1", "Neovim to answer RPC")
+        client_script = root / "rpc_client.lua"
+        client_script.write_text(CLIENT_LUA, encoding="utf-8")
+        self.client = subprocess.Popen(
+            [NVIM, "--clean", "--headless", "-l", str(client_script), str(self.sock)],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+        )
+        hello = self._read_reply()
+        if hello != {"ok": True, "value": "ready"}:
+            raise AssertionError(f"the RPC client could not connect: {hello}")
 
     # ---------------------------------------------------------------- RPC
 
-    def _remote(self, flag: str, arg: str) -> str:
-        proc = subprocess.run(
-            [NVIM, "--clean", "--headless", "--server", str(self.sock), flag, arg],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvim {flag} failed ({proc.returncode}): {proc.stderr.strip()}")
-        return proc.stdout
+    def _read_reply(self) -> dict[str, Any]:
+        assert self.client is not None and self.client.stdout is not None
+        ready, _, _ = select.select([self.client.stdout], [], [], DEADLINE)
+        if not ready:
+            raise AssertionError(f"Neovim did not answer within {DEADLINE} s")
+        line = self.client.stdout.readline()
+        if not line:
+            raise AssertionError(f"the RPC client stopped (exit code {self.client.poll()})")
+        return json.loads(line)
+
+    def _request(self, method: str, *params: Any) -> Any:
+        assert self.client is not None and self.client.stdin is not None
+        self.client.stdin.write(json.dumps([method, *params]) + "\n")
+        self.client.stdin.flush()
+        reply = self._read_reply()
+        if not reply["ok"]:
+            raise RuntimeError(f"{method} failed: {reply['value']}")
+        return reply["value"]
 
     def lua(self, code: str) -> Any:
         """Run a Lua chunk inside Neovim and return what it returns (JSON-encodable)."""
-        payload = json.dumps(code).replace("'", "''")
-        out = self._remote("--remote-expr", f"v:lua.t_eval('{payload}')")
+        out = self._request("nvim_exec_lua", "return _G.t_eval(...)", [json.dumps(code)])
         reply = json.loads(out)
         if not reply["ok"]:
             raise AssertionError(f"Lua failed in Neovim: {reply['error']}\n{self.diagnostics()}")
@@ -143,7 +187,7 @@ class Nvim:
 
     def keys(self, keys: str) -> None:
         """Type keys (Neovim key notation) as a user would."""
-        self._remote("--remote-send", keys)
+        self._request("nvim_input", keys)
 
     # ---------------------------------------------------------------- waiting
 
@@ -221,6 +265,16 @@ class Nvim:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
+        if self.client is not None:
+            if self.client.stdin:
+                self.client.stdin.close()
+            try:
+                self.client.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.client.kill()
+                self.client.wait(timeout=5)
+            if self.client.stdout:
+                self.client.stdout.close()
         if self.proc.stderr:
             self.proc.stderr.close()
         shutil.rmtree(self.sockdir, ignore_errors=True)
@@ -303,6 +357,12 @@ def test_instruction_buffer_shows_the_memory(start_nvim, workspace: Path) -> Non
     # running it again reuses the buffer and its window
     nvim.lua("vim.cmd('ContextCompanionInstruction')")
     assert nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
+    # :vertical is honoured; q closes the view
+    nvim.lua("vim.cmd('normal q'); vim.cmd('vertical ContextCompanionInstruction')")
+    layout = nvim.wait_lua(
+        "return vim.bo.filetype == 'markdown' and vim.fn.winlayout()[1] or nil", "the vertical instruction view"
+    )
+    assert layout == "row"
 
     health = nvim.lua(
         "vim.cmd('checkhealth context_companion'); return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"
@@ -567,3 +627,63 @@ def test_help_file_has_valid_tags(tmp_path: Path) -> None:
         "ContextCompanionChanged",
     ):
         assert command in tags, command
+
+
+SELECTION_SCRIPT = r"""
+vim.opt.rtp:prepend(%(plugin)s)
+local cursor = require('context_companion.cursor')
+vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'x = "😀 héllo wörld😀"', 'second line', '', 'naïve ünïcode' })
+local cases = {
+  { 'v', { 0, 1, 11, 0 }, { 0, 1, 24, 0 }, true },  -- "héllo wörld😀"
+  { 'v', { 0, 1, 24, 0 }, { 0, 1, 11, 0 }, true },  -- the same, selected backwards
+  { 'v', { 0, 1, 6, 0 }, { 0, 4, 3, 0 }, true },    -- from the emoji to "naï"
+  { 'v', { 0, 2, 1, 0 }, { 0, 3, 1, 0 }, false },   -- onto an empty line
+  { 'V', { 0, 2, 4, 0 }, { 0, 1, 2, 0 }, true },
+  { 'V', { 0, 3, 1, 0 }, { 0, 4, 1, 0 }, true },
+  { '\22', { 0, 2, 1, 0 }, { 0, 4, 3, 0 }, true },
+}
+local out = {}
+for _, selection in ipairs({ 'inclusive', 'exclusive' }) do
+  vim.o.selection = selection
+  for i, c in ipairs(cases) do
+    for _, enc in ipairs({ 'utf-8', 'utf-16', 'utf-32' }) do
+      if selection == 'inclusive' or c[4] then
+        table.insert(out, {
+          case = i, selection = selection, encoding = enc,
+          native = cursor.ranges(0, c[1], c[2], c[3], enc),
+          fallback = cursor.ranges(0, c[1], c[2], c[3], enc, cursor.fallback_segments),
+        })
+      end
+    end
+  end
+end
+io.stdout:write(vim.json.encode(out))
+"""
+
+
+def test_selection_ranges_in_each_encoding(tmp_path: Path) -> None:
+    """Ranges from Neovim's own getregionpos() and from the 0.10 fallback agree, and are right."""
+    script = tmp_path / "ranges.lua"
+    script.write_text(SELECTION_SCRIPT % {"plugin": lua_str(str(PLUGIN))}, encoding="utf-8")
+    proc = subprocess.run([NVIM, "--clean", "--headless", "-l", str(script)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    for row in rows:
+        assert row["native"] == row["fallback"], row
+
+    def native(case: int, encoding: str, selection: str = "inclusive") -> list[dict[str, Any]]:
+        return next(
+            r["native"] for r in rows if (r["case"], r["encoding"], r["selection"]) == (case, encoding, selection)
+        )
+
+    def rng(l1: int, c1: int, l2: int, c2: int) -> dict[str, Any]:
+        return {"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}}
+
+    # "héllo wörld😀" starts after 'x = "😀 ' and ends after the emoji
+    assert native(1, "utf-8") == [rng(0, 10, 0, 27)]
+    assert native(1, "utf-16") == [rng(0, 8, 0, 21)]
+    assert native(1, "utf-32") == [rng(0, 7, 0, 19)]
+    assert native(2, "utf-16") == native(1, "utf-16")
+    assert native(1, "utf-16", "exclusive") == [rng(0, 8, 0, 19)]  # the emoji under the cursor is left out
+    assert native(5, "utf-16") == [rng(0, 0, 2, 0)]  # linewise: lines 1-2 with their line breaks
+    assert native(7, "utf-8") == [rng(1, 0, 1, 3), rng(2, 0, 2, 0), rng(3, 0, 3, 4)]  # block: one per line ("naï")

@@ -47,6 +47,40 @@ local function position(bufnr, row, byte, encoding)
   return { line = row, character = vim.lsp.util.character_offset(bufnr, row, byte, encoding) }
 end
 
+--- `getregionpos()` segments for Neovim 0.10, which does not have it: byte columns from the two
+--- positions, per line for blockwise mode (exact for text without wide characters there).
+---@param bufnr integer
+---@param mode string
+---@param p1 integer[]
+---@param p2 integer[]
+---@param exclusive boolean
+function M.fallback_segments(bufnr, mode, p1, p2, exclusive)
+  local a, b = p1, p2
+  if b[2] < a[2] or (b[2] == a[2] and b[3] < a[3]) then
+    a, b = b, a
+  end
+  local function last_byte(row, col) -- 1-based inclusive end of the character at col
+    local line = line_at(bufnr, row - 1)
+    col = math.min(col, #line)
+    if col < 1 then
+      return 0
+    end
+    return exclusive and col - 1 or col + vim.str_utf_end(line, col)
+  end
+  if mode == 'V' then
+    return { { { 0, a[2], 1, 0 }, { 0, b[2], #line_at(bufnr, b[2] - 1) + 1, 0 } } }
+  end
+  if mode == 'v' then
+    return { { { 0, a[2], a[3], 0 }, { 0, b[2], last_byte(b[2], b[3]), 0 } } }
+  end
+  local left, right = math.min(p1[3], p2[3]), math.max(p1[3], p2[3])
+  local segments = {}
+  for row = a[2], b[2] do
+    table.insert(segments, { { 0, row, left, 0 }, { 0, row, last_byte(row, right), 0 } })
+  end
+  return segments
+end
+
 --- LSP ranges of a visual selection between two `getpos()` positions.
 ---
 --- `getregionpos()` does the Vim part (inclusive/exclusive 'selection', multibyte characters, block
@@ -58,13 +92,16 @@ end
 ---@param p1 integer[] getpos() list
 ---@param p2 integer[] getpos() list
 ---@param encoding string
+---@param segments_of? function for tests: replaces getregionpos()
 ---@return lsp.Range[]
-function M.ranges(bufnr, mode, p1, p2, encoding)
-  local ok, segments = pcall(vim.fn.getregionpos, p1, p2, {
-    type = mode,
-    exclusive = vim.o.selection == 'exclusive',
-    eol = true,
-  })
+function M.ranges(bufnr, mode, p1, p2, encoding, segments_of)
+  local exclusive = vim.o.selection == 'exclusive'
+  local ok, segments
+  if segments_of == nil and vim.fn.exists('*getregionpos') == 1 then
+    ok, segments = pcall(vim.fn.getregionpos, p1, p2, { type = mode, exclusive = exclusive, eol = true })
+  else
+    ok, segments = pcall(segments_of or M.fallback_segments, bufnr, mode, p1, p2, exclusive)
+  end
   if not ok or type(segments) ~= 'table' or #segments == 0 then
     return {}
   end
@@ -79,7 +116,11 @@ function M.ranges(bufnr, mode, p1, p2, encoding)
       -- a whole line: the range ends at the start of the next line (the line break is selected)
       finish = { line = e[2], character = 0 }
     else
-      finish = position(bufnr, e[2] - 1, math.max(e[3], s[3] - 1), encoding)
+      local end_byte = e[3] -- inclusive 1-based last byte = exclusive 0-based end
+      if e[2] == s[2] then
+        end_byte = math.max(end_byte, s[3] - 1) -- an empty segment ends where it starts
+      end
+      finish = position(bufnr, e[2] - 1, end_byte, encoding)
     end
     table.insert(ranges, { start = start, ['end'] = finish })
   end
