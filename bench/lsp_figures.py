@@ -186,44 +186,51 @@ async def _burst_run(ctx: Context, kind: str, what: str, n: int, i: int) -> tupl
         c.write(did_open(uri, DOC_TEXT))
         if kind == OURS:
             await c.command(GET_TURN, {}, timeout=30)  # the document is open and the session has a baseline
+            probe = {"command": GET_TURN, "arguments": [{}]}
         else:
             await c.command("bare.echo", {"probe": True, "uri": uri}, timeout=30)
+            probe = {"command": "bare.echo", "arguments": [{"probe": True, "uri": uri}]}
         if what == "didChange":
             frames, final = typing_burst(uri, n)
+            expect: dict[str, Any] = {"text": final}
         else:
             frames, last, selected = cursor_burst(uri, n)
-        timeout = 120.0
+            expect = {"cursor": last, "selected": selected}
         t0 = time.perf_counter()
         c.write(frames)
-        if kind == OURS:
-            t1, result = await c.request_timed("workspace/executeCommand", {"command": GET_TURN, "arguments": [{}]}, timeout)
-        else:
-            t1, result = await c.request_timed(
-                "workspace/executeCommand", {"command": "bare.echo", "arguments": [{"probe": True, "uri": uri}]}, timeout
-            )
+        t1, result = await c.request_timed("workspace/executeCommand", probe, timeout=120)
         rate = n / (t1 - t0)
-        # check the final state (not timed)
-        bad = None
-        if kind == BARE:
-            if what == "didChange" and result.get("length") != len(final):
-                bad = f"bare server holds {result.get('length')} characters, expected {len(final)}"
-            if what == "cursor" and result.get("cursor") != last:
-                bad = "bare server did not keep the last cursor"
-        elif what == "didChange":
-            end = end_position(final)
-            c.notify(CURSOR, {"textDocument": {"uri": uri}, "position": end, "selections": [{"start": {"line": 0, "character": 0}, "end": end}]})
-            got = _active_file(await c.command(GET_TURN, {"forceFull": True}, timeout=30)).get("selectedText")
-            if got != final:
-                bad = f"document text after the burst differs ({len(got or '')} characters selected, expected {len(final)})"
-        else:
-            active = _active_file(result) if result.get("kind") == "full" else _active_file(await c.command(GET_TURN, {"forceFull": True}, timeout=30))
-            if active.get("cursor") != {"line": 5, "character": 6}:
-                bad = f"final cursor {active.get('cursor')}, expected line 5 character 6 (1-based)"
-            elif active.get("selectedText") != selected:
-                bad = "final selected text differs"
-        return rate, bad
+        try:
+            return rate, await _check_burst(c, kind, uri, result, expect)
+        except ValueError as exc:
+            return rate, str(exc)
     finally:
         await c.close()
+
+
+async def _check_burst(c: LspClient, kind: str, uri: str, result: Any, expect: dict[str, Any]) -> str | None:
+    """Why the server's state after a burst differs from ``expect``, or None (not timed)."""
+    if kind == BARE:
+        if "text" in expect and result.get("length") != len(expect["text"]):
+            return f"bare server holds {result.get('length')} characters, expected {len(expect['text'])}"
+        if "cursor" in expect and result.get("cursor") != expect["cursor"]:
+            return "bare server did not keep the last cursor"
+        return None
+    if "text" in expect:
+        final = expect["text"]
+        end = end_position(final)
+        c.notify(CURSOR, {"textDocument": {"uri": uri}, "position": end, "selections": [{"start": {"line": 0, "character": 0}, "end": end}]})
+        got = _active_file(await c.command(GET_TURN, {"forceFull": True}, timeout=30)).get("selectedText")
+        if got != final:
+            return f"document text after the burst differs ({len(got or '')} characters selected, expected {len(final)})"
+        return None
+    full = result if isinstance(result, dict) and result.get("kind") == "full" else await c.command(GET_TURN, {"forceFull": True}, timeout=30)
+    active = _active_file(full)
+    if active.get("cursor") != {"line": 5, "character": 6}:
+        return f"final cursor {active.get('cursor')}, expected line 5 character 6 (1-based)"
+    if active.get("selectedText") != expect["selected"]:
+        return "final selected text differs"
+    return None
 
 
 async def fig_throughput(ctx: Context, what: str) -> list[Figure]:
