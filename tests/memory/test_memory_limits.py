@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -30,13 +31,18 @@ def test_binary_file_is_skipped(tmp_path, tree, make_store, helpers):
     assert helpers.info(result, "sub/AGENTS.md").reason == "skipped: binary file (NUL byte)"
 
 
-def test_non_utf8_is_replaced_and_warned(tmp_path, tree, make_store, helpers):
+def test_non_utf8_is_replaced_and_warned(tmp_path, tree, make_store, helpers, caplog):
     ws = tmp_path / "ws"
     tree(ws, {"AGENTS.md": "caf\xe9 latin-1\r\nline two\r\n".encode("latin-1")})
-    result = make_store(ws).compose([])
+    with caplog.at_level(logging.WARNING, logger="context_companion.memory"):
+        store = make_store(ws)
+        result = store.compose([])
+        store.apply_changes([ws / ".gitignore"])  # a re-walk: the unchanged file is not read again
     assert helpers.info(result, "AGENTS.md").included
     assert "caf\ufffd latin-1\nline two" in result.text  # replaced, CRLF normalised
     assert any(w.startswith("AGENTS.md: not valid UTF-8") and "replaced" in w for w in result.warnings)
+    logged = [r.getMessage() for r in caplog.records if "not valid UTF-8" in r.getMessage()]
+    assert logged == [f"memory file {ws / 'AGENTS.md'}: not valid UTF-8 (first bad byte at offset 3); bad bytes replaced"]
 
 
 def test_bom_and_empty_files(tmp_path, tree, make_store, helpers):

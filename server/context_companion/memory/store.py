@@ -446,6 +446,11 @@ class MemoryStore:
                 return cached
         outcome = read_text_file(path, self.settings.max_file_bytes)
         self._read_cache[path] = outcome
+        # Logged once per actual read (cache hits stay quiet); MemoryResult.warnings repeats them.
+        if outcome.skip:
+            log.warning("memory file %s skipped: %s", path, outcome.skip)
+        elif outcome.warning:
+            log.warning("memory file %s: %s", path, outcome.warning)
         return outcome
 
     def _display(self, abs_path: str) -> str:
