@@ -278,22 +278,23 @@ async function startCodeServer(port) {
 }
 
 async function stopCodeServer() {
-  if (!codeServer || codeServer.exitCode !== null) return;
-  const exited = new Promise((resolve) => codeServer.once('exit', resolve));
-  try {
-    process.kill(-codeServer.pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const timer = setTimeout(() => {
+  if (!codeServer) return;
+  const group = -codeServer.pid;
+  if (codeServer.exitCode === null && codeServer.signalCode === null) {
+    const exited = new Promise((resolve) => codeServer.once('exit', resolve));
     try {
-      process.kill(-codeServer.pid, 'SIGKILL');
+      process.kill(group, 'SIGTERM');
+      await Promise.race([exited, sleep(5_000)]);
     } catch {
-      /* gone */
+      /* already gone */
     }
-  }, 5_000);
-  await exited;
-  clearTimeout(timer);
+  }
+  // The group outlives its leader (the extension host and the language server): end it for good.
+  try {
+    process.kill(group, 'SIGKILL');
+  } catch {
+    /* no member left */
+  }
 }
 
 /** The extension's output channel, as VS Code logged it (for failure reports). */

@@ -94,25 +94,28 @@ log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.js
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/cc-vscode-e2e.XXXXXX")"
 mkdir -p "$SCRATCH/tmp"
 owned() {
-  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -e "$SCRATCH" -e "$CS_DIR"
+  { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -e "$SCRATCH" -e "$CS_DIR"
 }
 cleanup() {
   # The test runner stops what it started; this catches what is left when it was killed itself.
   # Each recorded pid leads its own process group (code-server, Chromium) or is the runner; a pid
   # is only signalled while its command line still names this run's scratch or code-server dir.
   if [ -f "$SCRATCH/pids" ]; then
-    local pid sig
-    for sig in TERM KILL; do
-      while read -r pid; do
-        [ -n "$pid" ] && owned "$pid" || continue
-        kill -"$sig" -- "-$pid" 2>/dev/null || kill -"$sig" "$pid" 2>/dev/null || true
-      done <"$SCRATCH/pids"
-      [ "$sig" = KILL ] || sleep 2
-    done
+    local pid ours=()
+    while read -r pid; do
+      [ -n "$pid" ] && owned "$pid" && ours+=("$pid")
+    done <"$SCRATCH/pids"
+    if ((${#ours[@]})); then
+      for pid in "${ours[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true; done
+      sleep 2
+      # A group outlives its leader (VS Code's extension host ignores TERM for a while): KILL the group.
+      for pid in "${ours[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; done
+    fi
   fi
-  if [ "${E2E_KEEP:-0}" = 1 ]; then log "kept $SCRATCH"; else rm -rf "$SCRATCH"; fi
+  [ "${E2E_KEEP:-0}" = 1 ] || rm -rf "$SCRATCH"   # quiet: the summary line stays the last line
 }
 trap cleanup EXIT
+[ "${E2E_KEEP:-0}" != 1 ] || log "E2E_KEEP=1: the scratch directory $SCRATCH is kept"
 trap 'exit 130' INT TERM
 
 export E2E_SCRATCH="$SCRATCH" E2E_VSIX="$VSIX" E2E_PYTHON="$PY_REAL" E2E_ARTIFACTS="$CACHE/artifacts"
