@@ -19,10 +19,8 @@ export class InstructionModel implements vscode.Disposable {
     this.subscriptions.push(
       server.onDidChangeInstruction((params) => this.onPush(params)),
       server.onDidChangeState((state) => {
-        if (state.kind === 'running') {
-          this.latest = undefined;
-          void this.refresh().catch((err) => server.log(`Fetching the system instruction: ${message(err)}`));
-        }
+        // A new server process: forget the old etag (the extension fetches anew on 'running').
+        if (state.kind !== 'running') this.latest = undefined;
       }),
     );
   }

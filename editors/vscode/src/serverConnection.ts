@@ -70,7 +70,7 @@ export class ServerConnection implements vscode.Disposable {
 
   /** Start the server (no-op when running). Resolves once it runs or has failed; never rejects. */
   start(): Promise<void> {
-    return this.serialise(() => this.doStart());
+    return this.serialise(() => this.safeStart());
   }
 
   stop(): Promise<void> {
@@ -80,7 +80,7 @@ export class ServerConnection implements vscode.Disposable {
   restart(): Promise<void> {
     return this.serialise(async () => {
       await this.doStop();
-      await this.doStart();
+      await this.safeStart();
     });
   }
 
@@ -148,6 +148,14 @@ export class ServerConnection implements vscode.Disposable {
   private fail(message: string): void {
     this.log(message);
     this.setState({ kind: 'error', message });
+  }
+
+  private async safeStart(): Promise<void> {
+    try {
+      await this.doStart();
+    } catch (err) {
+      this.fail(`The server did not start: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   private async doStart(): Promise<void> {
