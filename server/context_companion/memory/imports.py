@@ -210,16 +210,30 @@ class ImportExpander:
         self._display = display
         self._home = home
         self._max_depth = max_depth
+        self._roots: dict[str, str] = {}
+
+    def forget_roots(self) -> None:
+        """Resolve the allowed roots again on next use (after a reload: a link may point elsewhere)."""
+        self._roots.clear()
+
+    def _real_root(self, root: str) -> str:
+        real = self._roots.get(root)
+        if real is None:
+            if len(self._roots) > 256:
+                self._roots.clear()
+            real = self._roots[root] = os.path.realpath(root)
+        return real
 
     def expand(self, text: str, file_path: str, allowed_roots: Sequence[str], real_path: str | None = None) -> Expansion:
         """Expand the imports of ``text`` (the content of ``file_path``).
 
-        ``allowed_roots`` must be real paths (symlinks resolved): imports resolving elsewhere fail.
+        Imports whose real path lies outside every one of ``allowed_roots`` (resolved through
+        symlinks here, once per root) fail with ``outside allowed roots``.
         """
         deps: set[str] = set()
         failures: list[ImportFailure] = []
         real = real_path or os.path.realpath(file_path)
-        roots = list(allowed_roots)
+        roots = [self._real_root(r) for r in allowed_roots]
         outcomes: list[ImportOutcome] = []
         out = self._expand(text, file_path, 1, (real,), roots, deps, failures, outcomes, ())
         return Expansion(out, deps, outcomes, failures)

@@ -186,6 +186,8 @@ class MemoryStore:
         """Index and read everything (start-up and refreshMemory). Never raises for bad files."""
         with self._lock:
             self._read_cache.clear()
+            self._expander.forget_roots()
+            self._global_real = os.path.realpath(self._global_dir)
             self._load_globals()
             for i in range(len(self._folders)):
                 self._load_folder(i)
