@@ -356,6 +356,10 @@ def test_instruction_buffer_shows_the_memory(start_nvim, workspace: Path) -> Non
 
     # running it again reuses the buffer and its window
     nvim.lua("vim.cmd('ContextCompanionInstruction')")
+    nvim.wait_for(
+        lambda: len([m for m in nvim.messages() if m["msg"].startswith("Context Companion: system instruction ·")]) == 2,
+        "the second instruction command to finish",
+    )
     assert nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
     # :vertical is honoured; q closes the view
     nvim.lua("vim.cmd('normal q'); vim.cmd('vertical ContextCompanionInstruction')")

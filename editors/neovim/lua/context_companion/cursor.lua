@@ -133,12 +133,11 @@ end
 
 --- The selections to report for the current window: the live visual selection, the kept one while
 --- a command-line from visual mode runs, else an empty selection at the cursor.
----@param win integer
 ---@param bufnr integer
 ---@param encoding string
 ---@param cursor lsp.Position
 ---@return lsp.Range[]
-local function selections(win, bufnr, encoding, cursor)
+local function selections(bufnr, encoding, cursor)
   local mode = visual_kind(api.nvim_get_mode().mode)
   if mode then
     local ok, ranges = pcall(M.ranges, bufnr, mode, vim.fn.getpos('v'), vim.fn.getpos('.'), encoding)
@@ -165,7 +164,7 @@ function M.send()
     if client.initialized then
       local encoding = client.offset_encoding or 'utf-16'
       local params = vim.lsp.util.make_position_params(win, encoding)
-      params.selections = selections(win, bufnr, encoding, params.position)
+      params.selections = selections(bufnr, encoding, params.position)
       lsp.notify(client, lsp.CURSOR, params)
     end
   end
