@@ -379,6 +379,14 @@ async def test_invalid_initialization_options_show_one_message_and_serve_default
     assert len(h.client.messages) == 1 and "memory.maxTokens" in h.client.messages[0].message
 
 
+async def test_bad_settings_in_init_options_and_configuration_are_reported_once(start, workspace):
+    bad = {"context": {"maxOpenFiles": -3}}
+    h = await start(workspace, settings=bad, configuration=bad)
+    await settle(h, 0.5)
+    assert (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    assert len(h.client.messages) == 1 and "context.maxOpenFiles" in h.client.messages[0].message
+
+
 async def test_settings_pulled_with_workspace_configuration(start, workspace):
     h = await start(workspace, configuration={"environment": {"placement": "off"}, "systemPrompt": "Pulled prompt."})
     await settle(h, 0.5)
@@ -454,3 +462,15 @@ async def test_global_memory_dir_created_after_start_is_watched(start, workspace
     push = (await h.wait_push(1))[0]
     assert push["reason"] == "memoryChanged"
     assert "I like terse answers." in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+
+
+async def test_warnings_about_skipped_memory_reach_the_client(start, workspace):
+    (workspace / "AGENTS.md").write_bytes(b"ok \xff\xfe bytes\n")
+    (workspace / ".git").mkdir()
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "AGENTS.md").write_text("x" * 300_000)
+    h = await start(workspace, settings=NO_ENV)
+    shown = await h.command("contextCompanion.showMemory", {})
+    assert any("sub/AGENTS.md" in w for w in shown["warnings"]) and any("UTF-8" in w or "utf-8" in w.lower() for w in shown["warnings"])
+    result = await h.command("contextCompanion.getSystemInstruction", {})
+    assert any("UTF-8" in w or "utf-8" in w.lower() for w in result["warnings"])

@@ -60,6 +60,7 @@ class Session:
         self.user_dir = user_dir if user_dir is not None else user_config_dir()
         self.folders: list[Path] = []
         self.editor_settings: dict[str, Any] = {}
+        self._rejected: dict[str, Any] | None = None  # the last invalid editor settings reported
         self.settings = Settings()
         self.composer: Composer | None = None
         self.editor = EditorState(self.settings.context)
@@ -83,12 +84,13 @@ class Session:
         if isinstance(init_options, Mapping):
             section = init_options.get("contextCompanion", init_options)
             self.editor_settings = dict(section) if isinstance(section, Mapping) else {}
+            self._rejected = self.editor_settings
         elif init_options is not None:
             self._show_error("Context Companion: initializationOptions must be an object; using the other settings.")
         try:
             self.settings = resolve_settings(self.folders, self.editor_settings, self.environ, self.user_dir)
         except SettingsError as exc:
-            self._show_error(f"Context Companion: invalid settings, using defaults instead: {exc}")
+            self._show_error(f"Context Companion: invalid settings, using the other layers instead: {exc}")
             try:
                 self.settings = resolve_settings(self.folders, None, {}, self.user_dir)
             except SettingsError:
@@ -153,7 +155,11 @@ class Session:
         try:
             settings = resolve_settings(self.folders, dict(section), self.environ, self.user_dir)
         except SettingsError as exc:
+            if dict(section) == self._rejected:
+                return None  # already reported (e.g. the same bad value in initializationOptions)
+            self._rejected = dict(section)
             return f"Context Companion: invalid settings, keeping the last good ones: {exc}"
+        self._rejected = None
         self.editor_settings = dict(section)
         if settings != self.settings:
             self._replace_settings(settings)
@@ -288,7 +294,7 @@ class Session:
         assert self.composer is not None
         paths, active = self._open_paths()
         result = self.composer.memory.compose(paths, active)
-        return {"files": [f.to_wire() for f in result.files], "text": result.text}
+        return {"files": [f.to_wire() for f in result.files], "text": result.text, "warnings": list(result.warnings)}
 
     def add_memory(self, fact: str, scope: str) -> dict[str, Any]:
         folder = self.folders[0] if self.folders else None

@@ -95,6 +95,7 @@ class Instruction:
             "tokens": self.tokens.to_wire(),
             "memoryFiles": self.memory_files(),
             "environmentContext": self.environment_context,
+            "warnings": list(self.warnings),
         }
 
 
