@@ -244,12 +244,14 @@ class LspProcess:
             return [p for m, p in self.notifications if m == method]
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
+        # The predicate runs without the lock: it may itself send a request and wait for the
+        # reader thread, which takes the lock to record notifications.
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self._cond:
                 self._cond.wait(min(remaining, 0.05))
         return True
 

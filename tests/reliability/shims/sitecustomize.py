@@ -7,6 +7,11 @@ The tests put this folder on the server's PYTHONPATH and name the shims to switc
   when ``fs.inotify.max_user_watches`` is exhausted (a machine-wide limit a test must not touch).
 * ``nonroot_read``: opening a regular file for reading fails with EACCES when its mode has no read
   bit, as it would for an unprivileged user (the tests run as root, where chmod 000 stops nothing).
+* ``fake_websockets``: a stand-in for the optional ``websockets`` package (not among the dev
+  dependencies) whose ``serve()`` opens a plain TCP listener on the host and port it is given,
+  so a test can see which address the ``--ws`` transport asks for.
+* ``no_websockets``: ``import websockets`` fails, as where the optional package is not installed.
+* ``stack_dump``: SIGUSR1 dumps every thread's stack to stderr (for diagnosing a hang).
 * ``audit``: a ``sys.addaudithook`` hook that records and refuses every attempt to reach the
   network or to start a process (``CC_AUDIT_LOG`` names the record file).
 """
@@ -63,6 +68,26 @@ def _nonroot_read() -> None:
     io.open = open_
 
 
+def _fake_websockets() -> None:
+    import asyncio
+    import types
+
+    async def serve(handler, host, port, **kwargs):  # type: ignore[no-untyped-def]
+        async def on_connection(reader, writer):  # type: ignore[no-untyped-def]
+            writer.close()
+
+        return await asyncio.start_server(on_connection, host, port)
+
+    top = types.ModuleType("websockets")
+    sub = types.ModuleType("websockets.asyncio")
+    server = types.ModuleType("websockets.asyncio.server")
+    server.serve = serve  # type: ignore[attr-defined]
+    server.ServerConnection = object  # type: ignore[attr-defined]
+    top.asyncio = sub  # type: ignore[attr-defined]
+    sub.server = server  # type: ignore[attr-defined]
+    sys.modules.update({"websockets": top, "websockets.asyncio": sub, "websockets.asyncio.server": server})
+
+
 _AUDITED = (
     "socket.connect",
     "socket.getaddrinfo",
@@ -109,5 +134,14 @@ if "inotify_limit" in _SHIMS:
     _inotify_limit()
 if "nonroot_read" in _SHIMS:
     _nonroot_read()
+if "fake_websockets" in _SHIMS:
+    _fake_websockets()
+if "no_websockets" in _SHIMS:
+    sys.modules["websockets"] = None  # type: ignore[assignment]  # makes the import raise ImportError
+if "stack_dump" in _SHIMS:
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 if "audit" in _SHIMS:
     _audit()
