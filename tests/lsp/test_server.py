@@ -474,3 +474,15 @@ async def test_warnings_about_skipped_memory_reach_the_client(start, workspace):
     assert any("sub/AGENTS.md" in w for w in shown["warnings"]) and any("UTF-8" in w or "utf-8" in w.lower() for w in shown["warnings"])
     result = await h.command("contextCompanion.getSystemInstruction", {})
     assert any("UTF-8" in w or "utf-8" in w.lower() for w in result["warnings"])
+
+
+async def test_files_opened_before_start_do_not_ride_along_on_a_later_push(start, workspace):
+    agents = write(workspace / "AGENTS.md", "v1\n")
+    write(workspace / "main.py", "x\n")
+    h = await start(workspace, settings=NO_ENV)
+    h.open("main.py")  # may arrive before the server has finished starting
+    await settle(h)
+    await h.command("contextCompanion.getSystemInstruction", {})
+    agents.write_text("v2\n")
+    push = (await h.wait_push(1))[0]
+    assert push["changedFiles"] == ["AGENTS.md"]

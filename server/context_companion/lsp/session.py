@@ -104,6 +104,10 @@ class Session:
         assert self.composer is not None
         async with self.lock:
             await asyncio.to_thread(self.composer.load)
+        # No session has been given an instruction yet (commands wait for ready): what happened
+        # before now is part of the first build, not a change to push later.
+        self._pending_reasons.clear()
+        self._pending_files.clear()
         self.ready.set()
         self._start_watcher()
 
