@@ -279,6 +279,17 @@ def test_invalid_did_change_configuration_payloads_keep_the_last_good_settings(s
     assert proc.alive()
 
 
+def test_did_change_configuration_without_settings_keeps_the_settings_in_force(spawn, tmp_path):
+    """A client that cannot answer workspace/configuration and sends ``{"settings": null}`` (the
+    LSP's "something changed" with nothing attached) must not wipe the initializationOptions."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = spawn([ws], {**NO_ENV, "systemPrompt": "Prompt from initializationOptions."})
+    assert proc.command(GET, {})["text"] == "Prompt from initializationOptions."
+    proc.notify("workspace/didChangeConfiguration", {"settings": None})
+    assert proc.command(GET, {})["text"] == "Prompt from initializationOptions."
+
+
 def test_invalid_pulled_configuration_keeps_the_last_good_settings(spawn, tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()

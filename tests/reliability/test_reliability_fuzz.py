@@ -20,6 +20,7 @@ from lsp_pipe_client import LspProcess, RpcError
 
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
+OUTCOMES: dict[str, int] = {}  # what the fuzzed commands answered, for the figures
 BOUNDED = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
@@ -103,10 +104,12 @@ def test_every_command_answers_a_result_or_invalid_params(fuzz_server, command, 
     try:
         result = fuzz_server.command(command, *args)
     except RpcError as exc:
+        OUTCOMES[str(exc.code)] = OUTCOMES.get(str(exc.code), 0) + 1
         assert exc.code == INVALID_PARAMS, f"{command}{args!r} → {exc.code} {exc.message}"
         assert exc.message.startswith(command + ":"), exc.message
         assert "Traceback" not in exc.message
     else:
+        OUTCOMES["result"] = OUTCOMES.get("result", 0) + 1
         assert isinstance(result, dict), result
     still_answers(fuzz_server)
 
@@ -215,8 +218,12 @@ def test_bodies_that_are_not_json_rpc_are_skipped(fuzz_server, body):
     still_answers(fuzz_server)
 
 
-def test_fuzzed_server_still_serves_the_real_workflow(fuzz_server, tmp_path_factory):
+def test_fuzzed_server_still_serves_the_real_workflow(fuzz_server, figures):
     """After everything above, the same process still does its job."""
+    if OUTCOMES:
+        figures["fuzz: random command calls answered (result / -32602)"] = (
+            f"{OUTCOMES.get('result', 0)} / {OUTCOMES.get(str(INVALID_PARAMS), 0)}"
+        )
     result = fuzz_server.command("contextCompanion.getSystemInstruction", {"sessionId": "after-fuzz"})
     assert "Fuzz workspace memory." in result["text"]
     assert fuzz_server.alive()
