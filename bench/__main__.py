@@ -196,15 +196,18 @@ def run(args: argparse.Namespace) -> int:
             f"\nBUSY MACHINE: 1-minute load {max(busy)} on {info['cores']} cores during the run; "
             "other processes competed for the CPU, so ratios are unreliable"
         )
+    scope = (
+        f"trees: {', '.join(f'{n} ({m.files_total:,} files)' for n, (_r, m) in trees.items())}; repeat {args.repeat}; "
+        f"server figures on {args.lsp_tree}; {run_info['seconds']} s"
+    )
     print(header)
-    print(f"trees: {', '.join(f'{n} ({m.files_total:,} files)' for n, (_r, m) in trees.items())}; repeat {args.repeat}; "
-          f"server figures on {args.lsp_tree}; {run_info['seconds']} s\n")
+    print(scope + "\n")
     print(table_text(figures), flush=True)
     if args.json:
         write_json(args.json, info, run_info, figures)
         say(f"wrote {args.json}")
     if args.markdown:
-        md = f"{header}\n\n{table_markdown(figures)}\n"
+        md = f"{header}\n\n{scope}\n\n{table_markdown(figures)}\n"
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(md, encoding="utf-8")
         say(f"wrote {args.markdown}")
