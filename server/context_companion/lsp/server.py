@@ -87,6 +87,13 @@ class Protocol(LanguageServerProtocol):
             return _Ignored()
 
 
+    def handle_message(self, message: Any) -> None:
+        if not hasattr(message, "jsonrpc"):  # a JSON value that is not a JSON-RPC message
+            log.warning("ignored a message that is not JSON-RPC: %.200r", message)
+            return
+        super().handle_message(message)
+
+
 class CompanionServer(LanguageServer):
     session: "Session | None" = None
 

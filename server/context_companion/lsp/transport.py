@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 import sys
 import threading
 from typing import Any
@@ -39,12 +41,23 @@ class _StdoutWriter:
 
 
 async def _pipe_reader(stdin: Any) -> asyncio.StreamReader | None:
+    """An asyncio reader for stdin when it is a pipe or socket (what editors give us), else None.
+
+    epoll cannot watch regular files or character devices (``< /dev/null``, a file, some
+    terminals): those are read by pygls' threaded reader instead.
+    """
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-    except (ValueError, OSError) as exc:  # a regular file or a console: not a pipe
-        log.info("stdin is not a pipe (%s); using the threaded reader", exc)
+    except (ValueError, OSError) as exc:
+        log.info("stdin cannot be read asynchronously (%s); using the threaded reader", exc)
         return None
     return reader
 
