@@ -53,7 +53,7 @@ class IgnoreRules:
                 rules = IgnoreRules(((("", GitIgnoreSpec.from_lines(lines)),)))
         return rules.descend("", root, names)
 
-    def descend(self, rel_dir: str, abs_dir: Path, names: set[str] | None = None) -> "IgnoreRules":
+    def descend(self, rel_dir: str, abs_dir: Path | str, names: set[str] | None = None) -> "IgnoreRules":
         """Rules inside ``abs_dir`` (``rel_dir`` is its posix path from the root, "" for the root).
 
         ``names`` are the entry names of that directory when already known (saves a stat).
@@ -62,7 +62,7 @@ class IgnoreRules:
         for ignore_name in IGNORE_FILE_NAMES:
             if names is not None and ignore_name not in names:
                 continue
-            path = abs_dir / ignore_name
+            path = Path(abs_dir) / ignore_name
             if names is None and not path.is_file():
                 continue
             lines = _read_lines(path)
@@ -78,9 +78,9 @@ class IgnoreRules:
         for prefix, spec in self._chain:
             if prefix and not probe.startswith(prefix):
                 continue
-            result = spec.check_file(probe[len(prefix) :])
-            if result.include is not None:
-                verdict = result.include
+            include = _check(spec, probe[len(prefix) :])
+            if include is not None:
+                verdict = include
         return bool(verdict)
 
     def is_ancestor_ignored(self, rel_path: str) -> bool:
@@ -90,6 +90,19 @@ class IgnoreRules:
             if self.is_ignored("/".join(parts[:i]), True):
                 return True
         return self.is_ignored(rel_path, False)
+
+
+def _check(spec: GitIgnoreSpec, path: str) -> bool | None:
+    """``spec.check_file(path).include`` for an already normalised posix path.
+
+    pathspec's matcher does the work either way; calling its backend directly skips path
+    normalisation and a result object per call (about a third of the cost on the folder tree's
+    hot loop). Falls back to the public API if the backend is not there.
+    """
+    backend = getattr(spec, "_backend", None)
+    if backend is not None:
+        return backend.match_file(path)[0]
+    return spec.check_file(path).include
 
 
 @dataclass(slots=True)
@@ -124,7 +137,7 @@ def walk(root: Path, *, pruned_names: frozenset[str] = ALWAYS_PRUNED) -> Iterato
         elif names.isdisjoint(IGNORE_FILE_NAMES):
             rules = parent_rules
         else:
-            rules = parent_rules.descend(rel_dir, Path(abs_dir), names)
+            rules = parent_rules.descend(rel_dir, abs_dir, names)
         files: list[os.DirEntry[str]] = []
         dirs: list[str] = []
         prefix = rel_dir + "/" if rel_dir else ""

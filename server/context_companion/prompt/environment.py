@@ -51,7 +51,7 @@ def folder_tree(root: Path, max_items: int = 200) -> str:
             node.explored = True
             continue
         names = {n for n, _ in entries}
-        rules = IgnoreRules.for_root(Path(abs_dir), names) if parent_rules is None else parent_rules.descend(rel, Path(abs_dir), names)
+        rules = IgnoreRules.for_root(Path(abs_dir), names) if parent_rules is None else parent_rules.descend(rel, abs_dir, names)
         node.explored = True
         entries.sort(key=lambda e: (not e[1], e[0].lower(), e[0]))
         prefix = rel + "/" if rel else ""
