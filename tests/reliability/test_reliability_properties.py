@@ -20,7 +20,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types as t
-from pygls.workspace import PositionCodec, TextDocument
+from pygls.workspace import PositionCodec
+
+from context_companion.lsp.server import LspTextDocument as TextDocument  # the document class the server uses
 
 from context_companion.context.state import Baseline, EditorState, RawPosition
 from context_companion.context.turn import apply_delta, next_turn

@@ -3,6 +3,27 @@ UTF-32 code points. Python strings index code points; these helpers convert and 
 
 from __future__ import annotations
 
+import re
+
+# str.splitlines also breaks on \v, \f, \x1c-\x1e, \x85, U+2028 and U+2029; LSP (and every editor)
+# ends lines only with \n, \r\n or \r.
+_EXOTIC_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines_keepends(text: str) -> list[str]:
+    """Lines with their endings, split the LSP way (``\n``, ``\r\n``, ``\r`` only)."""
+    if not _EXOTIC_BREAKS.search(text):
+        return text.splitlines(True)
+    return _LSP_LINE.findall(text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their endings, split the LSP way; a final line ending starts an empty line."""
+    if not _EXOTIC_BREAKS.search(text):
+        return text.split("\n") if "\r" not in text else re.split(r"\r\n|\r|\n", text)
+    return re.split(r"\r\n|\r|\n", text)
+
 
 def clamp_position(line_count: int, line: int, units: int) -> tuple[int, int]:
     """Clamp a line into ``[0, line_count - 1]`` and a column to ``>= 0`` (the column is clamped

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from .positions import clamp_position, column_from_units
+from .positions import clamp_position, column_from_units, split_lines
 
 if TYPE_CHECKING:
     from ..settings import ContextSettings
@@ -169,7 +169,7 @@ class EditorState:
         text = text_of(cur.uri) if cur.uri in self._docs else None
         if text is None:
             return ActiveFile(path=path)  # not open: only its path
-        lines = text.split("\n")
+        lines = split_lines(text)
         line, char = self._to_code_points(lines, cur.position, encoding)
         if self.is_excluded(path):
             return ActiveFile(path=path, cursor=(line + 1, char + 1))
@@ -182,14 +182,14 @@ class EditorState:
             context = {
                 "startLine": start + 1,
                 "endLine": end + 1,
-                "text": "\n".join(l.rstrip("\r") for l in lines[start : end + 1]),
+                "text": "\n".join(lines[start : end + 1]),
             }
         return ActiveFile(path=path, cursor=(line + 1, char + 1), selected_text=selected, context_lines=context)
 
     @staticmethod
     def _to_code_points(lines: list[str], pos: RawPosition, encoding: str) -> tuple[int, int]:
         line, units = clamp_position(len(lines), pos.line, pos.character)
-        text = lines[line].rstrip("\r") if line < len(lines) else ""
+        text = lines[line] if line < len(lines) else ""
         return line, column_from_units(text, units, encoding)
 
     def _selected_text(self, lines: list[str], selections: Sequence[tuple[RawPosition, RawPosition]], encoding: str) -> str | None:
@@ -202,11 +202,11 @@ class EditorState:
             if a == b:
                 continue
             if a[0] == b[0]:
-                parts.append(lines[a[0]].rstrip("\r")[a[1] : b[1]])
+                parts.append(lines[a[0]][a[1] : b[1]])
             else:
-                chunk = [lines[a[0]].rstrip("\r")[a[1] :]]
-                chunk += [l.rstrip("\r") for l in lines[a[0] + 1 : b[0]]]
-                chunk.append(lines[b[0]].rstrip("\r")[: b[1]])
+                chunk = [lines[a[0]][a[1] :]]
+                chunk += lines[a[0] + 1 : b[0]]
+                chunk.append(lines[b[0]][: b[1]])
                 parts.append("\n".join(chunk))
         if not parts:
             return None

@@ -52,8 +52,8 @@ def delta(prev: TurnState, cur: TurnState) -> dict[str, Any]:
             moved: dict[str, Any] = {"path": b.path}
             if b.cursor is not None:
                 moved["cursor"] = {"line": b.cursor[0], "character": b.cursor[1]}
-            if b.context_lines is not None:
-                moved["contextLines"] = b.context_lines
+            if a.context_lines != b.context_lines:
+                moved["contextLines"] = b.context_lines  # None: the lines are gone (excluded, or switched off)
             changes["cursorMoved"] = moved
         if (a.selected_text or "") != (b.selected_text or ""):
             changes["selectionChanged"] = {"path": b.path, "selectedText": b.selected_text or ""}
@@ -77,7 +77,10 @@ def apply_delta(full: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]
             if "cursor" in moved:
                 active["cursor"] = moved["cursor"]
             if "contextLines" in moved:
-                active["contextLines"] = moved["contextLines"]
+                if moved["contextLines"] is None:
+                    active.pop("contextLines", None)
+                else:
+                    active["contextLines"] = moved["contextLines"]
         if "selectionChanged" in changes:
             text = changes["selectionChanged"]["selectedText"]
             if text:

@@ -21,7 +21,18 @@ def configure_logging(verbose: int, log_file: str | None) -> None:
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
     # pygls logs every message at INFO: keep it quiet unless debugging.
-    logging.getLogger("pygls").setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
+    pygls_log = logging.getLogger("pygls")
+    pygls_log.setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
+    pygls_log.addFilter(_expected_errors)
+
+
+def _expected_errors(record: logging.LogRecord) -> bool:
+    """Drop pygls' tracebacks for errors we answered on purpose (bad params, failed requests)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    code = getattr(exc, "code", None)
+    if code in (-32602, -32803, -32800):  # InvalidParams, RequestFailed, RequestCancelled
+        return False
+    return True
 
 
 def serve(args: argparse.Namespace) -> int:

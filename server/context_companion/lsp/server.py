@@ -20,8 +20,10 @@ from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
+from ..context.positions import split_lines_keepends
 from ..context.state import RawPosition, uri_to_path
 from ..errors import ContextCompanionError, PromptError
 from . import features
@@ -94,6 +96,23 @@ class Protocol(LanguageServerProtocol):
         super().handle_message(message)
 
 
+class LspTextDocument(TextDocument):
+    """pygls splits lines with ``str.splitlines``, which also breaks on form feeds, U+2028 and
+    friends; editors do not, so incremental edits after such a character would land on the wrong
+    line. Split the LSP way instead."""
+
+    @property
+    def lines(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(split_lines_keepends(self.source))
+
+
+class LspWorkspace(Workspace):
+    def _create_text_document(self, *args: Any, **kwargs: Any) -> TextDocument:
+        doc = super()._create_text_document(*args, **kwargs)
+        doc.__class__ = LspTextDocument
+        return doc
+
+
 class CompanionServer(LanguageServer):
     session: "Session | None" = None
 
@@ -159,6 +178,7 @@ def create_server() -> CompanionServer:
 
     @server.feature(t.INITIALIZE)
     def initialize(params: t.InitializeParams) -> None:
+        server.workspace.__class__ = LspWorkspace  # created by pygls just before this handler
         folders = [Path(uri_to_path(f.uri)) for f in (params.workspace_folders or [])]
         if not folders and params.root_uri:
             folders = [Path(uri_to_path(params.root_uri))]
@@ -202,6 +222,8 @@ def create_server() -> CompanionServer:
             await _pull_configuration()
             return
         settings = params.settings
+        if settings is None:
+            return  # nothing new: keep what is in force
         if isinstance(settings, dict) and "contextCompanion" in settings:
             settings = settings["contextCompanion"]
         _apply_settings(settings)

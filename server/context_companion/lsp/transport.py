@@ -24,14 +24,28 @@ DEFAULT_PORT = 2087
 
 
 class _StdoutWriter:
-    """Writes framed messages to stdout (blocking writes: stdout is a pipe the client drains)."""
+    """Writes framed messages to stdout (blocking writes: stdout is a pipe the client drains).
 
-    def __init__(self, stream: Any) -> None:
+    When the client has gone (broken pipe), further writes are dropped and the message loop is
+    told to stop, instead of a traceback per message.
+    """
+
+    def __init__(self, stream: Any, on_lost: Any = None) -> None:
         self._stream = stream
+        self._lost = False
+        self._on_lost = on_lost
 
     def write(self, data: bytes) -> None:
-        self._stream.write(data)
-        self._stream.flush()
+        if self._lost:
+            return
+        try:
+            self._stream.write(data)
+            self._stream.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError) as exc:
+            self._lost = True
+            log.info("the client is gone (%s): stopping", type(exc).__name__)
+            if self._on_lost is not None:
+                self._on_lost()
 
     def close(self) -> None:
         try:
@@ -69,9 +83,19 @@ def serve_stdio(server: Any) -> None:
     # Anything else printing to fd 1 would corrupt the protocol: point sys.stdout at stderr.
     sys.stdout = sys.stderr
     server._stop_event = stop_event = threading.Event()
-    server.protocol.set_writer(_StdoutWriter(stdout))
+    server.protocol.set_writer(_StdoutWriter(stdout, on_lost=stop_event.set))
+
+    def quiet_shutdown_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # When the client leaves mid-request, pending handlers are cancelled and pygls' callbacks
+        # see CancelledError / BrokenPipeError: expected at exit, not worth a traceback.
+        exc = context.get("exception")
+        if isinstance(exc, (asyncio.CancelledError, BrokenPipeError, ConnectionResetError)):
+            log.debug("ignored at shutdown: %r", exc)
+            return
+        loop.default_exception_handler(context)
 
     async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(quiet_shutdown_errors)
         reader = await _pipe_reader(stdin)
         if reader is None:
             from pygls.io_ import StdinAsyncReader
@@ -102,7 +126,7 @@ def bind_host(host: str | None) -> str:
 
 
 def serve_tcp(server: Any, host: str | None, port: int | None) -> None:
-    server.start_tcp(bind_host(host), port or DEFAULT_PORT)
+    server.start_tcp(bind_host(host), DEFAULT_PORT if port is None else port)
 
 
 def serve_ws(server: Any, host: str | None, port: int | None) -> None:
@@ -112,5 +136,5 @@ def serve_ws(server: Any, host: str | None, port: int | None) -> None:
         from ..errors import ContextCompanionError
 
         raise ContextCompanionError("--ws needs the websockets package: pip install 'context-companion[ws]'") from None
-    server.start_ws(bind_host(host), port or DEFAULT_PORT)
+    server.start_ws(bind_host(host), DEFAULT_PORT if port is None else port)
 

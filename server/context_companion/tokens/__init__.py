@@ -15,6 +15,7 @@ re-encoded.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import os
@@ -61,10 +62,29 @@ def tiktoken_cache_dir() -> str:
     return os.path.join(tempfile.gettempdir(), "data-gym-cache")
 
 
+def read_ranks(path: str | Path) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` ranks file (``<base64 token> <rank>`` per line).
+
+    Read directly: ``tiktoken.load.load_tiktoken_bpe`` would copy the file into tiktoken's cache,
+    keyed by path, and keep serving that copy after the file is replaced.
+    """
+    ranks: dict[bytes, int] = {}
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+            except ValueError:
+                raise ValueError(f"line {number} is not '<base64 token> <rank>'") from None
+    if not ranks:
+        raise ValueError("no ranks in the file")
+    return ranks
+
+
 def _cache_only_loader(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
     """Load a ranks file from tiktoken's cache, never from the network."""
-    import tiktoken.load
-
     cache_dir = tiktoken_cache_dir()
     path = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
     if not cache_dir or not os.path.exists(path):
@@ -73,7 +93,7 @@ def _cache_only_loader(url: str, expected_hash: str | None = None) -> dict[bytes
         data = fh.read()
     if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
         raise ValueError(f"cached file {path} does not match the expected hash")
-    return tiktoken.load.load_tiktoken_bpe(path)
+    return read_ranks(path)
 
 
 def _build_encoding(name: str, loader: Callable[..., dict[bytes, int]]) -> Any:
@@ -98,9 +118,8 @@ def _build_encoding(name: str, loader: Callable[..., dict[bytes, int]]) -> Any:
 
 def _encoding_from_file(name: str, path: Path) -> Any:
     import tiktoken
-    import tiktoken.load
 
-    ranks = tiktoken.load.load_tiktoken_bpe(str(path))
+    ranks = read_ranks(path)
     try:
         return _build_encoding(name, lambda *a, **k: ranks)
     except KeyError:
