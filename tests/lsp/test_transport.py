@@ -29,3 +29,56 @@ def test_stdin_from_a_file_with_junk_exits_cleanly(tmp_path):
         done = subprocess.run(SERVER, stdin=fh, capture_output=True, timeout=30, env=env(tmp_path))
     assert done.returncode == 0
     assert b"Traceback" not in done.stderr and done.stdout == b""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open("/proc/net/tcp") as fh:
+            if any(f":{port:04X} " in line and line.split()[3] == "0A" for line in fh):
+                return
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_websocket_transport_answers_initialize_and_commands(tmp_path):
+    import asyncio
+    import json
+
+    from websockets.asyncio.client import connect
+
+    port = _free_port()
+    proc = subprocess.Popen([*SERVER, "--ws", "--port", str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(tmp_path))
+    try:
+        _wait_listening(port, proc)
+
+        async def talk() -> tuple[dict, dict]:
+            async with connect(f"ws://127.0.0.1:{port}") as ws:
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "capabilities": {}, "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "ws"}]}}))
+                init = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": {
+                    "command": "contextCompanion.getCompressionPrompt", "arguments": [{}]}}))
+                while True:
+                    reply = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                    if reply.get("id") == 2:
+                        return init, reply
+
+        init, reply = asyncio.run(talk())
+        assert "contextCompanion.getCompressionPrompt" in init["result"]["capabilities"]["executeCommandProvider"]["commands"]
+        assert "<state_snapshot>" in reply["result"]["text"]
+    finally:
+        proc.kill()
+        proc.wait(10)
