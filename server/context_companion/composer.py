@@ -38,13 +38,7 @@ class Composer:
         self.folders = [Path(f).resolve() for f in workspace_folders]
         self.settings = settings
         self.tokenizer = tokenizer or self._make_tokenizer(settings)
-        self.memory = MemoryStore(
-            settings.memory,
-            self.folders,
-            count_tokens=self.tokenizer.count,
-            global_dir=self.user_dir,
-            home=home,
-        )
+        self.memory = self._make_memory(settings)
         self.engine = InstructionEngine(
             settings,
             self.folders,
@@ -87,24 +81,24 @@ class Composer:
         self.engine.invalidate()
 
     def update_settings(self, settings: Settings) -> None:
+        """New settings; a new tokenizer or memory store only when what they depend on changed."""
         old = self.settings
         self.settings = settings
-        if (old.tokens, old.profile.model) != (settings.tokens, settings.profile.model):
+        new_tokenizer = (old.tokens, old.profile.model) != (settings.tokens, settings.profile.model)
+        if new_tokenizer:
             self.tokenizer = self._make_tokenizer(settings)
             self.tokenizer.load()
             self.engine.tokenizer = self.tokenizer
-            self.memory = MemoryStore(
-                settings.memory, self.folders, count_tokens=self.tokenizer.count, global_dir=self.user_dir, home=self.home
-            )
-            self.memory.load()
-            self.engine.memory = self.memory
-        elif old.memory != settings.memory:
-            self.memory = MemoryStore(
-                settings.memory, self.folders, count_tokens=self.tokenizer.count, global_dir=self.user_dir, home=self.home
-            )
+        if new_tokenizer or old.memory != settings.memory:  # token counts live in the store too
+            self.memory = self._make_memory(settings)
             self.memory.load()
             self.engine.memory = self.memory
         self.engine.update_settings(settings)
+
+    def _make_memory(self, settings: Settings) -> MemoryStore:
+        return MemoryStore(
+            settings.memory, self.folders, count_tokens=self.tokenizer.count, global_dir=self.user_dir, home=self.home
+        )
 
     def set_folders(self, folders: Sequence[Path]) -> None:
         self.folders = [Path(f).resolve() for f in folders]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -223,4 +223,3 @@ class Baseline:
 
     state: TurnState | None = None
     turns: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -30,7 +30,7 @@ SEVERITY = {
 PUBLISH_DELAY = 0.15  # seconds of quiet typing before diagnostics are recomputed
 
 _timers: dict[str, asyncio.TimerHandle] = {}
-_published: set[str] = set()
+_published: set[str] = set()  # open memory/rule documents we published diagnostics for
 
 
 def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", list[str]] | None:
@@ -70,6 +70,9 @@ def publish(server: "CompanionServer", uri: str) -> None:
         log.exception("analysing %s failed", uri)
         return
     if found is None:
+        if uri in _published:  # no longer a memory or rule file (e.g. settings changed)
+            _published.discard(uri)
+            server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         return
     analysis, lines = found
     enc = server.session.position_encoding
@@ -92,9 +95,10 @@ async def _publish_when_ready(server: "CompanionServer", uri: str) -> None:
     publish(server, uri)
 
 
-def schedule_publish(server: "CompanionServer", uri: str) -> None:
-    """Debounced :func:`publish` (called on every change of a document)."""
-    if not uri.startswith("file:"):
+def schedule_publish(server: "CompanionServer", uri: str, *, recheck: bool = False) -> None:
+    """Debounced :func:`publish`. Called on every change of every document, so it returns at once
+    for documents that are not memory or rule files, unless ``recheck`` (memory changed on disk)."""
+    if uri not in _published and not (recheck and uri.startswith("file:")):
         return
     old = _timers.pop(uri, None)
     if old is not None:

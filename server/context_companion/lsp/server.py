@@ -162,7 +162,7 @@ def create_server() -> CompanionServer:
 
         session = Session(notify, show_error, _text_of(server))
         session.initialize(folders, options, encoding)
-        session.after_memory_change = lambda: [features.schedule_publish(server, u) for u in session.editor.open_uris()]
+        session.after_memory_change = lambda: [features.schedule_publish(server, u, recheck=True) for u in session.editor.open_uris()]
         server.session = session
         for action in early:
             action(session)

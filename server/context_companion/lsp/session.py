@@ -250,22 +250,23 @@ class Session:
         return {"sessionId": agent.id, "etag": instruction.etag, "unchanged": False, **instruction.to_wire()}
 
     async def refresh_memory(self) -> dict[str, Any]:
+        """Re-read every memory and rule file; rebuild every started session's instruction.
+
+        The ``etag``/``tokens``/``memoryFiles`` of the result are those of the default session
+        (built with the settings' profile when no default session was started).
+        """
         assert self.composer is not None
-        composer = self.composer
-        default = AgentSession("default", None)
-        before = self._build(self.agents.get("default", default))
+        reference = self.agents.get("default") or AgentSession("default", None)
+        before = self._build(reference)
         async with self.lock:
-            await asyncio.to_thread(composer.load_memory)
-        composer.engine.invalidate()
+            await asyncio.to_thread(self.composer.load_memory)
         updated = []
-        last: Instruction | None = None
         for agent in self.agents.values():
             new = self._build(agent)
             if agent.instruction is None or agent.instruction.etag != new.etag:
                 updated.append(agent.id)
             agent.instruction = new
-            last = new
-        current = self._build(self.agents.get("default", default)) if last is None or "default" in self.agents else last
+        current = self._build(reference)
         return {
             "changed": current.etag != before.etag or bool(updated),
             "etag": current.etag,

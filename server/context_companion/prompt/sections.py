@@ -9,7 +9,7 @@ repository, the planning workflow only in plan mode, ...). The order and priorit
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..settings import AgentProfile, Skill, Subagent
 
@@ -44,7 +44,6 @@ class SectionOptions:
     hooks: bool = False
     in_git_repo: bool = False
     plans_dir: str = ".context-companion/plans"
-    extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, profile: AgentProfile, *, in_git_repo: bool, skills: Sequence[Skill], plans_dir: str) -> "SectionOptions":
