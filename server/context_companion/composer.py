@@ -38,7 +38,7 @@ class Composer:
         self.folders = [Path(f).resolve() for f in workspace_folders]
         self.settings = settings
         self.tokenizer = tokenizer or self._make_tokenizer(settings)
-        self.memory = self._make_memory(settings)
+        self.memory = self._new_store(settings, self.folders, self.tokenizer)
         self.engine = InstructionEngine(
             settings,
             self.folders,
@@ -75,35 +75,52 @@ class Composer:
         self.tokenizer.load()
         self.memory.load()
 
-    def load_memory(self) -> None:
-        """Re-read every memory and rule file from disk (``refreshMemory``)."""
-        self.memory.load()
+    # The server prepares new pieces on a worker thread (slow: reading every memory file, loading
+    # an encoding) and swaps them in on its event loop, so readers never wait on a lock.
+
+    def reload_memory(self, settings: Settings | None = None, folders: Sequence[Path] | None = None) -> MemoryStore:
+        """A freshly loaded store (thread-safe: touches nothing in use). Swap it in with :meth:`use_memory`."""
+        folder_list = [Path(f).resolve() for f in folders] if folders is not None else self.folders
+        store = self._new_store(settings or self.settings, folder_list, self.tokenizer)
+        store.load()
+        return store
+
+    def _new_store(self, settings: Settings, folders: Sequence[Path], tokenizer: Tokenizer) -> MemoryStore:
+        return MemoryStore(settings.memory, folders, count_tokens=tokenizer.count, global_dir=self.user_dir, home=self.home)
+
+    def use_memory(self, store: MemoryStore) -> None:
+        self.memory = store
+        self.engine.memory = store
         self.engine.invalidate()
 
-    def update_settings(self, settings: Settings) -> None:
-        """New settings; a new tokenizer or memory store only when what they depend on changed."""
+    def prepare_settings(self, settings: Settings) -> tuple[Tokenizer | None, MemoryStore | None]:
+        """What new settings need rebuilt, built off the loop: a tokenizer, a memory store, or neither."""
         old = self.settings
+        tokenizer = None
+        if (old.tokens, old.profile.model) != (settings.tokens, settings.profile.model):
+            tokenizer = self._make_tokenizer(settings)
+            tokenizer.load()
+        store = None
+        if tokenizer is not None or old.memory != settings.memory:  # token counts live in the store too
+            store = self._new_store(settings, self.folders, tokenizer or self.tokenizer)
+            store.load()
+        return tokenizer, store
+
+    def apply_settings(self, settings: Settings, prepared: tuple[Tokenizer | None, MemoryStore | None]) -> None:
+        tokenizer, store = prepared
         self.settings = settings
-        new_tokenizer = (old.tokens, old.profile.model) != (settings.tokens, settings.profile.model)
-        if new_tokenizer:
-            self.tokenizer = self._make_tokenizer(settings)
-            self.tokenizer.load()
-            self.engine.tokenizer = self.tokenizer
-        if new_tokenizer or old.memory != settings.memory:  # token counts live in the store too
-            self.memory = self._make_memory(settings)
-            self.memory.load()
-            self.engine.memory = self.memory
+        if tokenizer is not None:
+            self.tokenizer = tokenizer
+            self.engine.tokenizer = tokenizer
+        if store is not None:
+            self.use_memory(store)
         self.engine.update_settings(settings)
 
-    def _make_memory(self, settings: Settings) -> MemoryStore:
-        return MemoryStore(
-            settings.memory, self.folders, count_tokens=self.tokenizer.count, global_dir=self.user_dir, home=self.home
-        )
-
-    def set_folders(self, folders: Sequence[Path]) -> None:
+    def set_folders(self, folders: Sequence[Path], store: MemoryStore) -> None:
+        """New workspace folders, with a store already loaded for them (:meth:`reload_memory`)."""
         self.folders = [Path(f).resolve() for f in folders]
-        self.memory.set_workspace_folders(self.folders)
         self.engine.set_folders(self.folders)
+        self.use_memory(store)
 
     def build(
         self,

@@ -486,3 +486,30 @@ async def test_files_opened_before_start_do_not_ride_along_on_a_later_push(start
     agents.write_text("v2\n")
     push = (await h.wait_push(1))[0]
     assert push["changedFiles"] == ["AGENTS.md"]
+
+
+async def test_adding_a_workspace_folder_reads_its_memory_and_pushes(start, workspace, tmp_path):
+    write(workspace / "AGENTS.md", "first folder\n")
+    second = tmp_path / "second"
+    write(second / "AGENTS.md", "second folder\n")
+    h = await start(workspace, settings=NO_ENV)
+    assert "second folder" not in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    h.client.workspace_did_change_workspace_folders(
+        t.DidChangeWorkspaceFoldersParams(
+            event=t.WorkspaceFoldersChangeEvent(added=[t.WorkspaceFolder(uri=second.as_uri(), name="second")], removed=[])
+        )
+    )
+    push = (await h.wait_push(1))[0]
+    assert push["reason"] == "workspaceChanged"
+    text = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    assert "first folder" in text and "second folder" in text
+
+
+async def test_requests_keep_answering_while_memory_reloads(start, workspace):
+    for i in range(60):
+        write(workspace / f"pkg{i}" / "AGENTS.md", f"pkg {i}\n")
+    h = await start(workspace, settings=NO_ENV)
+    refresh = asyncio.ensure_future(h.command("contextCompanion.refreshMemory", {}))
+    prompt = await h.command("contextCompanion.getCompressionPrompt", {})
+    assert prompt["text"]
+    assert (await refresh)["memoryFiles"]

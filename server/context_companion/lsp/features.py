@@ -35,7 +35,7 @@ _published: set[str] = set()  # open memory/rule documents we published diagnost
 
 def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", list[str]] | None:
     session = server.session
-    if session is None or session.composer is None or not uri.startswith("file:"):
+    if session is None or session.composer is None or not session.ready.is_set() or not uri.startswith("file:"):
         return None
     path = Path(uri_to_path(uri))
     memory = session.composer.memory

@@ -206,11 +206,11 @@ def create_server() -> CompanionServer:
         section = result[0] if result else None
         if section is None:
             return
-        _apply_settings(section)
+        await _apply_settings(section)
 
-    def _apply_settings(section: Any) -> None:
+    async def _apply_settings(section: Any) -> None:
         assert server.session is not None
-        error = server.session.apply_editor_settings(section)
+        error = await server.session.apply_editor_settings(section)
         if error:
             show_error(error)
 
@@ -226,12 +226,13 @@ def create_server() -> CompanionServer:
             return  # nothing new: keep what is in force
         if isinstance(settings, dict) and "contextCompanion" in settings:
             settings = settings["contextCompanion"]
-        _apply_settings(settings)
+        await _apply_settings(settings)
 
     @server.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def did_change_folders(params: t.DidChangeWorkspaceFoldersParams) -> None:
-        folders = [Path(uri_to_path(f.uri)) for f in server.workspace.folders.values()]
-        with_session(lambda s: s.set_folders(folders))
+    async def did_change_folders(params: t.DidChangeWorkspaceFoldersParams) -> None:
+        await booted.wait()
+        assert server.session is not None
+        await server.session.set_folders([Path(uri_to_path(f.uri)) for f in server.workspace.folders.values()])
 
     @server.feature(t.SHUTDOWN)
     def shutdown(*_: Any) -> None:

@@ -61,6 +61,7 @@ class Session:
         self.folders: list[Path] = []
         self.editor_settings: dict[str, Any] = {}
         self._rejected: dict[str, Any] | None = None  # the last invalid editor settings reported
+        self._changed_meanwhile: set[str] | None = None  # file changes seen while a store loads off-loop
         self.settings = Settings()
         self.composer: Composer | None = None
         self.editor = EditorState(self.settings.context)
@@ -122,10 +123,11 @@ class Session:
         def on_change(paths: set[str]) -> None:  # watcher thread
             loop.call_soon_threadsafe(self.on_files_changed, paths)
 
+        composer = self.composer
         self.watcher = MemoryWatcher(
             memory.watch_roots(),
             on_change,
-            is_relevant=memory.is_relevant_path,
+            is_relevant=lambda path: composer.memory.is_relevant_path(path),  # the store in use, even after a swap
             debounce_ms=self.settings.memory.debounce_ms,
             flat_roots=memory.flat_watch_roots(),
         )
@@ -150,7 +152,7 @@ class Session:
 
     # ------------------------------------------------------------------ settings and folders
 
-    def apply_editor_settings(self, section: Any) -> str | None:
+    async def apply_editor_settings(self, section: Any) -> str | None:
         """New editor settings; returns an error message (and keeps the last good settings) when invalid."""
         if section is None:
             section = {}
@@ -166,26 +168,44 @@ class Session:
         self._rejected = None
         self.editor_settings = dict(section)
         if settings != self.settings:
-            self._replace_settings(settings)
+            await self._replace_settings(settings)
             self.schedule_push("settingsChanged")
         return None
 
-    def _replace_settings(self, settings: Settings) -> None:
+    async def _replace_settings(self, settings: Settings) -> None:
         old = self.settings
         self.settings = settings
         self.editor.update_settings(settings.context)
-        if self.composer is not None:
-            self.composer.update_settings(settings)
-            if old.memory != settings.memory and self._loop is not None:
-                self._start_watcher()
+        if self.composer is None:
+            return
+        composer = self.composer
+        async with self.lock:  # a new tokenizer or store is built on a worker thread
+            prepared = await self._off_loop(lambda: composer.prepare_settings(settings))
+            composer.apply_settings(settings, prepared)
+        if old.memory != settings.memory and self._loop is not None:
+            self._start_watcher()
 
-    def set_folders(self, folders: Sequence[Path]) -> None:
+    async def set_folders(self, folders: Sequence[Path]) -> None:
         self.folders = [Path(f).resolve() for f in folders]
         if self.composer is not None:
-            self.composer.set_folders(self.folders)
+            composer = self.composer
+            async with self.lock:
+                store = await self._off_loop(lambda: composer.reload_memory(folders=self.folders))
+                composer.set_folders(self.folders, store)
             if self._loop is not None:
                 self._start_watcher()
         self.schedule_push("workspaceChanged")
+
+    async def _off_loop(self, work: Callable[[], Any]) -> Any:
+        """Run slow work on a worker thread; file changes seen meanwhile are replayed after it."""
+        self._changed_meanwhile = set()
+        try:
+            return await asyncio.to_thread(work)
+        finally:
+            missed, self._changed_meanwhile = self._changed_meanwhile, None
+            if missed:
+                assert self._loop is not None
+                self._loop.call_soon(self.on_files_changed, missed)
 
     # ------------------------------------------------------------------ documents and cursor
 
@@ -258,8 +278,10 @@ class Session:
         assert self.composer is not None
         reference = self.agents.get("default") or AgentSession("default", None)
         before = self._build(reference)
+        composer = self.composer
         async with self.lock:
-            await asyncio.to_thread(self.composer.load_memory)
+            store = await self._off_loop(composer.reload_memory)
+            composer.use_memory(store)
         updated = []
         for agent in self.agents.values():
             new = self._build(agent)
@@ -318,6 +340,8 @@ class Session:
         """Files changed on disk (from the watcher, already debounced)."""
         if self.composer is None:
             return
+        if self._changed_meanwhile is not None:
+            self._changed_meanwhile.update(paths)  # a new store is being loaded: apply to it after
         try:
             summary = self.composer.memory.apply_changes(paths)
         except Exception:  # noqa: BLE001 - a watcher event must never kill the loop
