@@ -25,18 +25,8 @@ BOUNDED = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 
-COMMANDS = [
-    "contextCompanion.startSession",
-    "contextCompanion.endSession",
-    "contextCompanion.getSystemInstruction",
-    "contextCompanion.refreshMemory",
-    "contextCompanion.getTurnContext",
-    "contextCompanion.buildMessages",
-    "contextCompanion.getInitialHistory",
-    "contextCompanion.showMemory",
-    "contextCompanion.addMemory",
-    "contextCompanion.getCompressionPrompt",
-]
+from context_companion.lsp.server import COMMANDS  # every command the server advertises
+
 FIELDS = [
     "sessionId", "profile", "ifNoneMatch", "forceFull", "pendingToolCall", "messages", "includeTurnContext",
     "fact", "scope", "session_id", "force_full", "SessionId", "", "x",

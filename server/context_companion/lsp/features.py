@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
@@ -33,7 +34,8 @@ _timers: dict[str, asyncio.TimerHandle] = {}
 _published: set[str] = set()  # open memory/rule documents we published diagnostics for
 
 
-def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", list[str]] | None:
+def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", Callable[[Any], t.Range]] | None:
+    """The analysis of an open memory or rule file, and a converter of its ranges to LSP ranges."""
     session = server.session
     if session is None or session.composer is None or not session.ready.is_set() or not uri.startswith("file:"):
         return None
@@ -47,7 +49,9 @@ def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", list
         return None
     # Not cached: the result depends on the files on disk and on which files are open, and the
     # analysis of one small Markdown file costs well under a millisecond.
-    return memory.analyze(path, doc.source), doc.source.split("\n")
+    lines = doc.source.split("\n")
+    encoding = session.position_encoding
+    return memory.analyze(path, doc.source), lambda rng: _range(lines, rng, encoding)
 
 
 def _position(lines: list[str], pos: Any, encoding: str) -> t.Position:
@@ -74,11 +78,10 @@ def publish(server: "CompanionServer", uri: str) -> None:
             _published.discard(uri)
             server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         return
-    analysis, lines = found
-    enc = server.session.position_encoding
+    analysis, to_range = found
     diagnostics = [
         t.Diagnostic(
-            range=_range(lines, d.range, enc),
+            range=to_range(d.range),
             message=d.message,
             severity=SEVERITY.get(d.severity, t.DiagnosticSeverity.Warning),
             code=d.code,
@@ -122,10 +125,9 @@ def register(server: "CompanionServer") -> None:
         found = _analysis(server, params.text_document.uri)
         if found is None:
             return None
-        analysis, lines = found
-        enc = server.session.position_encoding
+        analysis, to_range = found
         return [
-            t.DocumentLink(range=_range(lines, link.range, enc), target=Path(link.target).as_uri(), tooltip=link.target)
+            t.DocumentLink(range=to_range(link.range), target=Path(link.target).as_uri(), tooltip=link.target)
             for link in analysis.links
         ]
 
@@ -134,15 +136,11 @@ def register(server: "CompanionServer") -> None:
         found = _analysis(server, params.text_document.uri)
         if found is None:
             return None
-        analysis, lines = found
-        enc = server.session.position_encoding
+        analysis, to_range = found
+        at = (params.position.line, params.position.character)
         for h in analysis.hovers:
-            rng = _range(lines, h.range, enc)
-            p = params.position
-            if rng.start.line <= p.line <= rng.end.line and (
-                (p.line, p.character) >= (rng.start.line, rng.start.character)
-                and (p.line, p.character) <= (rng.end.line, rng.end.character)
-            ):
+            rng = to_range(h.range)
+            if (rng.start.line, rng.start.character) <= at <= (rng.end.line, rng.end.character):
                 return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=h.markdown), range=rng)
         return None
 
@@ -151,14 +149,8 @@ def register(server: "CompanionServer") -> None:
         found = _analysis(server, params.text_document.uri)
         if found is None:
             return None
-        analysis, lines = found
+        analysis, to_range = found
         if analysis.lens is None:
             return []
-        enc = server.session.position_encoding
-        # A lens with a command title only (no command id to run): clients show it as a label.
-        return [
-            t.CodeLens(
-                range=_range(lines, analysis.lens.range, enc),
-                command=t.Command(title=analysis.lens.title, command=""),
-            )
-        ]
+        # A lens with a title only (no command to run): clients show it as a label.
+        return [t.CodeLens(range=to_range(analysis.lens.range), command=t.Command(title=analysis.lens.title, command=""))]
