@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 
 from lsp_pipe_client import LspProcess, RpcError
 
+from context_companion.lsp.server import COMMANDS  # every command the server advertises
+
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 OUTCOMES: dict[str, int] = {}  # what the fuzzed commands answered, for the figures
 BOUNDED = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-
-from context_companion.lsp.server import COMMANDS  # every command the server advertises
 
 FIELDS = [
     "sessionId", "profile", "ifNoneMatch", "forceFull", "pendingToolCall", "messages", "includeTurnContext",
