@@ -133,6 +133,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         return 0
     if not result.files:
         sys.stdout.write("No memory files found.\n")
+        return 0
     width = max((len(f.path) for f in result.files), default=0)
     for f in result.files:
         mark = "+" if f.included else "-"
