@@ -513,3 +513,20 @@ async def test_requests_keep_answering_while_memory_reloads(start, workspace):
     prompt = await h.command("contextCompanion.getCompressionPrompt", {})
     assert prompt["text"]
     assert (await refresh)["memoryFiles"]
+
+
+async def test_open_files_are_most_recent_first_capped_and_untitled_documents_count(start, workspace):
+    for name in ("a.py", "b.py", "c.py"):
+        write(workspace / name, f"{name}\n")
+    h = await start(workspace, settings={**NO_ENV, "context": {"maxOpenFiles": 3}})
+    for name in ("a.py", "b.py", "c.py"):
+        h.open(name)
+    scratch = "untitled:Untitled-1"
+    h.client.text_document_did_open(
+        t.DidOpenTextDocumentParams(text_document=t.TextDocumentItem(uri=scratch, language_id="plaintext", version=1, text="draft idea\n"))
+    )
+    h.cursor(scratch, 0, 5, [(0, 0, 0, 5)])
+    await settle(h)
+    full = (await h.command("contextCompanion.getTurnContext", {}))["context"]
+    assert full["activeFile"] == {"path": scratch, "cursor": {"line": 1, "character": 6}, "selectedText": "draft"}
+    assert full["otherOpenFiles"] == [str(workspace / "c.py"), str(workspace / "b.py")]  # MRU, capped at 3 in all
