@@ -271,3 +271,13 @@ def test_export_writes_atomically_and_never_over_the_template(workspace, tokeniz
     env = {"CONTEXT_COMPANION_WRITE_SYSTEM_MD": "1"}
     built3 = engine(validate_layer(NO_ENV, "t"), [workspace], tokenizer, environ=env).build()
     assert (workspace / ".context-companion" / "system.generated.md").read_text() == built3.text + "\n"
+
+
+def test_file_contributor_edits_are_not_served_from_cache(workspace, tokenizer):
+    guide = workspace / "guide.md"
+    guide.write_text("First version.\n")
+    s = validate_layer({**NO_ENV, "systemPrompt": {"contributors": [{"id": "g", "type": "file", "files": ["guide.md"], "priority": 1}]}}, "t")
+    e = engine(s, [workspace], tokenizer)
+    assert "First version." in e.build().text
+    guide.write_text("Second version.\n")
+    assert "Second version." in e.build().text

@@ -230,16 +230,16 @@ class InstructionEngine:
         env_text = self._environment(today).strip()
         template_path = resolve_template_path(settings, self.folders, self.environ)
         template_text = read_template(template_path) if template_path is not None else None
+        # Files behind `file` contributors are read on every build, like the template: they are not
+        # watched, so their content (not their path) must be part of the cache key.
+        file_texts = {
+            cfg.id: self._read_files(cfg)
+            for cfg in (settings.system_prompt.contributors if isinstance(settings.system_prompt, SystemPromptConfig) else ())
+            if cfg.type == "file" and cfg.enabled
+        }
 
-        key = (
-            profile.model_dump_json(),
-            memory_text,
-            env_text,
-            today,
-            template_text,
-            id(settings),
-            tuple(f.to_wire().__repr__() for f in memory_result.files) if memory_result else (),
-        )
+        # Settings are not in the key: update_settings() empties the cache.
+        key = (profile.model_dump_json(), memory_result, memory_text, env_text, today, template_text, tuple(file_texts.items()))
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -287,7 +287,7 @@ class InstructionEngine:
                     used_env_inline |= source == "environment"
                     text = dynamic[source]()
                 elif c.kind == "file":
-                    text = self._read_files(c.config)
+                    text = file_texts[c.id]
                 else:  # pragma: no cover - settings validation forbids it
                     raise PromptError(f"contributor {c.id!r}: unknown type {c.kind!r}")
                 text = (text or "").strip()
