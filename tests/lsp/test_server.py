@@ -530,3 +530,14 @@ async def test_open_files_are_most_recent_first_capped_and_untitled_documents_co
     full = (await h.command("contextCompanion.getTurnContext", {}))["context"]
     assert full["activeFile"] == {"path": scratch, "cursor": {"line": 1, "character": 6}, "selectedText": "draft"}
     assert full["otherOpenFiles"] == [str(workspace / "c.py"), str(workspace / "b.py")]  # MRU, capped at 3 in all
+
+
+async def test_a_gitignore_edit_refreshes_the_folder_tree(start, workspace):
+    write(workspace / "AGENTS.md", "memory\n")
+    write(workspace / "generated" / "out.txt", "x\n")
+    h = await start(workspace, settings={})
+    assert "generated/" in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    (workspace / ".gitignore").write_text("generated/\n")
+    push = (await h.wait_push(1))[0]
+    assert push["reason"] == "workspaceChanged"
+    assert "generated/" not in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]

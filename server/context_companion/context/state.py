@@ -140,10 +140,15 @@ class EditorState:
         """Paths of every open document, MRU first (for memory JIT tiers and rules)."""
         return [d.path for d in self._docs.values()]
 
-    def active_path(self) -> str | None:
+    def active_uri(self) -> str | None:
+        """The document with the cursor, else the most recently opened one."""
         if self.cursor is not None:
-            return uri_to_path(self.cursor.uri)
-        return next(iter(self._docs.values())).path if self._docs else None
+            return self.cursor.uri
+        return next(iter(self._docs)) if self._docs else None
+
+    def active_path(self) -> str | None:
+        uri = self.active_uri()
+        return uri_to_path(uri) if uri is not None else None
 
     def is_excluded(self, path: str) -> bool:
         return bool(self._exclude.match_file(path.lstrip("/")) or self._exclude.match_file(PurePosixPath(path).name))

@@ -222,29 +222,28 @@ class Session:
         self.schedule_push("openFilesChanged")
 
     def did_change_cursor(self, uri: str, position: RawPosition, selections: Sequence[tuple[RawPosition, RawPosition]]) -> None:
-        previous = self.editor.active_path()
+        previous = self.editor.active_uri()  # compared as URIs: no parsing per keystroke
         self.editor.set_cursor(uri, position, selections)
-        if previous != uri_to_path(uri):
+        if previous != uri:
             self.schedule_push("openFilesChanged")  # the active file feeds JIT memory and rules
 
     # ------------------------------------------------------------------ instructions
 
     def _open_paths(self) -> tuple[list[Path], Path | None]:
-        paths = [Path(p) for p in self.editor.open_paths() if p.startswith("/") or Path(p).is_absolute()]
+        paths = [Path(p) for p in self.editor.open_paths()]
         active = self.editor.active_path()
-        active_path = Path(active) if active and Path(active).is_absolute() else None
-        return paths, active_path
+        # untitled: and other non-file documents have no place on disk: they feed no memory tier
+        return [p for p in paths if p.is_absolute()], Path(active) if active and Path(active).is_absolute() else None
 
     def _build(self, agent: AgentSession) -> Instruction:
         assert self.composer is not None
         paths, active = self._open_paths()
         return self.composer.build(agent.profile, paths, active)
 
-    def agent(self, session_id: str, profile: Any = None, *, create: bool = True) -> AgentSession:
+    def agent(self, session_id: str, profile: Any = None) -> AgentSession:
+        """The session with this id, started (with ``profile`` or the settings' one) if unknown."""
         agent = self.agents.get(session_id)
         if agent is None:
-            if not create:
-                raise ParamsError(f"sessionId: unknown session {session_id!r}")
             parsed = parse_profile(profile, "profile") if profile is not None else None
             agent = self.agents[session_id] = AgentSession(session_id, parsed)
         elif profile is not None:
@@ -351,7 +350,10 @@ class Session:
             self.watcher.reschedule(self.composer.memory.watch_roots(), self.composer.memory.flat_watch_roots())
         if summary.kind is None:
             return
-        self.composer.engine.invalidate()
+        # The build cache is keyed on the memory result: an edited memory or rule file needs no
+        # invalidation. An ignore file or a new directory can change the folder tree: recompute it.
+        if summary.kind == "workspaceChanged":
+            self.composer.engine.invalidate()
         if self.after_memory_change is not None:
             self.after_memory_change()
         self._pending_files.update(summary.changed_files)
