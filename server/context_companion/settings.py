@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -221,23 +221,24 @@ class Settings(_Model):
 # --------------------------------------------------------------------------- resolution
 
 
-def _loc_to_path(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
-    """Turn a pydantic error location into a dotted camelCase field path."""
-    parts: list[str] = []
+_UNION_MARKERS = ("function-", "json-or-python", "union[", "lax-or-strict")
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """A pydantic error location as a dotted camelCase path (``systemPrompt.contributors[0]``)."""
+    out = ""
     for item in loc:
         if isinstance(item, int):
-            parts.append(f"[{item}]")
+            out += f"[{item}]"
             continue
         text = str(item)
-        if text in ("str", "SystemPromptConfig", "function-after[_check_kind(), ContributorConfig]"):
-            continue
-        if text.startswith(("function-", "json-or-python", "union[", "lax-or-strict")):
-            continue
-        parts.append(("." if parts else "") + to_camel(text) if "_" in text else ("." if parts else "") + text)
-    return "".join(parts)
+        if text in ("str", "SystemPromptConfig") or text.startswith(_UNION_MARKERS):
+            continue  # the branch names pydantic adds inside unions
+        out += ("." if out else "") + (to_camel(text) if "_" in text else text)
+    return out
 
 
-def first_error(exc: ValidationError, source: str, model: type[BaseModel] = Settings) -> SettingsError:
+def first_error(exc: ValidationError, source: str) -> SettingsError:
     """The most useful single error of a pydantic ``ValidationError``, as a :class:`SettingsError`."""
     errors = exc.errors(include_url=False)
     # For ``systemPrompt`` (str | object) prefer the error of the object branch.
@@ -247,7 +248,7 @@ def first_error(exc: ValidationError, source: str, model: type[BaseModel] = Sett
     if err["type"] == "extra_forbidden":
         msg = "unknown setting"
     msg = msg.removeprefix("Value error, ")
-    return SettingsError(source, _loc_to_path(tuple(err["loc"]), model), msg)
+    return SettingsError(source, field_path(err["loc"]), msg)
 
 
 def validate_layer(data: Mapping[str, Any], source: str) -> Settings:
@@ -386,15 +387,6 @@ def system_md_env(environ: Mapping[str, str]) -> tuple[str, str] | None:
     return ("path", raw.strip())
 
 
-class SettingsSources(BaseModel):
-    """Where resolved settings came from (for ``--json`` output and logs)."""
-
-    model_config = ConfigDict(frozen=True)
-    files: list[str] = Field(default_factory=list)
-    editor: bool = False
-    env_keys: list[str] = Field(default_factory=list)
-
-
 def resolve_settings(
     workspace_folders: list[Path] | tuple[Path, ...] = (),
     editor: Mapping[str, Any] | None = None,
@@ -434,5 +426,5 @@ def parse_profile(data: Any, source: str) -> AgentProfile:
     try:
         return AgentProfile.model_validate(dict(data))
     except ValidationError as exc:
-        err = first_error(exc, source, AgentProfile)
+        err = first_error(exc, source)
         raise ProfileError(source, err.field, err.reason) from None

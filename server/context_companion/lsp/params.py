@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from ..errors import ContextCompanionError
+from ..settings import field_path
 
 
 class ParamsError(ContextCompanionError):
@@ -112,13 +113,6 @@ class DidChangeCursorParams(BaseModel):
 P = TypeVar("P", bound=BaseModel)
 
 
-def _field_path(loc: Sequence[Any]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + str(part))
-    return out
-
-
 def parse(model: type[P], args: Sequence[Any], what: str) -> P:
     """Validate ``args`` (the executeCommand arguments: none, or one object) against ``model``."""
     if len(args) > 1:
@@ -138,7 +132,7 @@ def parse_object(model: type[P], raw: Any, what: str) -> P:
         return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        field = _field_path(err["loc"]) or "(params)"
+        field = field_path(err["loc"]) or "(params)"
         reason = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "missing":
             reason = "is required"
