@@ -5,7 +5,6 @@ The CLI builds one per run; the language server's ``Session`` owns one for its l
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -16,9 +15,6 @@ from .memory import MemoryStore
 from .prompt.engine import Instruction, InstructionEngine
 from .settings import AgentProfile, Settings, resolve_settings, user_config_dir
 from .tokens import Tokenizer, encoding_for_model
-
-log = logging.getLogger(__name__)
-
 
 class Composer:
     def __init__(
@@ -78,10 +74,10 @@ class Composer:
     # The server prepares new pieces on a worker thread (slow: reading every memory file, loading
     # an encoding) and swaps them in on its event loop, so readers never wait on a lock.
 
-    def reload_memory(self, settings: Settings | None = None, folders: Sequence[Path] | None = None) -> MemoryStore:
+    def reload_memory(self, folders: Sequence[Path] | None = None) -> MemoryStore:
         """A freshly loaded store (thread-safe: touches nothing in use). Swap it in with :meth:`use_memory`."""
         folder_list = [Path(f).resolve() for f in folders] if folders is not None else self.folders
-        store = self._new_store(settings or self.settings, folder_list, self.tokenizer)
+        store = self._new_store(self.settings, folder_list, self.tokenizer)
         store.load()
         return store
 

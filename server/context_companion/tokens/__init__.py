@@ -148,10 +148,6 @@ class Tokenizer:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, int] = OrderedDict()
 
-    @property
-    def loaded(self) -> bool:
-        return self._loaded
-
     def load(self) -> None:
         """Load the encoding (or settle on the estimator). Safe to call more than once."""
         if self._loaded:
@@ -204,10 +200,3 @@ class Tokenizer:
             if len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
         return n
-
-    def describe(self) -> dict[str, Any]:
-        """``{encoding, estimated, reason?}`` for results."""
-        out: dict[str, Any] = {"encoding": self.encoding_name, "estimated": self.estimated}
-        if self.reason:
-            out["reason"] = self.reason
-        return out
