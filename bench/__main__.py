@@ -52,15 +52,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Context Companion benchmark: each figure against a floor measured in the same run.",
         epilog=f"Figures: {', '.join(GROUPS)}.",
     )
-    ap.add_argument("--trees", default="small,medium", help="comma-separated trees: small, medium, large (default: small,medium)")
+    ap.add_argument(
+        "--trees", default="small,medium", help="comma-separated trees: small, medium, large (default: small,medium)"
+    )
     ap.add_argument("--repeat", type=int, default=5, help="runs per figure (median and min–max of these; default 5)")
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
     ap.add_argument("--markdown", type=Path, metavar="PATH", help="write the machine line and table as Markdown")
     ap.add_argument("--only", nargs="+", metavar="FIGURE", help="run only these figures (names or comma lists)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"generator seed (default {DEFAULT_SEED})")
-    ap.add_argument("--lsp-tree", metavar="TREE", help="workspace for the server figures (default: medium if run, else the first tree)")
-    ap.add_argument("--encoding-file", type=Path, metavar="PATH", help="a real .tiktoken ranks file (default: a BPE learned from the trees)")
-    ap.add_argument("--quick", action="store_true", help="smaller counts for a smoke run; figures are not comparable with full runs")
+    ap.add_argument(
+        "--lsp-tree",
+        metavar="TREE",
+        help="workspace for the server figures (default: medium if run, else the first tree)",
+    )
+    ap.add_argument(
+        "--encoding-file",
+        type=Path,
+        metavar="PATH",
+        help="a real .tiktoken ranks file (default: a BPE learned from the trees)",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller counts for a smoke run; figures are not comparable with full runs"
+    )
     ap.add_argument("--strict", action="store_true", help="exit 1 when any figure is MISS, WRONG or ERROR")
     ap.add_argument("--work-dir", type=Path, default=WORK_DIR, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -99,7 +112,7 @@ def _run_core(group: str, ctx: Context) -> tuple[list[Figure], bool]:
     def target() -> None:
         try:
             box["figs"] = core_figures.FIGURES[group](ctx)
-        except BaseException as exc:  # noqa: BLE001 - reported as an ERROR figure
+        except BaseException as exc:
             box["exc"] = exc
             box["tb"] = traceback.format_exc()
 
@@ -125,7 +138,7 @@ async def _run_lsp(groups: list[str], ctx: Context) -> list[Figure]:
             out += await asyncio.wait_for(lsp_figures.FIGURES[group](ctx), LSP_TIMEOUT)
         except asyncio.TimeoutError:
             out.append(_error_figure(group, TimeoutError(f"not finished after {LSP_TIMEOUT:.0f} s")))
-        except Exception as exc:  # noqa: BLE001 - reported as an ERROR figure
+        except Exception as exc:
             say(traceback.format_exc())
             out.append(_error_figure(group, exc))
     return out
@@ -139,7 +152,9 @@ def run(args: argparse.Namespace) -> int:
     trees = {}
     for name in args.tree_names:
         root, man, reused = ensure_tree(name, args.seed, work, log=say)
-        say(f"{name}: {'reused' if reused else 'generated'} {root} ({man.files_total:,} files, {man.files_visible:,} visible)")
+        say(
+            f"{name}: {'reused' if reused else 'generated'} {root} ({man.files_total:,} files, {man.files_visible:,} visible)"
+        )
         trees[name] = (root, man)
 
     if args.encoding_file is not None:
@@ -149,7 +164,9 @@ def run(args: argparse.Namespace) -> int:
         ranks_label = f"BPE learned from the generated text (256 bytes + {merges} merges, o200k split pattern; o200k_base itself is not available offline)"
     settings_data = {"memory": {"readVendorGlobals": False}, "tokens": {"encodingFile": str(ranks_path)}}
     env = env_for_children(work)
-    os.environ["CONTEXT_COMPANION_CONFIG_DIR"] = env["CONTEXT_COMPANION_CONFIG_DIR"]  # no user-level memory in-process either
+    os.environ["CONTEXT_COMPANION_CONFIG_DIR"] = env[
+        "CONTEXT_COMPANION_CONFIG_DIR"
+    ]  # no user-level memory in-process either
     ctx = Context(
         trees=trees,
         repeat=args.repeat,
@@ -177,7 +194,9 @@ def run(args: argparse.Namespace) -> int:
         figures += asyncio.run(_run_lsp(lsp_groups, ctx))
 
     run_info = {
-        "trees": {n: {"files": m.files_total, "visible": m.files_visible, "digest": m.digest} for n, (_r, m) in trees.items()},
+        "trees": {
+            n: {"files": m.files_total, "visible": m.files_visible, "digest": m.digest} for n, (_r, m) in trees.items()
+        },
         "seed": args.seed,
         "repeat": args.repeat,
         "quick": args.quick,
@@ -190,7 +209,9 @@ def run(args: argparse.Namespace) -> int:
     header = f"Context Companion benchmark — {machine_text(info)}"
     if args.quick:
         header += "\nQUICK RUN: reduced counts, not comparable with full runs"
-    busy = [x for x in (info.get("loadavg") or [0])[:1] + (run_info["loadavgEnd"] or [0])[:1] if x > (info["cores"] or 1)]
+    busy = [
+        x for x in (info.get("loadavg") or [0])[:1] + (run_info["loadavgEnd"] or [0])[:1] if x > (info["cores"] or 1)
+    ]
     if busy:
         header += (
             f"\nBUSY MACHINE: 1-minute load {max(busy)} on {info['cores']} cores during the run; "

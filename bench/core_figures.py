@@ -221,7 +221,9 @@ def fig_discovery(ctx: Context) -> list[Figure]:
 def fig_folder_tree(ctx: Context) -> list[Figure]:
     out = []
     for name, (root, _man) in ctx.trees.items():
-        f = Figure(f"folder_tree.{name}", "folder-tree", "folder tree (200 items)", "ms", tree=name, target=TARGET_FOLDER_TREE)
+        f = Figure(
+            f"folder_tree.{name}", "folder-tree", "folder tree (200 items)", "ms", tree=name, target=TARGET_FOLDER_TREE
+        )
         try:
             from context_companion.prompt.environment import folder_tree
         except ImportError as exc:
@@ -269,7 +271,9 @@ def fig_build(ctx: Context) -> list[Figure]:
     tok = bench_tokenizer(settings)
     for name, (root, man) in ctx.trees.items():
         same = Figure(f"build.unchanged.{name}", "build", "instruction build, nothing changed", "ms", tree=name)
-        changed = Figure(f"build.changed.{name}", "build", "instruction build, one memory file changed", "ms", tree=name)
+        changed = Figure(
+            f"build.changed.{name}", "build", "instruction build, one memory file changed", "ms", tree=name
+        )
         try:
             try:
                 store = new_store(settings, root, tok)
@@ -286,7 +290,9 @@ def fig_build(ctx: Context) -> list[Figure]:
             if inst.etag != first.etag:
                 same.wrong("etag changed although nothing did")
             else:
-                same.note = "served from the engine's cache" + ("" if store is not None else f" (without memory: {missing})")
+                same.note = "served from the engine's cache" + (
+                    "" if store is not None else f" (without memory: {missing})"
+                )
                 same.finish()
             out.append(same)
             if store is None:
@@ -350,7 +356,9 @@ def corpus(seed: int, size: int) -> str:
     i = 0
     while total < size:
         rel = f"pkg{i}/AGENTS.md"
-        block = f"--- Context from: {rel} ---\n{memory_text(rng, f'Guide {i}', 3)}\n--- End of Context from: {rel} ---\n\n"
+        block = (
+            f"--- Context from: {rel} ---\n{memory_text(rng, f'Guide {i}', 3)}\n--- End of Context from: {rel} ---\n\n"
+        )
         parts.append(block)
         total += len(block)
         i += 1

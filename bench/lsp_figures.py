@@ -71,7 +71,9 @@ async def start(ctx: Context, kind: str, label: str, *, ready: bool = True) -> S
     log_path = ctx.work / "logs" / f"{_log_counter:03d}-{'bare' if kind == BARE else 'ours'}-{label}.log"
     client = await LspClient.spawn(argv_for(kind), name=kind, cwd=REPO, env=ctx.env, stderr_path=log_path)
     try:
-        t_resp, result = await client.request_timed("initialize", initialize_params(root, ctx.settings_data), timeout=60)
+        t_resp, result = await client.request_timed(
+            "initialize", initialize_params(root, ctx.settings_data), timeout=60
+        )
         if not isinstance(result, dict) or "capabilities" not in result:
             raise Unavailable(f"{kind}: initialize answered without capabilities")
         client.notify("initialized", {})
@@ -107,7 +109,10 @@ def typing_burst(uri: str, n: int) -> tuple[bytes, str]:
         frames.append(
             notification(
                 "textDocument/didChange",
-                {"textDocument": {"uri": uri, "version": i + 2}, "contentChanges": [{"range": {"start": pos, "end": pos}, "text": ch}]},
+                {
+                    "textDocument": {"uri": uri, "version": i + 2},
+                    "contentChanges": [{"range": {"start": pos, "end": pos}, "text": ch}],
+                },
             )
         )
         typed.append(ch)
@@ -128,7 +133,11 @@ def cursor_burst(uri: str, n: int) -> tuple[bytes, dict[str, Any], str]:
     frames = []
     for i in range(n - 1):
         pos = {"line": i % len(DOC_LINES), "character": i % 30}
-        frames.append(notification(CURSOR, {"textDocument": {"uri": uri}, "position": pos, "selections": [{"start": pos, "end": pos}]}))
+        frames.append(
+            notification(
+                CURSOR, {"textDocument": {"uri": uri}, "position": pos, "selections": [{"start": pos, "end": pos}]}
+            )
+        )
     last = {
         "textDocument": {"uri": uri},
         "position": {"line": 4, "character": 5},
@@ -140,13 +149,17 @@ def cursor_burst(uri: str, n: int) -> tuple[bytes, dict[str, Any], str]:
 
 
 def did_open(uri: str, text: str) -> bytes:
-    return notification("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+    return notification(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
+    )
 
 
 def _active_file(result: Any) -> dict[str, Any]:
     ctx = result.get("context") if isinstance(result, dict) else None
     if not isinstance(ctx, dict) or not isinstance(ctx.get("activeFile"), dict):
-        raise ValueError(f"getTurnContext gave no context.activeFile (kind {result.get('kind') if isinstance(result, dict) else None!r})")
+        raise ValueError(
+            f"getTurnContext gave no context.activeFile (kind {result.get('kind') if isinstance(result, dict) else None!r})"
+        )
     return ctx["activeFile"]
 
 
@@ -154,7 +167,14 @@ def _active_file(result: Any) -> dict[str, Any]:
 
 
 async def fig_startup(ctx: Context) -> list[Figure]:
-    f = Figure("startup.initialize", "startup", "process start → initialize response", "ms", tree=ctx.lsp_tree, target=T_STARTUP)
+    f = Figure(
+        "startup.initialize",
+        "startup",
+        "process start → initialize response",
+        "ms",
+        tree=ctx.lsp_tree,
+        target=T_STARTUP,
+    )
     ours: list[float] = []
     bare: list[float] = []
     why = None
@@ -219,12 +239,25 @@ async def _check_burst(c: LspClient, kind: str, uri: str, result: Any, expect: d
     if "text" in expect:
         final = expect["text"]
         end = end_position(final)
-        c.notify(CURSOR, {"textDocument": {"uri": uri}, "position": end, "selections": [{"start": {"line": 0, "character": 0}, "end": end}]})
+        c.notify(
+            CURSOR,
+            {
+                "textDocument": {"uri": uri},
+                "position": end,
+                "selections": [{"start": {"line": 0, "character": 0}, "end": end}],
+            },
+        )
         got = _active_file(await c.command(GET_TURN, {"forceFull": True}, timeout=30)).get("selectedText")
         if got != final:
-            return f"document text after the burst differs ({len(got or '')} characters selected, expected {len(final)})"
+            return (
+                f"document text after the burst differs ({len(got or '')} characters selected, expected {len(final)})"
+            )
         return None
-    full = result if isinstance(result, dict) and result.get("kind") == "full" else await c.command(GET_TURN, {"forceFull": True}, timeout=30)
+    full = (
+        result
+        if isinstance(result, dict) and result.get("kind") == "full"
+        else await c.command(GET_TURN, {"forceFull": True}, timeout=30)
+    )
     active = _active_file(full)
     if active.get("cursor") != {"line": 5, "character": 6}:
         return f"final cursor {active.get('cursor')}, expected line 5 character 6 (1-based)"
@@ -237,7 +270,9 @@ async def fig_throughput(ctx: Context, what: str) -> list[Figure]:
     n = 1000 if ctx.quick else 10_000
     group = "did-change" if what == "didChange" else "cursor"
     label = "didChange" if what == "didChange" else "didChangeCursor"
-    f = Figure(f"{group}.throughput", group, f"{n:,} {label} notifications", "msg/s", tree=ctx.lsp_tree, target=T_THROUGHPUT)
+    f = Figure(
+        f"{group}.throughput", group, f"{n:,} {label} notifications", "msg/s", tree=ctx.lsp_tree, target=T_THROUGHPUT
+    )
     ours: list[float] = []
     bare: list[float] = []
     why = None
@@ -264,7 +299,9 @@ async def fig_throughput(ctx: Context, what: str) -> list[Figure]:
     return [f.wrong(bad) if bad else f.finish()]
 
 
-async def _latencies(c: LspClient, command: str, arg_of: Callable[[int], Any], n: int, check: Callable[[Any], str | None]) -> tuple[list[float], str | None]:
+async def _latencies(
+    c: LspClient, command: str, arg_of: Callable[[int], Any], n: int, check: Callable[[Any], str | None]
+) -> tuple[list[float], str | None]:
     out = []
     bad = None
     for i in range(n):
@@ -280,7 +317,14 @@ async def _latencies(c: LspClient, command: str, arg_of: Callable[[int], Any], n
 async def fig_round_trip(ctx: Context) -> list[Figure]:
     n = 200 if ctx.quick else 1000
     figs = {
-        key: Figure(f"round_trip.{key}", "round-trip", f"executeCommand {label} ({n:,} calls)", "ms", tree=ctx.lsp_tree, target=T_ROUND_TRIP if key.endswith("p50") else None)
+        key: Figure(
+            f"round_trip.{key}",
+            "round-trip",
+            f"executeCommand {label} ({n:,} calls)",
+            "ms",
+            tree=ctx.lsp_tree,
+            target=T_ROUND_TRIP if key.endswith("p50") else None,
+        )
         for key, label in (
             ("turn.p50", "getTurnContext p50"),
             ("turn.p99", "getTurnContext p99"),
@@ -309,10 +353,18 @@ async def fig_round_trip(ctx: Context) -> list[Figure]:
             return None if isinstance(r, dict) and "echo" in r else "bare echo answered oddly"
 
         def turn_check(r: Any) -> str | None:
-            return None if isinstance(r, dict) and r.get("kind") == "none" else f"kind {r.get('kind') if isinstance(r, dict) else r!r} where nothing changed (expected none)"
+            return (
+                None
+                if isinstance(r, dict) and r.get("kind") == "none"
+                else f"kind {r.get('kind') if isinstance(r, dict) else r!r} where nothing changed (expected none)"
+            )
 
         def instr_check(r: Any) -> str | None:
-            return None if isinstance(r, dict) and r.get("unchanged") is True and "text" not in r else "ifNoneMatch with the current etag did not answer unchanged without text"
+            return (
+                None
+                if isinstance(r, dict) and r.get("unchanged") is True and "text" not in r
+                else "ifNoneMatch with the current etag did not answer unchanged without text"
+            )
 
         await _latencies(bare_s.client, "bare.echo", lambda i: {"n": i}, 50, bare_check)  # warm-up
         if ours_s is not None:
@@ -376,7 +428,10 @@ class _WatchFloor:
 
         self.observer = Observer()
         self.observer.schedule(
-            Handler(), os.path.dirname(self.path), recursive=False, event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent]
+            Handler(),
+            os.path.dirname(self.path),
+            recursive=False,
+            event_filter=[FileModifiedEvent, FileMovedEvent, FileClosedEvent],
         )
         self.observer.start()
 
@@ -399,7 +454,14 @@ async def fig_save_push(ctx: Context) -> list[Figure]:
     saves = 10 if ctx.quick else 50
     root, man = ctx.trees[ctx.lsp_tree]
     target = root / "AGENTS.md"
-    p50 = Figure("save_push.p50", "save-push", f"memory file saved → push p50 ({saves} saves)", "ms", tree=ctx.lsp_tree, target=T_PUSH)
+    p50 = Figure(
+        "save_push.p50",
+        "save-push",
+        f"memory file saved → push p50 ({saves} saves)",
+        "ms",
+        tree=ctx.lsp_tree,
+        target=T_PUSH,
+    )
     p95 = Figure("save_push.p95", "save-push", f"memory file saved → push p95 ({saves} saves)", "ms", tree=ctx.lsp_tree)
     original = target.read_bytes()
 
@@ -447,7 +509,9 @@ async def fig_save_push(ctx: Context) -> list[Figure]:
                 missed += 1
                 continue
             lat.append((t1 - t0) * 1000)
-            if odd is None and not (isinstance(params, dict) and any(str(p).endswith("AGENTS.md") for p in params.get("changedFiles") or [])):
+            if odd is None and not (
+                isinstance(params, dict) and any(str(p).endswith("AGENTS.md") for p in params.get("changedFiles") or [])
+            ):
                 odd = f"push without AGENTS.md in changedFiles: {str(params)[:120]}"
             await asyncio.sleep(0.25)  # past the debounce window: a second push for this save would be here
             while not q.empty():
@@ -497,7 +561,10 @@ async def _rss_run(ctx: Context, kind: str, i: int, docs: int) -> tuple[float, f
         dirs = sorted({p.rpartition("/")[0] for p in man.memory_expected if "/" in p}) or ["src"]
         line = "x = 'twenty kilobytes of editor text for the memory figure' # padding padding\n"
         text = (line * (20 * 1024 // len(line) + 1))[: 20 * 1024]
-        frames = b"".join(did_open(file_uri(root / dirs[k % len(dirs)] / f"bench_open_{k:03d}.py"), f"# {k}\n" + text) for k in range(docs))
+        frames = b"".join(
+            did_open(file_uri(root / dirs[k % len(dirs)] / f"bench_open_{k:03d}.py"), f"# {k}\n" + text)
+            for k in range(docs)
+        )
         c.write(frames)
         if kind == OURS:
             await c.command(GET_TURN, {}, timeout=60)

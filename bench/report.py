@@ -75,7 +75,7 @@ class Figure:
             self.floor = statistics.median(samples)
             self.floor_lo, self.floor_hi = min(samples), max(samples)
 
-    def finish(self) -> "Figure":
+    def finish(self) -> Figure:
         if self.verdict in (WRONG,) or (self.verdict == NA and self.note.startswith("n/a")):
             return self
         if self.value is not None and self.floor:
@@ -88,12 +88,12 @@ class Figure:
             self.verdict = self.target.check(self.value, self.ratio)
         return self
 
-    def unavailable(self, why: str) -> "Figure":
+    def unavailable(self, why: str) -> Figure:
         self.verdict = NA
         self.note = f"n/a: {why}"
         return self
 
-    def wrong(self, why: str) -> "Figure":
+    def wrong(self, why: str) -> Figure:
         self.verdict = WRONG
         self.note = (self.note + "; " if self.note else "") + f"wrong result: {why}"
         if self.value is not None and self.floor:
@@ -203,7 +203,11 @@ def _version(dist: str) -> str | None:
 def _git_commit(repo: Path) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):

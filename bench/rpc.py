@@ -17,7 +17,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LspClient", "RpcError", "frame", "file_uri"]
+__all__ = ["LspClient", "RpcError", "file_uri", "frame"]
 
 HEADER_END = b"\r\n\r\n"
 
@@ -72,7 +72,7 @@ class LspClient:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         stderr_path: Path | None = None,
-    ) -> "LspClient":
+    ) -> LspClient:
         stderr: Any = asyncio.subprocess.DEVNULL
         fh = None
         if stderr_path is not None:
@@ -126,7 +126,7 @@ class LspClient:
             self._reader_task.cancel()
             try:
                 await self._reader_task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing anyway
+            except (asyncio.CancelledError, Exception):
                 pass
         return self.proc.returncode
 
@@ -207,7 +207,7 @@ class LspClient:
             pass
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - reported through every pending future
+        except Exception as exc:
             self._fail_all(exc)
             return
         finally:

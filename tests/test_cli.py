@@ -15,7 +15,12 @@ def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subproc
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "context_companion", *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=60
+        [sys.executable, "-m", "context_companion", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=60,
     )
 
 
@@ -92,7 +97,9 @@ def test_memory_listing_and_json(project, env):
     out = run("memory", "--workspace", str(project), env=env)
     assert out.returncode == 0
     assert "+ AGENTS.md" in out.stdout and "- api/AGENTS.md" in out.stdout and "1 of 2 files included" in out.stdout
-    data = json.loads(run("memory", "--workspace", str(project), "--open", str(project / "api" / "x.py"), "--json", env=env).stdout)
+    data = json.loads(
+        run("memory", "--workspace", str(project), "--open", str(project / "api" / "x.py"), "--json", env=env).stdout
+    )
     assert [f["included"] for f in data["files"]] == [True, True]
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel
-
+import tomllib
 from context_companion.settings import Settings, validate_layer
+from pydantic import BaseModel
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -18,7 +18,16 @@ def make(tree: dict, root):
 
 
 def test_tree_is_breadth_first_sorted_and_shows_opaque_dirs(workspace):
-    make({"src": {"pkg": {"deep.py": ""}, "a.py": ""}, "node_modules": {"x": {}}, ".git": {}, "README.md": "", "dist": {}}, workspace)
+    make(
+        {
+            "src": {"pkg": {"deep.py": ""}, "a.py": ""},
+            "node_modules": {"x": {}},
+            ".git": {},
+            "README.md": "",
+            "dist": {},
+        },
+        workspace,
+    )
     text = folder_tree(workspace, 200)
     assert text.splitlines() == [
         f"{workspace}{os.sep}",
@@ -34,7 +43,15 @@ def test_tree_is_breadth_first_sorted_and_shows_opaque_dirs(workspace):
 
 
 def test_tree_honours_nested_gitignore(workspace):
-    make({".gitignore": "*.log\nbuild/\n", "a.log": "", "build": {"x": ""}, "sub": {".gitignore": "secret.txt\n", "secret.txt": "", "ok.txt": ""}}, workspace)
+    make(
+        {
+            ".gitignore": "*.log\nbuild/\n",
+            "a.log": "",
+            "build": {"x": ""},
+            "sub": {".gitignore": "secret.txt\n", "secret.txt": "", "ok.txt": ""},
+        },
+        workspace,
+    )
     text = folder_tree(workspace, 200)
     assert "a.log" not in text and "build" not in text and "secret.txt" not in text
     assert "ok.txt" in text and ".gitignore" in text

@@ -4,17 +4,33 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import given, settings, strategies as st
+from context_companion.ignore import _check, walk
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pathspec import GitIgnoreSpec
 
-from context_companion.ignore import _check, walk
-
-PATTERNS = ["*.log", "!keep.log", "build/", "/root-only.txt", "docs/**/*.tmp", "a/*/c", "!a/x/c", "node_modules/", "*.py[co]"]
-segment = st.sampled_from(["a", "b", "c", "x", "build", "docs", "keep.log", "z.log", "root-only.txt", "m.tmp", "f.pyc", "node_modules"])
+PATTERNS = [
+    "*.log",
+    "!keep.log",
+    "build/",
+    "/root-only.txt",
+    "docs/**/*.tmp",
+    "a/*/c",
+    "!a/x/c",
+    "node_modules/",
+    "*.py[co]",
+]
+segment = st.sampled_from(
+    ["a", "b", "c", "x", "build", "docs", "keep.log", "z.log", "root-only.txt", "m.tmp", "f.pyc", "node_modules"]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=6), st.lists(segment, min_size=1, max_size=5), st.booleans())
+@given(
+    st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=6),
+    st.lists(segment, min_size=1, max_size=5),
+    st.booleans(),
+)
 def test_fast_check_agrees_with_pathspec(lines, parts, is_dir):
     spec = GitIgnoreSpec.from_lines(lines)
     path = "/".join(parts) + ("/" if is_dir else "")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 
 import pytest
-
 from context_companion.errors import PromptError, SettingsError
-from context_companion.prompt.engine import InstructionEngine, collapse_newlines, merge_contributors, _Contributor
+from context_companion.prompt.engine import InstructionEngine, _Contributor, collapse_newlines, merge_contributors
 from context_companion.settings import AgentProfile, ContributorConfig, Settings, resolve_settings, validate_layer
 
 DAY = date(2026, 11, 21)
@@ -16,7 +14,13 @@ DAY = date(2026, 11, 21)
 
 def engine(settings: Settings, folders, tokenizer, environ=None, user_dir=None) -> InstructionEngine:
     return InstructionEngine(
-        settings, folders, tokenizer=tokenizer, environ=environ or {}, user_dir=user_dir, today=lambda: DAY, platform="linux"
+        settings,
+        folders,
+        tokenizer=tokenizer,
+        environ=environ or {},
+        user_dir=user_dir,
+        today=lambda: DAY,
+        platform="linux",
     )
 
 
@@ -30,17 +34,30 @@ NO_ENV = {"environment": {"placement": "off"}}
 def test_builtin_sections_in_order_and_git_only_in_git_repo(workspace, tokenizer):
     s = validate_layer(NO_ENV, "t")
     assert ids(engine(s, [workspace], tokenizer).build()) == [
-        "preamble", "coreMandates", "primaryWorkflows", "operationalGuidelines", "sandbox", "finalReminder",
+        "preamble",
+        "coreMandates",
+        "primaryWorkflows",
+        "operationalGuidelines",
+        "sandbox",
+        "finalReminder",
     ]
     (workspace / ".git").mkdir()
     assert ids(engine(s, [workspace], tokenizer).build()) == [
-        "preamble", "coreMandates", "primaryWorkflows", "operationalGuidelines", "sandbox", "git", "finalReminder",
+        "preamble",
+        "coreMandates",
+        "primaryWorkflows",
+        "operationalGuidelines",
+        "sandbox",
+        "git",
+        "finalReminder",
     ]
 
 
 def test_plan_mode_swaps_workflows(workspace, tokenizer):
     s = validate_layer(NO_ENV, "t")
-    built = engine(s, [workspace], tokenizer).build(AgentProfile(approval_mode="plan", tools=["read_file", "exit_plan_mode", "ask_user"]))
+    built = engine(s, [workspace], tokenizer).build(
+        AgentProfile(approval_mode="plan", tools=["read_file", "exit_plan_mode", "ask_user"])
+    )
     assert "planningWorkflow" in ids(built) and "primaryWorkflows" not in ids(built)
     assert "`exit_plan_mode`" in built.text and "`ask_user`" in built.text
 
@@ -52,7 +69,9 @@ def test_guards_skills_subagents_hooks(workspace, tokenizer, user_dir):
     skill_dir = workspace / ".context-companion" / "skills" / "release"
     skill_dir.mkdir(parents=True)
     (skill_dir / "SKILL.md").write_text("---\nname: release\ndescription: Cut a release\n---\nSteps...\n")
-    profile = AgentProfile(subagents=[{"name": "scout", "description": "explores code"}], include_subagent_delegation=True, hooks=True)
+    profile = AgentProfile(
+        subagents=[{"name": "scout", "description": "explores code"}], include_subagent_delegation=True, hooks=True
+    )
     built = engine(s, [workspace], tokenizer, user_dir=user_dir).build(profile)
     assert {"agentSkills", "agentContexts", "hookContext"} <= set(ids(built))
     assert "**release**: Cut a release" in built.text
@@ -64,7 +83,10 @@ def test_guards_skills_subagents_hooks(workspace, tokenizer, user_dir):
 
 
 def test_workspace_skill_wins_over_user_skill_on_name_clash(workspace, tokenizer, user_dir):
-    for base, desc in ((user_dir / "skills" / "a", "from user"), (workspace / ".context-companion" / "skills" / "a", "from workspace")):
+    for base, desc in (
+        (user_dir / "skills" / "a", "from user"),
+        (workspace / ".context-companion" / "skills" / "a", "from workspace"),
+    ):
         base.mkdir(parents=True)
         (base / "SKILL.md").write_text(f"---\nname: deploy\ndescription: {desc}\n---\n")
     text = engine(validate_layer(NO_ENV, "t"), [workspace], tokenizer, user_dir=user_dir).build().text
@@ -89,7 +111,10 @@ def test_tool_names_are_interpolated_when_the_profile_has_them(workspace, tokeni
 
 def test_sandbox_modes(workspace, tokenizer):
     s = validate_layer(NO_ENV, "t")
-    texts = {m: engine(s, [workspace], tokenizer).build(AgentProfile(sandbox=m)).text for m in ("outside", "container", "macos-seatbelt")}
+    texts = {
+        m: engine(s, [workspace], tokenizer).build(AgentProfile(sandbox=m)).text
+        for m in ("outside", "container", "macos-seatbelt")
+    }
     assert "without a sandbox" in texts["outside"]
     assert "sandbox container" in texts["container"]
     assert "Seatbelt" in texts["macos-seatbelt"]
@@ -135,7 +160,16 @@ def test_contributors_merge_by_id_remove_add_and_sort(workspace, tokenizer):
         "t",
     )
     built = engine(s, [workspace], tokenizer).build(AgentProfile(tools=["grep"]))
-    assert ids(built) == ["date", "preamble", "house", "coreMandates", "primaryWorkflows", "operationalGuidelines", "finalReminder", "tools"]
+    assert ids(built) == [
+        "date",
+        "preamble",
+        "house",
+        "coreMandates",
+        "primaryWorkflows",
+        "operationalGuidelines",
+        "finalReminder",
+        "tools",
+    ]
     assert built.text.startswith("Today's date: Saturday, 21 November 2026.\n\nCUSTOM PREAMBLE\n\nHOUSE RULES")
     assert built.text.endswith("# Available Tools\n\n- grep")
     assert "You are an interactive coding agent" not in built.text
@@ -149,14 +183,20 @@ def test_ties_keep_their_order():
 
 def test_dynamic_memory_and_environment_contributors_place_them_inline(workspace, tokenizer):
     s = validate_layer(
-        {"systemPrompt": {"contributors": [
-            {"id": "env", "type": "dynamic", "source": "environment", "priority": 1050},
-            {"id": "mem", "type": "dynamic", "source": "memory", "priority": 50},
-            {"id": "ui", "type": "dynamic", "source": "userInstructions", "priority": 60},
-        ]}},
+        {
+            "systemPrompt": {
+                "contributors": [
+                    {"id": "env", "type": "dynamic", "source": "environment", "priority": 1050},
+                    {"id": "mem", "type": "dynamic", "source": "memory", "priority": 50},
+                    {"id": "ui", "type": "dynamic", "source": "userInstructions", "priority": 60},
+                ]
+            }
+        },
         "t",
     )
-    built = engine(s, [workspace], tokenizer).build(AgentProfile(mcp_instructions="MCP NOTE", user_instructions="Say hi."))
+    built = engine(s, [workspace], tokenizer).build(
+        AgentProfile(mcp_instructions="MCP NOTE", user_instructions="Say hi.")
+    )
     assert built.text.startswith("You are an interactive") is False
     assert built.text.startswith("MCP NOTE\n\nSay hi.")
     assert "---\n\nMCP NOTE" not in built.text  # memory not appended a second time
@@ -168,14 +208,24 @@ def test_contributor_validation_errors_name_the_contributor():
     with pytest.raises(SettingsError, match=r"contributor 'x': a static contributor needs non-empty 'content'"):
         validate_layer({"systemPrompt": {"contributors": [{"id": "x", "type": "static"}]}}, "ws.toml")
     with pytest.raises(SettingsError, match=r"contributor 'y': unknown source 'weather'"):
-        validate_layer({"systemPrompt": {"contributors": [{"id": "y", "type": "dynamic", "source": "weather"}]}}, "ws.toml")
+        validate_layer(
+            {"systemPrompt": {"contributors": [{"id": "y", "type": "dynamic", "source": "weather"}]}}, "ws.toml"
+        )
 
 
 def test_file_contributor_reads_files_and_missing_file_is_an_error(workspace, tokenizer):
     (workspace / "rules.md").write_text("Always write tests.\n")
-    s = validate_layer({**NO_ENV, "systemPrompt": {"contributors": [{"id": "f", "type": "file", "files": ["rules.md"], "priority": 1}]}}, "t")
+    s = validate_layer(
+        {
+            **NO_ENV,
+            "systemPrompt": {"contributors": [{"id": "f", "type": "file", "files": ["rules.md"], "priority": 1}]},
+        },
+        "t",
+    )
     assert "Always write tests." in engine(s, [workspace], tokenizer).build().text
-    bad = validate_layer({**NO_ENV, "systemPrompt": {"contributors": [{"id": "g", "type": "file", "files": ["gone.md"]}]}}, "t")
+    bad = validate_layer(
+        {**NO_ENV, "systemPrompt": {"contributors": [{"id": "g", "type": "file", "files": ["gone.md"]}]}}, "t"
+    )
     with pytest.raises(PromptError, match=r"contributor 'g': file not found: .*gone.md"):
         engine(bad, [workspace], tokenizer).build()
 
@@ -183,7 +233,9 @@ def test_file_contributor_reads_files_and_missing_file_is_an_error(workspace, to
 def test_template_substitution_and_unknown_placeholders_kept(workspace, tokenizer, user_dir):
     tpl = workspace / ".context-companion" / "system.md"
     tpl.parent.mkdir()
-    tpl.write_text("Agent.\n${AgentSkills}\nTools:\n${AvailableTools}\nRead with ${ToolName_read_file}. ${Unknown} $HOME $$ ${SubAgents}")
+    tpl.write_text(
+        "Agent.\n${AgentSkills}\nTools:\n${AvailableTools}\nRead with ${ToolName_read_file}. ${Unknown} $HOME $$ ${SubAgents}"
+    )
     skill = workspace / ".context-companion" / "skills" / "s"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: lint\ndescription: run linters\n---\n")
@@ -210,7 +262,10 @@ def test_template_from_setting_with_tilde_and_missing_file_error(workspace, toke
     with pytest.raises(PromptError, match=r"template not found: .*nope/system.md"):
         engine(missing, [workspace], tokenizer).build()
     # the env var wins over the setting, and 0 switches templates off
-    assert "You are an interactive" in engine(s, [workspace], tokenizer, environ={"CONTEXT_COMPANION_SYSTEM_MD": "0"}).build().text
+    assert (
+        "You are an interactive"
+        in engine(s, [workspace], tokenizer, environ={"CONTEXT_COMPANION_SYSTEM_MD": "0"}).build().text
+    )
 
 
 def test_environment_placements_and_empty_case(workspace, tokenizer):
@@ -220,7 +275,9 @@ def test_environment_placements_and_empty_case(workspace, tokenizer):
     assert "main.py" in sys_.text and sys_.initial_message is None and ids(sys_)[0] == "environment"
     init = engine(validate_layer({"environment": {"placement": "initialMessage"}}, "t"), [workspace], tokenizer).build()
     assert init.text.startswith("You are an interactive")
-    assert init.initial_message.startswith("Context Companion set up this session.") and "main.py" in init.initial_message
+    assert (
+        init.initial_message.startswith("Context Companion set up this session.") and "main.py" in init.initial_message
+    )
     off = engine(validate_layer(NO_ENV, "t"), [workspace], tokenizer).build()
     assert off.environment_context is None and off.text.startswith("You are")
     empty = engine(validate_layer({}, "t"), [], tokenizer).build()  # no folders: no environment at all
@@ -228,7 +285,10 @@ def test_environment_placements_and_empty_case(workspace, tokenizer):
 
 
 def test_everything_off_gives_empty_instruction(workspace, tokenizer):
-    sections = {k: False for k in ("preamble", "coreMandates", "primaryWorkflows", "operationalGuidelines", "sandbox", "finalReminder")}
+    sections = {
+        k: False
+        for k in ("preamble", "coreMandates", "primaryWorkflows", "operationalGuidelines", "sandbox", "finalReminder")
+    }
     built = engine(validate_layer({**NO_ENV, "prompt": {"sections": sections}}, "t"), [workspace], tokenizer).build()
     assert built.text == "" and built.tokens.total == 0
 
@@ -251,7 +311,9 @@ def test_unchanged_instruction_served_from_cache(workspace, tokenizer):
 
 def test_tokens_per_section_sum_to_total_within_joiner_overhead(workspace, tokenizer):
     (workspace / ".git").mkdir()
-    built = engine(validate_layer({}, "t"), [workspace], tokenizer).build(AgentProfile(mcp_instructions="remember this"))
+    built = engine(validate_layer({}, "t"), [workspace], tokenizer).build(
+        AgentProfile(mcp_instructions="remember this")
+    )
     per_section = sum(n for _, n in built.tokens.sections)
     joiners = len(built.sections)  # one "\n\n" (or the memory separator) between pieces
     assert built.tokens.total == tokenizer.count(built.text)
@@ -276,7 +338,13 @@ def test_export_writes_atomically_and_never_over_the_template(workspace, tokeniz
 def test_file_contributor_edits_are_not_served_from_cache(workspace, tokenizer):
     guide = workspace / "guide.md"
     guide.write_text("First version.\n")
-    s = validate_layer({**NO_ENV, "systemPrompt": {"contributors": [{"id": "g", "type": "file", "files": ["guide.md"], "priority": 1}]}}, "t")
+    s = validate_layer(
+        {
+            **NO_ENV,
+            "systemPrompt": {"contributors": [{"id": "g", "type": "file", "files": ["guide.md"], "priority": 1}]},
+        },
+        "t",
+    )
     e = engine(s, [workspace], tokenizer)
     assert "First version." in e.build().text
     guide.write_text("Second version.\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from context_companion.errors import ProfileError, SettingsError
 from context_companion.settings import Settings, parse_profile, resolve_settings
 

@@ -141,7 +141,9 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     for w in result.warnings:
         sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
-    sys.stdout.write(f"{len(included)} of {len(result.files)} files included, {composer.tokenizer.count(result.text)} tokens\n")
+    sys.stdout.write(
+        f"{len(included)} of {len(result.files)} files included, {composer.tokenizer.count(result.text)} tokens\n"
+    )
     return 0
 
 

@@ -6,15 +6,16 @@ The CLI builds one per run; the language server's ``Session`` owns one for its l
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .memory import MemoryStore
 from .prompt.engine import Instruction, InstructionEngine
 from .settings import AgentProfile, Settings, resolve_settings, user_config_dir
 from .tokens import Tokenizer, encoding_for_model
+
 
 class Composer:
     def __init__(
@@ -54,7 +55,7 @@ class Composer:
         environ: Mapping[str, str] | None = None,
         user_dir: Path | None = None,
         **kwargs: Any,
-    ) -> "Composer":
+    ) -> Composer:
         """Resolve the layered settings for these folders, then build. Raises ``SettingsError``."""
         env = os.environ if environ is None else environ
         udir = user_dir if user_dir is not None else user_config_dir()
@@ -63,7 +64,11 @@ class Composer:
 
     @staticmethod
     def _make_tokenizer(settings: Settings) -> Tokenizer:
-        name = encoding_for_model(settings.profile.model, settings.tokens.encoding) if settings.profile.model else settings.tokens.encoding
+        name = (
+            encoding_for_model(settings.profile.model, settings.tokens.encoding)
+            if settings.profile.model
+            else settings.tokens.encoding
+        )
         return Tokenizer(name, settings.tokens.encoding_file, allow_download=settings.tokens.allow_download)
 
     def load(self) -> None:
@@ -82,7 +87,9 @@ class Composer:
         return store
 
     def _new_store(self, settings: Settings, folders: Sequence[Path], tokenizer: Tokenizer) -> MemoryStore:
-        return MemoryStore(settings.memory, folders, count_tokens=tokenizer.count, global_dir=self.user_dir, home=self.home)
+        return MemoryStore(
+            settings.memory, folders, count_tokens=tokenizer.count, global_dir=self.user_dir, home=self.home
+        )
 
     def use_memory(self, store: MemoryStore) -> None:
         self.memory = store

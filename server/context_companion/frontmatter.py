@@ -16,6 +16,7 @@ import yaml
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same safe subset, faster
 _FLAT_LINE = re.compile(r"^([A-Za-z_][\w\-]*)\s*:\s*(.*?)\s*$")
 
+
 @dataclass(slots=True)
 class Frontmatter:
     data: dict[str, Any]

@@ -44,17 +44,17 @@ class IgnoreRules:
         self._chain = chain
 
     @classmethod
-    def for_root(cls, root: Path, names: set[str] | None = None) -> "IgnoreRules":
+    def for_root(cls, root: Path, names: set[str] | None = None) -> IgnoreRules:
         """Rules of a workspace folder root (its ignore files and ``.git/info/exclude``)."""
         rules = cls()
         exclude = root / ".git" / "info" / "exclude"
         if exclude.is_file():
             lines = _read_lines(exclude)
             if any(line.strip() and not line.startswith("#") for line in lines):
-                rules = IgnoreRules(((("", GitIgnoreSpec.from_lines(lines)),)))
+                rules = IgnoreRules((("", GitIgnoreSpec.from_lines(lines)),))
         return rules.descend("", root, names)
 
-    def descend(self, rel_dir: str, abs_dir: Path | str, names: set[str] | None = None) -> "IgnoreRules":
+    def descend(self, rel_dir: str, abs_dir: Path | str, names: set[str] | None = None) -> IgnoreRules:
         """Rules inside ``abs_dir`` (``rel_dir`` is its posix path from the root, "" for the root).
 
         ``names`` are the entry names of that directory when already known (saves a stat).
@@ -93,17 +93,21 @@ class IgnoreRules:
         return self.is_ignored(rel_path, False)
 
 
-_PREFILTERS: dict[int, tuple[GitIgnoreSpec, "re.Pattern[str] | None"]] = {}
+_PREFILTERS: dict[int, tuple[GitIgnoreSpec, re.Pattern[str] | None]] = {}
 _NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
-def _prefilter(spec: GitIgnoreSpec) -> "re.Pattern[str] | None":
+def _prefilter(spec: GitIgnoreSpec) -> re.Pattern[str] | None:
     """One regex that matches whenever any of the spec's patterns does (None: cannot build one)."""
     hit = _PREFILTERS.get(id(spec))
     if hit is not None and hit[0] is spec:
         return hit[1]
     try:
-        parts = [_NAMED_GROUP.sub("(?:", p.regex.pattern) for p in spec.patterns if p.include is not None and p.regex is not None]
+        parts = [
+            _NAMED_GROUP.sub("(?:", p.regex.pattern)
+            for p in spec.patterns
+            if p.include is not None and p.regex is not None
+        ]
         combined = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
     except (AttributeError, re.error):
         combined = None

@@ -120,7 +120,7 @@ class ContributorConfig(_Model):
     files: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check_kind(self) -> "ContributorConfig":
+    def _check_kind(self) -> ContributorConfig:
         if not self.enabled:
             return self
         if self.type == "static" and not (self.content and self.content.strip()):
@@ -242,7 +242,7 @@ def first_error(exc: ValidationError, source: str) -> SettingsError:
     """The most useful single error of a pydantic ``ValidationError``, as a :class:`SettingsError`."""
     errors = exc.errors(include_url=False)
     # For ``systemPrompt`` (str | object) prefer the error of the object branch.
-    errors.sort(key=lambda e: (0 if "SystemPromptConfig" in map(str, e["loc"]) else 1))
+    errors.sort(key=lambda e: 0 if "SystemPromptConfig" in map(str, e["loc"]) else 1)
     err = errors[0]
     msg = str(err["msg"])
     if err["type"] == "extra_forbidden":
@@ -311,7 +311,8 @@ def _fields_of(model: type[BaseModel]) -> dict[str, tuple[str, Any]]:
     """``{folded name: (alias, annotation)}`` where folded drops case and underscores."""
     if model not in _FIELD_INDEX:
         _FIELD_INDEX[model] = {
-            name.replace("_", "").lower(): (info.alias or name, info.annotation) for name, info in model.model_fields.items()
+            name.replace("_", "").lower(): (info.alias or name, info.annotation)
+            for name, info in model.model_fields.items()
         }
     return _FIELD_INDEX[model]
 
@@ -345,7 +346,9 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
         if rest.startswith("PROMPT_") and "__" not in rest:
             section = section_ids.get(rest[len("PROMPT_") :].lower())
             if section is None:
-                raise SettingsError("environment", key, f"unknown section; expected one of {', '.join(BUILTIN_SECTION_IDS)}")
+                raise SettingsError(
+                    "environment", key, f"unknown section; expected one of {', '.join(BUILTIN_SECTION_IDS)}"
+                )
             value = raw.strip().lower()
             if value in ("0", "false", "no", "off"):
                 enabled = False

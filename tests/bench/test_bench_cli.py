@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.generate import load_manifest, tree_dir, tree_digest
+from bench.generate import load_manifest, tree_digest, tree_dir
 
 REPO = Path(__file__).resolve().parents[2]
 VERDICTS = {"PASS", "MISS", "n/a", "WRONG", "info", "ERROR"}
@@ -37,13 +37,37 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     md = tmp_path / "run.md"
     work = tmp_path / "work"
-    proc = _bench("--trees", "small", "--quick", "--repeat", "1", "--json", str(out), "--markdown", str(md), "--work-dir", str(work))
+    proc = _bench(
+        "--trees",
+        "small",
+        "--quick",
+        "--repeat",
+        "1",
+        "--json",
+        str(out),
+        "--markdown",
+        str(md),
+        "--work-dir",
+        str(work),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "QUICK RUN" in proc.stdout and "Verdict" in proc.stdout
     data = json.loads(out.read_text(encoding="utf-8"))
     figures = data["figures"]
     groups = {f["group"] for f in figures}
-    assert groups == {"walk", "discovery", "folder-tree", "build", "tokens", "startup", "did-change", "cursor", "round-trip", "save-push", "rss"}
+    assert groups == {
+        "walk",
+        "discovery",
+        "folder-tree",
+        "build",
+        "tokens",
+        "startup",
+        "did-change",
+        "cursor",
+        "round-trip",
+        "save-push",
+        "rss",
+    }
     for f in figures:
         assert f["verdict"] in VERDICTS, f
         if f["verdict"] in ("PASS", "MISS"):

@@ -6,10 +6,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from context_companion.ignore import walk
 
 from bench.floors import plain_folder_tree, pruned_walk
 from bench.generate import TREES, _layout, ensure_tree, spec_digest, tree_digest
-from context_companion.ignore import walk
 
 MEMORY = {"AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"}
 
@@ -85,4 +85,7 @@ def test_medium_layout_has_the_promised_shape() -> None:
     assert len(lay.files) == 20_000
     assert p.ignored_files == 20_000
     again = _layout(p, 6)
-    assert hashlib.sha256("\n".join(again.files).encode()).digest() == hashlib.sha256("\n".join(lay.files).encode()).digest()
+    assert (
+        hashlib.sha256("\n".join(again.files).encode()).digest()
+        == hashlib.sha256("\n".join(lay.files).encode()).digest()
+    )

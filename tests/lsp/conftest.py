@@ -76,14 +76,20 @@ class Harness:
             text = path.read_text(encoding="utf-8") if path.exists() else ""
         uri = path.as_uri()
         self.client.text_document_did_open(
-            t.DidOpenTextDocumentParams(text_document=t.TextDocumentItem(uri=uri, language_id=language, version=1, text=text))
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+            )
         )
         return uri
 
     def close(self, rel: str) -> None:
-        self.client.text_document_did_close(t.DidCloseTextDocumentParams(text_document=t.TextDocumentIdentifier(uri=self.uri(rel))))
+        self.client.text_document_did_close(
+            t.DidCloseTextDocumentParams(text_document=t.TextDocumentIdentifier(uri=self.uri(rel)))
+        )
 
-    def cursor(self, uri: str, line: int, character: int, selections: list[tuple[int, int, int, int]] | None = None) -> None:
+    def cursor(
+        self, uri: str, line: int, character: int, selections: list[tuple[int, int, int, int]] | None = None
+    ) -> None:
         params: dict[str, Any] = {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
         if selections is not None:
             params["selections"] = [
@@ -150,6 +156,6 @@ async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[...,
     for client in started:
         try:
             await asyncio.wait_for(client.shutdown_session(), 10)
-        except Exception:  # noqa: BLE001 - a test may have killed it on purpose
+        except Exception:
             pass
         await client.stop()

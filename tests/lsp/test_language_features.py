@@ -32,14 +32,18 @@ async def test_import_diagnostics_links_hover_and_lens(start, workspace):
     assert d.code == "import-not-found" and "missing.md" in d.message
     assert d.range.start.line == 1 and d.range.start.character == text.splitlines()[1].index("@missing.md")
 
-    links = await h.client.text_document_document_link_async(t.DocumentLinkParams(text_document=t.TextDocumentIdentifier(uri=uri)))
+    links = await h.client.text_document_document_link_async(
+        t.DocumentLinkParams(text_document=t.TextDocumentIdentifier(uri=uri))
+    )
     assert [l.target for l in links] == [(workspace / "docs" / "style.md").as_uri()]
     col = text.splitlines()[1].index("@docs") + 2
     hover = await h.client.text_document_hover_async(
         t.HoverParams(text_document=t.TextDocumentIdentifier(uri=uri), position=t.Position(line=1, character=col))
     )
     assert hover is not None and "style.md" in hover.contents.value and "token" in hover.contents.value
-    lenses = await h.client.text_document_code_lens_async(t.CodeLensParams(text_document=t.TextDocumentIdentifier(uri=uri)))
+    lenses = await h.client.text_document_code_lens_async(
+        t.CodeLensParams(text_document=t.TextDocumentIdentifier(uri=uri))
+    )
     assert len(lenses) == 1 and lenses[0].range.start.line == 0
     assert "tokens · included:" in lenses[0].command.title
 
@@ -69,6 +73,8 @@ async def test_rule_frontmatter_errors_and_non_memory_files_get_nothing(start, w
     diags = await wait_diagnostics(h, uri)
     assert diags and diags[0].code == "frontmatter-invalid"
     other = h.open("main.py", "x = 1\n", "python")
-    links = await h.client.text_document_document_link_async(t.DocumentLinkParams(text_document=t.TextDocumentIdentifier(uri=other)))
+    links = await h.client.text_document_document_link_async(
+        t.DocumentLinkParams(text_document=t.TextDocumentIdentifier(uri=other))
+    )
     assert not links
     assert other not in h.client.diagnostics

@@ -73,7 +73,9 @@ async def test_get_system_instruction_with_memory_and_if_none_match(start, works
 
 async def test_start_and_end_session_with_profile(start, workspace):
     h = await start(workspace, settings=NO_ENV)
-    started = await h.command("contextCompanion.startSession", {"sessionId": "plan", "profile": {"approvalMode": "plan"}})
+    started = await h.command(
+        "contextCompanion.startSession", {"sessionId": "plan", "profile": {"approvalMode": "plan"}}
+    )
     assert started["sessionId"] == "plan" and len(started["etag"]) == 32 and started["tokens"]["total"] > 0
     plan = await h.command("contextCompanion.getSystemInstruction", {"sessionId": "plan"})
     default = await h.command("contextCompanion.getSystemInstruction", {})
@@ -158,7 +160,9 @@ async def test_turn_context_full_delta_none_pending_and_force_full(start, worksp
     h.cursor(b, 0, 0)
     await settle(h)
     moved = await h.command("contextCompanion.getTurnContext", {})
-    assert moved["context"]["changes"] == {"cursorMoved": {"path": str(workspace / "b.py"), "cursor": {"line": 1, "character": 1}}}
+    assert moved["context"]["changes"] == {
+        "cursorMoved": {"path": str(workspace / "b.py"), "cursor": {"line": 1, "character": 1}}
+    }
     again = await h.command("contextCompanion.getTurnContext", {"forceFull": True})
     assert again["kind"] == "full" and again["context"]["otherOpenFiles"] == [str(workspace / "a.py")]
     h.close("a.py")
@@ -211,7 +215,9 @@ async def test_selection_follows_incremental_edits_and_is_truncated(start, works
     h.client.text_document_did_change(
         t.DidChangeTextDocumentParams(
             text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[t.TextDocumentContentChangePartial(range=t.Range(t.Position(0, 0), t.Position(0, 5)), text="HOWDY")],
+            content_changes=[
+                t.TextDocumentContentChangePartial(range=t.Range(t.Position(0, 0), t.Position(0, 5)), text="HOWDY")
+            ],
         )
     )
     h.cursor(uri, 0, 11, [(0, 0, 0, 11)])
@@ -289,14 +295,21 @@ async def test_build_messages_puts_instruction_first_and_context_before_last_use
     assert out[4] == given[2]
     again = (await h.command("contextCompanion.buildMessages", {"messages": given}))["messages"]
     assert [m["content"] for m in again[1:]] == [m["content"] for m in given]  # no change: no context message
-    plain = (await h.command("contextCompanion.buildMessages", {"messages": given, "includeTurnContext": False}))["messages"]
+    plain = (await h.command("contextCompanion.buildMessages", {"messages": given, "includeTurnContext": False}))[
+        "messages"
+    ]
     assert len(plain) == 4
 
 
 async def test_build_messages_without_instruction_adds_no_system_message(start, workspace):
-    sections = {k: False for k in ("preamble", "coreMandates", "primaryWorkflows", "operationalGuidelines", "sandbox", "finalReminder")}
+    sections = {
+        k: False
+        for k in ("preamble", "coreMandates", "primaryWorkflows", "operationalGuidelines", "sandbox", "finalReminder")
+    }
     h = await start(workspace, settings={**NO_ENV, "prompt": {"sections": sections}})
-    out = (await h.command("contextCompanion.buildMessages", {"messages": [{"role": "user", "content": "q"}], "includeTurnContext": False}))
+    out = await h.command(
+        "contextCompanion.buildMessages", {"messages": [{"role": "user", "content": "q"}], "includeTurnContext": False}
+    )
     assert out["messages"] == [{"role": "user", "content": "q"}]
 
 
@@ -359,7 +372,9 @@ async def test_settings_change_pushes_and_invalid_settings_keep_last_good(start,
     h = await start(workspace, settings=NO_ENV)
     await h.command("contextCompanion.getSystemInstruction", {})
     h.client.workspace_did_change_configuration(
-        t.DidChangeConfigurationParams(settings={"contextCompanion": {**NO_ENV, "prompt": {"sections": {"preamble": False}}}})
+        t.DidChangeConfigurationParams(
+            settings={"contextCompanion": {**NO_ENV, "prompt": {"sections": {"preamble": False}}}}
+        )
     )
     push = (await h.wait_push(1))[0]
     assert push["reason"] == "settingsChanged" and "preamble" in push["changedSections"]
@@ -431,11 +446,18 @@ async def test_malformed_notifications_do_not_crash(start, workspace):
     h = await start(workspace, settings=NO_ENV)
     cursor = "contextCompanion/didChangeCursor"
     h.send_raw({"method": cursor, "params": {"textDocument": {}}})
-    h.send_raw({"method": cursor, "params": {"textDocument": {"uri": "file:///x"}, "position": {"line": -1, "character": 0}}})
+    h.send_raw(
+        {"method": cursor, "params": {"textDocument": {"uri": "file:///x"}, "position": {"line": -1, "character": 0}}}
+    )
     h.send_raw({"method": cursor, "params": "nonsense"})
     h.send_raw({"method": cursor})
     h.send_raw({"method": "textDocument/didOpen", "params": {"textDocument": {"uri": 3}}})
-    h.send_raw({"method": "textDocument/didChange", "params": {"textDocument": {"uri": "file:///nope", "version": 1}, "contentChanges": [{"text": "x"}]}})
+    h.send_raw(
+        {
+            "method": "textDocument/didChange",
+            "params": {"textDocument": {"uri": "file:///nope", "version": 1}, "contentChanges": [{"text": "x"}]},
+        }
+    )
     await settle(h)
     assert (await h.command("contextCompanion.getTurnContext", {}))["kind"] == "full"
     assert h.client.messages == []
@@ -445,7 +467,9 @@ async def test_request_with_params_off_the_lsp_schema_gets_an_answer(start, work
     h = await start(workspace, settings=NO_ENV)
     answer = asyncio.get_running_loop().create_future()
     h.client.protocol._request_futures[9999] = answer
-    h.send_raw({"id": 9999, "method": "workspace/executeCommand", "params": {"command": {"not": "a string"}, "arguments": 5}})
+    h.send_raw(
+        {"id": 9999, "method": "workspace/executeCommand", "params": {"command": {"not": "a string"}, "arguments": 5}}
+    )
     with pytest.raises(JsonRpcException) as info:
         await asyncio.wait_for(answer, 10)
     assert info.value.code == -32602 and "workspace/executeCommand" in info.value.message
@@ -471,7 +495,9 @@ async def test_warnings_about_skipped_memory_reach_the_client(start, workspace):
     (workspace / "sub" / "AGENTS.md").write_text("x" * 300_000)
     h = await start(workspace, settings=NO_ENV)
     shown = await h.command("contextCompanion.showMemory", {})
-    assert any("sub/AGENTS.md" in w for w in shown["warnings"]) and any("UTF-8" in w or "utf-8" in w.lower() for w in shown["warnings"])
+    assert any("sub/AGENTS.md" in w for w in shown["warnings"]) and any(
+        "UTF-8" in w or "utf-8" in w.lower() for w in shown["warnings"]
+    )
     result = await h.command("contextCompanion.getSystemInstruction", {})
     assert any("UTF-8" in w or "utf-8" in w.lower() for w in result["warnings"])
 
@@ -496,7 +522,9 @@ async def test_adding_a_workspace_folder_reads_its_memory_and_pushes(start, work
     assert "second folder" not in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
     h.client.workspace_did_change_workspace_folders(
         t.DidChangeWorkspaceFoldersParams(
-            event=t.WorkspaceFoldersChangeEvent(added=[t.WorkspaceFolder(uri=second.as_uri(), name="second")], removed=[])
+            event=t.WorkspaceFoldersChangeEvent(
+                added=[t.WorkspaceFolder(uri=second.as_uri(), name="second")], removed=[]
+            )
         )
     )
     push = (await h.wait_push(1))[0]
@@ -523,7 +551,9 @@ async def test_open_files_are_most_recent_first_capped_and_untitled_documents_co
         h.open(name)
     scratch = "untitled:Untitled-1"
     h.client.text_document_did_open(
-        t.DidOpenTextDocumentParams(text_document=t.TextDocumentItem(uri=scratch, language_id="plaintext", version=1, text="draft idea\n"))
+        t.DidOpenTextDocumentParams(
+            text_document=t.TextDocumentItem(uri=scratch, language_id="plaintext", version=1, text="draft idea\n")
+        )
     )
     h.cursor(scratch, 0, 5, [(0, 0, 0, 5)])
     await settle(h)

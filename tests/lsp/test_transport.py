@@ -59,25 +59,49 @@ def test_websocket_transport_answers_initialize_and_commands(tmp_path):
     from websockets.asyncio.client import connect
 
     port = _free_port()
-    proc = subprocess.Popen([*SERVER, "--ws", "--port", str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(tmp_path))
+    proc = subprocess.Popen(
+        [*SERVER, "--ws", "--port", str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(tmp_path)
+    )
     try:
         _wait_listening(port, proc)
 
         async def talk() -> tuple[dict, dict]:
             async with connect(f"ws://127.0.0.1:{port}") as ws:
-                await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "capabilities": {}, "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "ws"}]}}))
+                await ws.send(
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "initialize",
+                            "params": {
+                                "capabilities": {},
+                                "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "ws"}],
+                            },
+                        }
+                    )
+                )
                 init = json.loads(await asyncio.wait_for(ws.recv(), 20))
                 await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-                await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": {
-                    "command": "contextCompanion.getCompressionPrompt", "arguments": [{}]}}))
+                await ws.send(
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 2,
+                            "method": "workspace/executeCommand",
+                            "params": {"command": "contextCompanion.getCompressionPrompt", "arguments": [{}]},
+                        }
+                    )
+                )
                 while True:
                     reply = json.loads(await asyncio.wait_for(ws.recv(), 20))
                     if reply.get("id") == 2:
                         return init, reply
 
         init, reply = asyncio.run(talk())
-        assert "contextCompanion.getCompressionPrompt" in init["result"]["capabilities"]["executeCommandProvider"]["commands"]
+        assert (
+            "contextCompanion.getCompressionPrompt"
+            in init["result"]["capabilities"]["executeCommandProvider"]["commands"]
+        )
         assert "<state_snapshot>" in reply["result"]["text"]
     finally:
         proc.kill()

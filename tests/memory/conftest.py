@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from context_companion.memory import MemoryStore
 from context_companion.settings import MemorySettings
 
@@ -50,7 +49,9 @@ def make_store(tokenizer: Any, home: Path, global_dir: Path) -> Callable[..., Me
     def make(folders: list[Path] | Path, *, load: bool = True, **settings: Any) -> MemoryStore:
         if isinstance(folders, Path):
             folders = [folders]
-        store = MemoryStore(MemorySettings(**settings), folders, count_tokens=tokenizer.count, global_dir=global_dir, home=home)
+        store = MemoryStore(
+            MemorySettings(**settings), folders, count_tokens=tokenizer.count, global_dir=global_dir, home=home
+        )
         if load:
             store.load()
         return store

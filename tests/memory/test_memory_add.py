@@ -9,7 +9,6 @@ import sys
 import threading
 
 import pytest
-
 from context_companion.errors import MemoryWriteError
 from context_companion.memory import add_memory
 
@@ -165,7 +164,7 @@ def test_concurrent_threads_lose_nothing(tmp_path):
             barrier.wait()
             for fact in chunk:
                 add_memory(fact, global_dir=gdir, workspace_folder=None)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(facts[i::8],)) for i in range(8)]

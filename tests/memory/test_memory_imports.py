@@ -21,7 +21,10 @@ def test_import_expands_inline_in_marker_comments(tmp_path, tree, make_store):
 def test_relative_home_and_absolute_imports(tmp_path, tree, make_store, home, global_dir):
     ws = tmp_path / "ws"
     tree(global_dir, {"AGENTS.md": "global @~/.config/context-companion/shared.md", "shared.md": "SHARED"})
-    tree(ws, {"sub/AGENTS.md": f"see @../notes/a.md and @{ws}/notes/b.md.", "notes/a.md": "NOTE A", "notes/b.md": "NOTE B"})
+    tree(
+        ws,
+        {"sub/AGENTS.md": f"see @../notes/a.md and @{ws}/notes/b.md.", "notes/a.md": "NOTE A", "notes/b.md": "NOTE B"},
+    )
     store = make_store(ws)
     text = store.compose([ws / "sub/x.py"]).text
     assert "global <!-- imported from: ~/.config/context-companion/shared.md -->\nSHARED" in text

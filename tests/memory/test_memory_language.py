@@ -75,7 +75,10 @@ def test_lens_of_dropped_and_empty_files(tmp_path, tree, make_store):
     tree(ws, {"AGENTS.md": "keep " * 10, "src/AGENTS.md": "drop " * 50})
     store = make_store(ws, max_tokens=30)
     store.compose([ws / "src/x"])
-    assert store.analyze(ws / "src/AGENTS.md", "drop " * 50).lens.title == "not included: dropped: memory.maxTokens (30) reached"
+    assert (
+        store.analyze(ws / "src/AGENTS.md", "drop " * 50).lens.title
+        == "not included: dropped: memory.maxTokens (30) reached"
+    )
     assert store.analyze(ws / "AGENTS.md", "\n\n").lens.title == "not included: empty"
 
 

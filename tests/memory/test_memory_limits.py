@@ -42,7 +42,9 @@ def test_non_utf8_is_replaced_and_warned(tmp_path, tree, make_store, helpers, ca
     assert "caf\ufffd latin-1\nline two" in result.text  # replaced, CRLF normalised
     assert any(w.startswith("AGENTS.md: not valid UTF-8") and "replaced" in w for w in result.warnings)
     logged = [r.getMessage() for r in caplog.records if "not valid UTF-8" in r.getMessage()]
-    assert logged == [f"memory file {ws / 'AGENTS.md'}: not valid UTF-8 (first bad byte at offset 3); bad bytes replaced"]
+    assert logged == [
+        f"memory file {ws / 'AGENTS.md'}: not valid UTF-8 (first bad byte at offset 3); bad bytes replaced"
+    ]
 
 
 def test_bom_and_empty_files(tmp_path, tree, make_store, helpers):
@@ -125,7 +127,14 @@ def test_max_tokens_drops_rules_then_jit_then_farthest_workspace(tmp_path, tree,
     full = make_store(ws).compose(open_files)
     sizes = _sizes(full)
     assert full.dropped == ()
-    order = ["../AGENTS.md", "AGENTS.md", "src/AGENTS.md", "src/deep/AGENTS.md", ".cursor/rules/r1.mdc", ".cursor/rules/r2.mdc"]
+    order = [
+        "../AGENTS.md",
+        "AGENTS.md",
+        "src/AGENTS.md",
+        "src/deep/AGENTS.md",
+        ".cursor/rules/r1.mdc",
+        ".cursor/rules/r2.mdc",
+    ]
     assert helpers.included(full) == order
 
     def capped(cap):
@@ -134,7 +143,10 @@ def test_max_tokens_drops_rules_then_jit_then_farthest_workspace(tmp_path, tree,
     # Room for everything but a little: the last rule goes first.
     r = capped(sum(sizes.values()) - 5)
     assert r.dropped == (".cursor/rules/r2.mdc",)
-    assert helpers.info(r, ".cursor/rules/r2.mdc").reason == f"dropped: memory.maxTokens ({sum(sizes.values()) - 5}) reached"
+    assert (
+        helpers.info(r, ".cursor/rules/r2.mdc").reason
+        == f"dropped: memory.maxTokens ({sum(sizes.values()) - 5}) reached"
+    )
     # Room for the two workspace files and one JIT file: rules go, then the farthest JIT file.
     cap = sizes["../AGENTS.md"] + sizes["AGENTS.md"] + sizes["src/deep/AGENTS.md"] + 5
     r = capped(cap)

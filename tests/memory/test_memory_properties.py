@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from context_companion.memory.imports import find_imports
 from context_companion.memory.rules import parse_rule
 from context_companion.memory.writer import insert_fact
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 LINES = st.sampled_from(
     [
@@ -50,7 +49,10 @@ def test_insert_fact_only_inserts(data, fact):
     inserted = out[k : len(out) - len(tail)]
     assert f"- {fact}".encode() in inserted
     bullet = f"- {fact}".encode()
-    assert out.replace(b"\r\n", b"\n").split(b"\n").count(bullet) == data.replace(b"\r\n", b"\n").split(b"\n").count(bullet) + 1
+    assert (
+        out.replace(b"\r\n", b"\n").split(b"\n").count(bullet)
+        == data.replace(b"\r\n", b"\n").split(b"\n").count(bullet) + 1
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -63,7 +65,9 @@ def test_find_imports_never_crashes_and_points_at_at_signs(text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(max_size=200), st.sampled_from(["context-companion", "cursor", "copilot", "copilot-instructions", "claude"]))
+@given(
+    st.text(max_size=200), st.sampled_from(["context-companion", "cursor", "copilot", "copilot-instructions", "claude"])
+)
 def test_parse_rule_never_raises(body, fmt):
     rule = parse_rule(fmt, "---\n" + body + "\n---\nbody")
     assert rule.mode in ("always", "globs", "description", "manual")

@@ -22,7 +22,10 @@ def test_context_companion_rules_globs_always_and_description(tmp_path, tree, ma
     assert "ALWAYS RULE" in none_open.text and "PY RULE" not in none_open.text
     assert "NESTED" not in none_open.text  # *.md: direct children only
     assert helpers.info(none_open, ".context-companion/rules/always.md").reason == "rule: always applies"
-    assert helpers.info(none_open, ".context-companion/rules/py.md").reason == "not included: no open file matches 'src/**/*.py'"
+    assert (
+        helpers.info(none_open, ".context-companion/rules/py.md").reason
+        == "not included: no open file matches 'src/**/*.py'"
+    )
     db = helpers.info(none_open, ".context-companion/rules/db.md")
     assert (db.included, db.reason) == (False, "not included: only a description (listed)")
     assert "DB BODY" not in none_open.text
@@ -37,7 +40,10 @@ def test_context_companion_rules_globs_always_and_description(tmp_path, tree, ma
 
     with_py = store.compose([ws / "src/pkg/mod.py"])
     assert "PY RULE" in with_py.text
-    assert helpers.info(with_py, ".context-companion/rules/py.md").reason == "rule: glob 'src/**/*.py' matches src/pkg/mod.py"
+    assert (
+        helpers.info(with_py, ".context-companion/rules/py.md").reason
+        == "rule: glob 'src/**/*.py' matches src/pkg/mod.py"
+    )
     assert "---\ndescription" not in with_py.text  # frontmatter stripped
     assert helpers.included(store.compose([ws / "lib/mod.py"])) == [".context-companion/rules/always.md"]
 
@@ -56,7 +62,10 @@ def test_cursor_mdc_comma_separated_unquoted_and_list_globs(tmp_path, tree, make
     store = make_store(ws)
     result = store.compose([ws / "web/app/page.tsx"])
     assert "TS RULE" in result.text and "DOCS RULE" not in result.text and "CURSOR ALWAYS" in result.text
-    assert helpers.info(result, ".cursor/rules/ts.mdc").reason == "rule: glob 'web/**/*.{tsx,jsx}' matches web/app/page.tsx"
+    assert (
+        helpers.info(result, ".cursor/rules/ts.mdc").reason
+        == "rule: glob 'web/**/*.{tsx,jsx}' matches web/app/page.tsx"
+    )
     assert "TS RULE" in store.compose([ws / "deep/x/y.ts"]).text  # a slash-free glob matches at any depth
     assert "DOCS RULE" in store.compose([ws / "README.rst"]).text
     assert "DOCS RULE" in store.compose([ws / "docs/guide/intro.md"]).text
@@ -151,7 +160,9 @@ def test_bad_frontmatter_is_reported_and_skipped(tmp_path, tree, make_store, hel
         assert not f.included and f.reason.startswith("skipped: frontmatter"), f
         assert any(w.startswith(f".cursor/rules/{name}.mdc: skipped: frontmatter") for w in result.warnings)
     assert "BROKEN BODY" not in result.text and "BADBOOL BODY" not in result.text
-    assert ".cursor/rules/typo.mdc: unknown frontmatter key 'alwaysapply'; did you mean 'alwaysApply'?" in result.warnings
+    assert (
+        ".cursor/rules/typo.mdc: unknown frontmatter key 'alwaysapply'; did you mean 'alwaysApply'?" in result.warnings
+    )
 
 
 def test_frontmatter_and_glob_helpers():

@@ -40,7 +40,8 @@ def test_every_tier_in_order_with_blocks(tmp_path, tree, make_store, home, globa
     assert [f.tier for f in result.files] == ["global"] * 3 + ["workspace"] * 3 + ["jit"] * 2
     blocks = result.text.split("\n\n")
     assert (
-        blocks[0] == "--- Context from: ~/.gemini/GEMINI.md ---\nvendor gemini\n--- End of Context from: ~/.gemini/GEMINI.md ---"
+        blocks[0]
+        == "--- Context from: ~/.gemini/GEMINI.md ---\nvendor gemini\n--- End of Context from: ~/.gemini/GEMINI.md ---"
     )
     assert blocks[-1] == "--- Context from: src/api/AGENTS.md ---\napi\n--- End of Context from: src/api/AGENTS.md ---"
     assert helpers.info(result, "AGENTS.md").reason == "workspace memory (root → leaf)"
@@ -222,7 +223,9 @@ def test_nothing_found_gives_empty_text(tmp_path, make_store):
 
 def test_compose_before_load_loads(tmp_path, tree, tokenizer, home, global_dir):
     tree(tmp_path, {"ws/AGENTS.md": "hello"})
-    store = MemoryStore(MemorySettings(), [tmp_path / "ws"], count_tokens=tokenizer.count, global_dir=global_dir, home=home)
+    store = MemoryStore(
+        MemorySettings(), [tmp_path / "ws"], count_tokens=tokenizer.count, global_dir=global_dir, home=home
+    )
     assert "hello" in store.compose([]).text
 
 

@@ -9,7 +9,6 @@ import queue
 from pathlib import Path
 
 import pytest
-
 from context_companion.memory import MemoryWatcher
 
 WAIT = 10.0  # generous upper bound for an event to arrive; never asserted as a duration
@@ -211,7 +210,11 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
     store = make_store(ws)
     rec = Recorder()
     w = MemoryWatcher(
-        store.watch_roots(), rec, is_relevant=store.is_relevant_path, flat_roots=store.flat_watch_roots(), debounce_ms=30
+        store.watch_roots(),
+        rec,
+        is_relevant=store.is_relevant_path,
+        flat_roots=store.flat_watch_roots(),
+        debounce_ms=30,
     )
     w.start()
     try:

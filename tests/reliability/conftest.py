@@ -94,7 +94,7 @@ class Spawner:
         for proc in self.started:
             try:
                 proc.stop(timeout=5)
-            except Exception:  # noqa: BLE001 - a test may have killed it on purpose
+            except Exception:
                 proc.kill()
 
 
@@ -110,4 +110,3 @@ def module_spawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawner]:
     spawner = Spawner(tmp_path_factory.mktemp("module-servers"))
     yield spawner
     spawner.stop_all()
-

@@ -220,11 +220,14 @@ class LspProcess:
 
     def open(self, uri: str, text: str, language: str = "plaintext", version: int = 1) -> None:
         self.notify(
-            "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}}
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}},
         )
 
     def change(self, uri: str, version: int, changes: list[dict[str, Any]]) -> None:
-        self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes})
+        self.notify(
+            "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}
+        )
 
     def close_document(self, uri: str) -> None:
         self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})

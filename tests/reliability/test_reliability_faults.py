@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from lsp_pipe_client import CHANGED, LspProcess
 from server_faults import shim_env
 
@@ -120,7 +119,9 @@ def test_memory_file_made_unreadable_is_skipped_and_comes_back(spawn, tmp_path):
     agents.chmod(0o000)
     refreshed = proc.command("contextCompanion.refreshMemory", {})
     assert refreshed["changed"] is True
-    assert {f["path"]: f["reason"] for f in refreshed["memoryFiles"]}["AGENTS.md"] == "skipped: unreadable (Permission denied)"
+    assert {f["path"]: f["reason"] for f in refreshed["memoryFiles"]}[
+        "AGENTS.md"
+    ] == "skipped: unreadable (Permission denied)"
     assert "readable memory" not in proc.command(GET, {})["text"]
 
     agents.chmod(0o644)
@@ -267,7 +268,10 @@ def test_invalid_did_change_configuration_payloads_keep_the_last_good_settings(s
     ws.mkdir()
     proc = spawn([ws], {**NO_ENV, "systemPrompt": "Initial prompt."})
     assert proc.command(GET, {})["text"] == "Initial prompt."
-    proc.notify("workspace/didChangeConfiguration", {"settings": {"contextCompanion": {**NO_ENV, "systemPrompt": "Good prompt."}}})
+    proc.notify(
+        "workspace/didChangeConfiguration",
+        {"settings": {"contextCompanion": {**NO_ENV, "systemPrompt": "Good prompt."}}},
+    )
     assert wait_text(proc, "Good prompt.") == "Good prompt."
     for i, (payload, needle) in enumerate(BAD_PAYLOADS, start=1):
         proc.notify("workspace/didChangeConfiguration", {"settings": payload})
@@ -328,7 +332,9 @@ def test_tokenizer_unavailable_flags_estimated_counts_with_a_reason(spawn, tmp_p
 
     # 2. A configured encoding file that is not a ranks file: estimated, the reason names the file.
     broken = write(tmp_path / "broken.tiktoken", "this is not a ranks file\n")
-    proc2 = spawn([ws], {**NO_ENV, "tokens": {"encodingFile": str(broken)}}, env={"TIKTOKEN_CACHE_DIR": str(empty_cache)})
+    proc2 = spawn(
+        [ws], {**NO_ENV, "tokens": {"encodingFile": str(broken)}}, env={"TIKTOKEN_CACHE_DIR": str(empty_cache)}
+    )
     tokens2 = proc2.command(GET, {})["tokens"]
     assert tokens2["estimated"] is True and str(broken) in tokens2["reason"]
 
@@ -353,7 +359,9 @@ def test_an_encoding_file_replaced_on_disk_is_read_again(spawn, tmp_path, tiny_e
     first.stop()
 
     # The user swaps in a ranks file without merges: the same text is more tokens.
-    ranks.write_text("\n".join(f"{base64.b64encode(bytes([i])).decode()} {i}" for i in range(256)) + "\n", encoding="ascii")
+    ranks.write_text(
+        "\n".join(f"{base64.b64encode(bytes([i])).decode()} {i}" for i in range(256)) + "\n", encoding="ascii"
+    )
     second = spawn([ws], settings, env={"TIKTOKEN_CACHE_DIR": str(cache)})
     unmerged = memory_files(second)["AGENTS.md"]["tokens"]
     assert unmerged > merged, f"still {unmerged} tokens: the old ranks were used (cache now holds {os.listdir(cache)})"

@@ -13,12 +13,10 @@ import json
 from typing import Any
 
 import pytest
+from context_companion.lsp.server import COMMANDS  # every command the server advertises
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from lsp_pipe_client import LspProcess, RpcError
-
-from context_companion.lsp.server import COMMANDS  # every command the server advertises
 
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
@@ -42,17 +40,30 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 plausible = {
     "sessionId": st.sampled_from(["default", "fuzz", "x" * 201, ""]) | json_values,
     "profile": st.fixed_dictionaries(
-        {}, optional={"model": st.sampled_from(["gpt-4o", "", "no-such-model"]), "approvalMode": st.sampled_from(["plan", "yolo", "sometimes"]), "tools": st.lists(st.sampled_from(["shell", "grep", ""]), max_size=3)}
+        {},
+        optional={
+            "model": st.sampled_from(["gpt-4o", "", "no-such-model"]),
+            "approvalMode": st.sampled_from(["plan", "yolo", "sometimes"]),
+            "tools": st.lists(st.sampled_from(["shell", "grep", ""]), max_size=3),
+        },
     )
     | json_values,
     "messages": st.lists(
-        st.fixed_dictionaries({}, optional={"role": st.sampled_from(["user", "assistant", "system", ""]) | json_values, "content": json_values}),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "role": st.sampled_from(["user", "assistant", "system", ""]) | json_values,
+                "content": json_values,
+            },
+        ),
         max_size=3,
     )
     | json_values,
@@ -107,7 +118,9 @@ def test_every_command_answers_a_result_or_invalid_params(fuzz_server, command, 
 @BOUNDED
 @given(
     params=st.one_of(
-        st.fixed_dictionaries({"command": st.sampled_from(COMMANDS) | st.text(max_size=20)}, optional={"arguments": json_values}),
+        st.fixed_dictionaries(
+            {"command": st.sampled_from(COMMANDS) | st.text(max_size=20)}, optional={"arguments": json_values}
+        ),
         json_values,
     )
 )
@@ -133,25 +146,61 @@ def test_unknown_command_and_unknown_method(fuzz_server):
 
 
 URIS = st.sampled_from(
-    ["file:///nonexistent/fuzz.py", "untitled:Untitled-1", "", "not a uri", "file://", "http://example.com/x", "file:///%ZZ"]
+    [
+        "file:///nonexistent/fuzz.py",
+        "untitled:Untitled-1",
+        "",
+        "not a uri",
+        "file://",
+        "http://example.com/x",
+        "file:///%ZZ",
+    ]
 ) | st.text(max_size=10)
-positions = st.fixed_dictionaries({}, optional={"line": json_values | st.integers(-5, 2**40), "character": json_values | st.integers(-5, 2**40)}) | json_values
+positions = (
+    st.fixed_dictionaries(
+        {}, optional={"line": json_values | st.integers(-5, 2**40), "character": json_values | st.integers(-5, 2**40)}
+    )
+    | json_values
+)
 ranges = st.fixed_dictionaries({}, optional={"start": positions, "end": positions}) | json_values
 NOTIFICATIONS = {
     "contextCompanion/didChangeCursor": st.fixed_dictionaries(
-        {}, optional={"textDocument": st.fixed_dictionaries({}, optional={"uri": URIS | json_values}) | json_values, "position": positions, "selections": st.lists(ranges, max_size=3) | json_values}
+        {},
+        optional={
+            "textDocument": st.fixed_dictionaries({}, optional={"uri": URIS | json_values}) | json_values,
+            "position": positions,
+            "selections": st.lists(ranges, max_size=3) | json_values,
+        },
     ),
     "textDocument/didOpen": st.fixed_dictionaries(
-        {}, optional={"textDocument": st.fixed_dictionaries({}, optional={"uri": URIS, "languageId": json_values, "version": json_values, "text": st.text(max_size=30) | json_values}) | json_values}
+        {},
+        optional={
+            "textDocument": st.fixed_dictionaries(
+                {},
+                optional={
+                    "uri": URIS,
+                    "languageId": json_values,
+                    "version": json_values,
+                    "text": st.text(max_size=30) | json_values,
+                },
+            )
+            | json_values
+        },
     ),
     "textDocument/didChange": st.fixed_dictionaries(
         {},
         optional={
             "textDocument": st.fixed_dictionaries({}, optional={"uri": URIS, "version": json_values}) | json_values,
-            "contentChanges": st.lists(st.fixed_dictionaries({}, optional={"range": ranges, "text": st.text(max_size=10) | json_values}), max_size=3) | json_values,
+            "contentChanges": st.lists(
+                st.fixed_dictionaries({}, optional={"range": ranges, "text": st.text(max_size=10) | json_values}),
+                max_size=3,
+            )
+            | json_values,
         },
     ),
-    "textDocument/didClose": st.fixed_dictionaries({}, optional={"textDocument": st.fixed_dictionaries({}, optional={"uri": URIS}) | json_values}),
+    "textDocument/didClose": st.fixed_dictionaries(
+        {}, optional={"textDocument": st.fixed_dictionaries({}, optional={"uri": URIS}) | json_values}
+    ),
     "textDocument/didSave": st.fixed_dictionaries({}, optional={"textDocument": json_values, "text": json_values}),
     "workspace/didChangeWorkspaceFolders": st.fixed_dictionaries(
         {},
@@ -159,8 +208,28 @@ NOTIFICATIONS = {
             "event": st.fixed_dictionaries(
                 {},
                 optional={
-                    "added": st.lists(st.fixed_dictionaries({"uri": st.sampled_from(["file:///nonexistent/folder", "untitled:x", "http://example.com/"]), "name": st.text(max_size=5)}), max_size=2) | json_values,
-                    "removed": st.lists(st.fixed_dictionaries({"uri": st.sampled_from(["file:///nonexistent/folder", "file:///elsewhere"]), "name": st.text(max_size=5)}), max_size=2) | json_values,
+                    "added": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "uri": st.sampled_from(
+                                    ["file:///nonexistent/folder", "untitled:x", "http://example.com/"]
+                                ),
+                                "name": st.text(max_size=5),
+                            }
+                        ),
+                        max_size=2,
+                    )
+                    | json_values,
+                    "removed": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "uri": st.sampled_from(["file:///nonexistent/folder", "file:///elsewhere"]),
+                                "name": st.text(max_size=5),
+                            }
+                        ),
+                        max_size=2,
+                    )
+                    | json_values,
                 },
             )
             | json_values
@@ -197,7 +266,7 @@ RAW_BODIES = [
     b'{"jsonrpc": "2.0", "method": 5, "params": {}}',
     b'{"jsonrpc": "1.0", "method": "contextCompanion/didChangeCursor"}',
     json.dumps({"jsonrpc": "2.0", "method": "contextCompanion/didChangeCursor", "params": {"x": "\udcff"}}).encode(),
-    "{\"jsonrpc\": \"2.0\", \"method\": \"textDocument/didOpen\", \"params\": \"é\"}".encode("latin-1"),
+    '{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": "é"}'.encode("latin-1"),
     b"\xff\xfe\x00garbage",
 ]
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from context_companion.context.turn import apply_delta
-
 from lsp_text_model import normalise
 
 NO_ENV = {"environment": {"placement": "off"}}

@@ -17,20 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-from lsprotocol import types as t
-from pygls.workspace import PositionCodec
-
-from context_companion.lsp.server import LspTextDocument as TextDocument  # the document class the server uses
-
 from context_companion.context.state import Baseline, EditorState, RawPosition
 from context_companion.context.turn import apply_delta, next_turn
+from context_companion.lsp.server import LspTextDocument as TextDocument  # the document class the server uses
 from context_companion.memory import MemoryStore
 from context_companion.memory.imports import ImportExpander, find_imports, is_within
 from context_companion.memory.reading import read_text_file
 from context_companion.settings import ContextSettings, MemorySettings
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from lsp_text_model import ENCODINGS, lsp_lines, normalise, pieces_text, units
+from lsprotocol import types as t
+from pygls.workspace import PositionCodec
 
 BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

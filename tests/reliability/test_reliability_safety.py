@@ -12,8 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from context_companion.memory import add_memory
 from lsp_pipe_client import SERVER, server_env
 from server_faults import shim_env
@@ -73,7 +71,7 @@ class PartialFileWatch:
                 self.reads += 1
                 self._check(path, data)
 
-    def __enter__(self) -> "PartialFileWatch":
+    def __enter__(self) -> PartialFileWatch:
         self._thread.start()
         return self
 
@@ -92,7 +90,9 @@ def assert_each_fact_once(path: Path, original: bytes, facts: list[str]) -> None
     assert not [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")], "temporary files left behind"
 
 
-async def test_add_memory_many_parallel_requests_lose_no_fact_and_never_leave_a_partial_file(start, workspace, config_dir):
+async def test_add_memory_many_parallel_requests_lose_no_fact_and_never_leave_a_partial_file(
+    start, workspace, config_dir
+):
     original = b"# Project\r\n\r\nKeep this line exactly.\r\n"
     (workspace / "AGENTS.md").write_bytes(original)
     h = await start(workspace, settings=NO_ENV)
@@ -128,7 +128,7 @@ def test_add_memory_from_many_threads_loses_no_fact_and_never_leaves_a_partial_f
             barrier.wait()
             for fact in facts[t]:
                 add_memory(fact, "workspace", global_dir=global_dir, workspace_folder=ws)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     # The original ends without a newline: the first insertion adds one, so only the text is the prefix.
@@ -183,7 +183,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def serve_and_look(tmp_path: Path, args: list[str], env: dict[str, str] | None = None) -> tuple[list[tuple[str, int]], str]:
+def serve_and_look(
+    tmp_path: Path, args: list[str], env: dict[str, str] | None = None
+) -> tuple[list[tuple[str, int]], str]:
     """Start ``serve ARGS``, wait for its listening socket, return what it listens on, stop it."""
     (tmp_path / "home").mkdir(exist_ok=True)
     stderr_path = tmp_path / f"serve-{len(list(tmp_path.glob('serve-*')))}.stderr"
@@ -237,13 +239,17 @@ def test_ws_listens_on_loopback_only_unless_host_says_otherwise(tmp_path):
     found, log = serve_and_look(tmp_path, ["--ws", "--port", str(port)], shim_env("fake_websockets"))
     assert found == [("127.0.0.1", port)], log
     port = free_port("0.0.0.0")
-    found, log = serve_and_look(tmp_path, ["--ws", "--host", "0.0.0.0", "--port", str(port)], shim_env("fake_websockets"))
+    found, log = serve_and_look(
+        tmp_path, ["--ws", "--host", "0.0.0.0", "--port", str(port)], shim_env("fake_websockets")
+    )
     assert found == [("0.0.0.0", port)], log
 
 
 def test_ws_without_the_websockets_package_is_a_one_line_error(tmp_path):
     env = server_env(tmp_path / "home", tmp_path / "config", shim_env("no_websockets"))
-    done = subprocess.run([*SERVER, "--ws", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [*SERVER, "--ws", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "context-companion[ws]" in done.stderr
     assert done.stdout == ""
@@ -265,7 +271,10 @@ BANNED_CALLS = {
 # Reviewed exceptions: (file, what, why).
 ALLOWED = {
     ("lsp/transport.py", "import websockets"): "checks the optional package is there before --ws listens",
-    ("tokens/__init__.py", "call get_encoding"): "tiktoken download, only under `if self.allow_download` (tokens.allowDownload)",
+    (
+        "tokens/__init__.py",
+        "call get_encoding",
+    ): "tiktoken download, only under `if self.allow_download` (tokens.allowDownload)",
 }
 
 
@@ -307,7 +316,11 @@ def test_the_one_tiktoken_download_is_behind_allow_download():
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "allow_download" in ast.unparse(node.test):
             guarded += [n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get_encoding"]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get_encoding"
+    ]
     assert calls and all(c in guarded for c in calls)
 
 
@@ -336,7 +349,10 @@ def test_a_whole_session_neither_starts_a_process_nor_reaches_the_network(spawn,
     proc = spawn([ws], {"environment": {"placement": "systemInstruction"}}, env=env)
     c = proc.command
     assert "Root memory." in c("contextCompanion.getSystemInstruction", {})["text"]
-    c("contextCompanion.startSession", {"sessionId": "s", "profile": {"model": "gpt-4o", "tools": ["shell"], "approvalMode": "plan"}})
+    c(
+        "contextCompanion.startSession",
+        {"sessionId": "s", "profile": {"model": "gpt-4o", "tools": ["shell"], "approvalMode": "plan"}},
+    )
     handler = (ws / "api" / "handler.py").as_uri()
     proc.open(handler, "def f():\n    pass\n", "python")
     proc.cursor(handler, 1, 4, [(0, 0, 1, 4)])
@@ -358,12 +374,16 @@ def test_a_whole_session_neither_starts_a_process_nor_reaches_the_network(spawn,
     ranks = tmp_path / "tiny.tiktoken"
     import base64
 
-    ranks.write_text("\n".join(f"{base64.b64encode(t).decode()} {r}" for t, r in tiny_encoding._mergeable_ranks.items()))
+    ranks.write_text(
+        "\n".join(f"{base64.b64encode(t).decode()} {r}" for t, r in tiny_encoding._mergeable_ranks.items())
+    )
     proc.notify(
         "workspace/didChangeConfiguration",
         {"settings": {"tokens": {"encoding": "cl100k_base", "encodingFile": str(ranks)}, "memory": {"debounceMs": 20}}},
     )
-    assert proc.wait_for(lambda: c("contextCompanion.getSystemInstruction", {})["tokens"]["encoding"] == "cl100k_base", 10)
+    assert proc.wait_for(
+        lambda: c("contextCompanion.getSystemInstruction", {})["tokens"]["encoding"] == "cl100k_base", 10
+    )
     other = tmp_path / "other"
     write(other / "AGENTS.md", "Other folder.\n")
     proc.notify(
@@ -380,8 +400,14 @@ def test_the_cli_neither_starts_a_process_nor_reaches_the_network(tmp_path):
     write(ws / "AGENTS.md", "Memory.\n")
     log, env = _audit(tmp_path)
     full_env = server_env(tmp_path / "home", tmp_path / "config", env)
-    for args in (["instruction", "--workspace", str(ws), "--json"], ["memory", "--workspace", str(ws)], ["compression-prompt"]):
-        done = subprocess.run([sys.executable, "-m", "context_companion", *args], env=full_env, capture_output=True, text=True, timeout=60)
+    for args in (
+        ["instruction", "--workspace", str(ws), "--json"],
+        ["memory", "--workspace", str(ws)],
+        ["compression-prompt"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "context_companion", *args], env=full_env, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 0, done.stderr
     assert _events(log) == "", _events(log)
 

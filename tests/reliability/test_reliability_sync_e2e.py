@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.context.turn import apply_delta
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from context_companion.context.turn import apply_delta
-
 from lsp_text_model import ENCODINGS, lsp_lines, normalise, pieces_text, units
 
 BOUNDED = settings(
@@ -83,7 +81,10 @@ def test_server_copy_after_random_incremental_edits_equals_the_plain_string(serv
                 new = data.draw(pieces_text, label="new text")
                 text = text[:a] + new + text[b:]
                 changes.append(
-                    {"range": {"start": {"line": la, "character": ua}, "end": {"line": lb, "character": ub}}, "text": new}
+                    {
+                        "range": {"start": {"line": la, "character": ua}, "end": {"line": lb, "character": ub}},
+                        "text": new,
+                    }
                 )
             version += 1
             proc.change(uri, version, changes)
@@ -100,7 +101,11 @@ def test_edit_after_a_form_feed_lands_on_the_line_the_client_meant(servers):
     proc.open(uri, "import os\n\x0c\ndef main():\n    pass\n")
     try:
         # The client's line 2 is "def main():"; rename it.
-        proc.change(uri, 2, [{"range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 8}}, "text": "run"}])
+        proc.change(
+            uri,
+            2,
+            [{"range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 8}}, "text": "run"}],
+        )
         assert read_back(proc, uri) == "import os\n\x0c\ndef run():\n    pass\n"
     finally:
         proc.close_document(uri)
@@ -113,7 +118,9 @@ def test_cursor_lines_count_a_lone_cr_as_a_line_end(servers):
     proc.open(uri, "first\rsecond\rthird")
     try:
         proc.cursor(uri, 2, 1, [(2, 0, 2, 5)])
-        active = proc.command("contextCompanion.getTurnContext", {"sessionId": "cr", "forceFull": True})["context"]["activeFile"]
+        active = proc.command("contextCompanion.getTurnContext", {"sessionId": "cr", "forceFull": True})["context"][
+            "activeFile"
+        ]
         assert active["cursor"] == {"line": 3, "character": 2}
         assert active["selectedText"] == "third"
     finally:
@@ -163,7 +170,11 @@ def test_each_delta_from_get_turn_context_rebuilds_the_next_full_context(servers
     opened: dict[str, int] = {}
 
     def configure(max_open: int, context_lines: int, exclude_defaults: bool) -> None:
-        context: dict[str, Any] = {"maxOpenFiles": max_open, "cursorContextLines": context_lines, "maxSelectedChars": 40}
+        context: dict[str, Any] = {
+            "maxOpenFiles": max_open,
+            "cursorContextLines": context_lines,
+            "maxSelectedChars": 40,
+        }
         if not exclude_defaults:
             context["exclude"] = []
         proc.notify("workspace/didChangeConfiguration", {"settings": {**BASE_SETTINGS, "context": context}})
@@ -217,5 +228,5 @@ def test_each_delta_from_get_turn_context_rebuilds_the_next_full_context(servers
         for sid in (a, b):
             try:
                 proc.command("contextCompanion.endSession", {"sessionId": sid})
-            except Exception:  # noqa: BLE001 - never started (no turn taken)
+            except Exception:
                 pass

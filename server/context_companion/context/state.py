@@ -92,13 +92,13 @@ class _Doc:
 class EditorState:
     """Open documents and the cursor. Mutated by the protocol layer, read by turn-context builds."""
 
-    def __init__(self, settings: "ContextSettings") -> None:
+    def __init__(self, settings: ContextSettings) -> None:
         self._docs: OrderedDict[str, _Doc] = OrderedDict()  # MRU first
         self.cursor: CursorState | None = None
         self.version = 0  # bumps on every change: cheap "did anything change" checks
         self.update_settings(settings)
 
-    def update_settings(self, settings: "ContextSettings") -> None:
+    def update_settings(self, settings: ContextSettings) -> None:
         from pathspec import GitIgnoreSpec
 
         self.settings = settings
@@ -197,7 +197,9 @@ class EditorState:
         text = lines[line] if line < len(lines) else ""
         return line, column_from_units(text, units, encoding)
 
-    def _selected_text(self, lines: list[str], selections: Sequence[tuple[RawPosition, RawPosition]], encoding: str) -> str | None:
+    def _selected_text(
+        self, lines: list[str], selections: Sequence[tuple[RawPosition, RawPosition]], encoding: str
+    ) -> str | None:
         parts: list[str] = []
         for start, end in selections:
             a = self._to_code_points(lines, start, encoding)

@@ -16,12 +16,8 @@ from .state import Baseline, TurnState
 
 Kind = Literal["full", "delta", "none"]
 
-FULL_PREFACE = (
-    "Here is what I have open in my editor right now, for context. It is not a request; my next message is."
-)
-DELTA_PREFACE = (
-    "My editor changed since my last message; here is what changed, for context. It is not a request."
-)
+FULL_PREFACE = "Here is what I have open in my editor right now, for context. It is not a request; my next message is."
+DELTA_PREFACE = "My editor changed since my last message; here is what changed, for context. It is not a request."
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +94,9 @@ def _message(preface: str, payload: dict[str, Any]) -> str:
     return f"{preface}\n```json\n{json.dumps(payload, indent=2, ensure_ascii=False)}\n```"
 
 
-def next_turn(baseline: Baseline, current: TurnState, *, force_full: bool = False, pending_tool_call: bool = False) -> TurnContext:
+def next_turn(
+    baseline: Baseline, current: TurnState, *, force_full: bool = False, pending_tool_call: bool = False
+) -> TurnContext:
     """Compute the turn context and move the baseline (unless a tool call is pending)."""
     if pending_tool_call:
         return TurnContext("none", None, None)

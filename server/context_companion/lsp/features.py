@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
@@ -34,7 +34,7 @@ _timers: dict[str, asyncio.TimerHandle] = {}
 _published: set[str] = set()  # open memory/rule documents we published diagnostics for
 
 
-def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", Callable[[Any], t.Range]] | None:
+def _analysis(server: CompanionServer, uri: str) -> tuple[FileAnalysis, Callable[[Any], t.Range]] | None:
     """The analysis of an open memory or rule file, and a converter of its ranges to LSP ranges."""
     session = server.session
     if session is None or session.composer is None or not session.ready.is_set() or not uri.startswith("file:"):
@@ -45,7 +45,7 @@ def _analysis(server: "CompanionServer", uri: str) -> tuple["FileAnalysis", Call
         return None
     try:
         doc = server.workspace.get_text_document(uri)
-    except Exception:  # noqa: BLE001 - not open
+    except Exception:
         return None
     # Not cached: the result depends on the files on disk and on which files are open, and the
     # analysis of one small Markdown file costs well under a millisecond.
@@ -63,14 +63,14 @@ def _range(lines: list[str], rng: Any, encoding: str) -> t.Range:
     return t.Range(start=_position(lines, rng.start, encoding), end=_position(lines, rng.end, encoding))
 
 
-def publish(server: "CompanionServer", uri: str) -> None:
+def publish(server: CompanionServer, uri: str) -> None:
     """Compute and publish diagnostics for an open memory or rule file (no-op for other files)."""
     if not server.session.ready.is_set():
         asyncio.ensure_future(_publish_when_ready(server, uri))
         return
     try:
         found = _analysis(server, uri)
-    except Exception:  # noqa: BLE001 - diagnostics must never break editing
+    except Exception:
         log.exception("analysing %s failed", uri)
         return
     if found is None:
@@ -93,12 +93,12 @@ def publish(server: "CompanionServer", uri: str) -> None:
     server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
 
-async def _publish_when_ready(server: "CompanionServer", uri: str) -> None:
+async def _publish_when_ready(server: CompanionServer, uri: str) -> None:
     await server.session.ready.wait()
     publish(server, uri)
 
 
-def schedule_publish(server: "CompanionServer", uri: str, *, recheck: bool = False) -> None:
+def schedule_publish(server: CompanionServer, uri: str, *, recheck: bool = False) -> None:
     """Debounced :func:`publish`. Called on every change of every document, so it returns at once
     for documents that are not memory or rule files, unless ``recheck`` (memory changed on disk)."""
     if uri not in _published and not (recheck and uri.startswith("file:")):
@@ -110,7 +110,7 @@ def schedule_publish(server: "CompanionServer", uri: str, *, recheck: bool = Fal
     _timers[uri] = loop.call_later(PUBLISH_DELAY, lambda: (_timers.pop(uri, None), publish(server, uri)))
 
 
-def clear(server: "CompanionServer", uri: str) -> None:
+def clear(server: CompanionServer, uri: str) -> None:
     timer = _timers.pop(uri, None)
     if timer is not None:
         timer.cancel()
@@ -119,7 +119,7 @@ def clear(server: "CompanionServer", uri: str) -> None:
         server.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-def register(server: "CompanionServer") -> None:
+def register(server: CompanionServer) -> None:
     @server.feature(t.TEXT_DOCUMENT_DOCUMENT_LINK)
     def document_links(params: t.DocumentLinkParams) -> list[t.DocumentLink] | None:
         found = _analysis(server, params.text_document.uri)
@@ -153,4 +153,6 @@ def register(server: "CompanionServer") -> None:
         if analysis.lens is None:
             return []
         # A lens with a title only (no command to run): clients show it as a label.
-        return [t.CodeLens(range=to_range(analysis.lens.range), command=t.Command(title=analysis.lens.title, command=""))]
+        return [
+            t.CodeLens(range=to_range(analysis.lens.range), command=t.Command(title=analysis.lens.title, command=""))
+        ]

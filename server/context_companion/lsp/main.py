@@ -19,7 +19,9 @@ def configure_logging(verbose: int, log_file: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
-    logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    logging.basicConfig(
+        level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
     # pygls logs every message at INFO: keep it quiet unless debugging.
     pygls_log = logging.getLogger("pygls")
     pygls_log.setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)

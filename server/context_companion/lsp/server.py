@@ -88,7 +88,6 @@ class Protocol(LanguageServerProtocol):
                 self._send_response(data["id"], None, error.to_response_error())
             return _Ignored()
 
-
     def handle_message(self, message: Any) -> None:
         if not hasattr(message, "jsonrpc"):  # a JSON value that is not a JSON-RPC message
             log.warning("ignored a message that is not JSON-RPC: %.200r", message)
@@ -114,7 +113,7 @@ class LspWorkspace(Workspace):
 
 
 class CompanionServer(LanguageServer):
-    session: "Session | None" = None
+    session: Session | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors in notifications (bad cursor params, a failed watcher event) are logged, not
@@ -126,7 +125,7 @@ def _text_of(server: CompanionServer) -> Callable[[str], str | None]:
     def text_of(uri: str) -> str | None:
         try:
             return server.workspace.get_text_document(uri).source
-        except Exception:  # noqa: BLE001 - closed or unknown document
+        except Exception:
             return None
 
     return text_of
@@ -147,9 +146,9 @@ def create_server() -> CompanionServer:
         server.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=message))
 
     booted = asyncio.Event()
-    early: list[Callable[["Session"], None]] = []  # notifications that arrived before the boot
+    early: list[Callable[[Session], None]] = []  # notifications that arrived before the boot
 
-    def with_session(action: Callable[["Session"], None]) -> None:
+    def with_session(action: Callable[[Session], None]) -> None:
         if server.session is None:
             early.append(action)
         else:
@@ -162,7 +161,9 @@ def create_server() -> CompanionServer:
 
         session = Session(notify, show_error, _text_of(server))
         session.initialize(folders, options, encoding)
-        session.after_memory_change = lambda: [features.schedule_publish(server, u, recheck=True) for u in session.editor.open_uris()]
+        session.after_memory_change = lambda: [
+            features.schedule_publish(server, u, recheck=True) for u in session.editor.open_uris()
+        ]
         server.session = session
         for action in early:
             action(session)
@@ -170,7 +171,7 @@ def create_server() -> CompanionServer:
         booted.set()
         try:
             await session.start()
-        except Exception:  # noqa: BLE001 - serve what we can rather than hang
+        except Exception:
             log.exception("start-up failed")
             session.ready.set()
 
@@ -185,7 +186,9 @@ def create_server() -> CompanionServer:
         elif not folders and params.root_path:
             folders = [Path(params.root_path)]
         encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
-        server._boot_task = asyncio.get_running_loop().create_task(boot(folders, params.initialization_options, encoding))
+        server._boot_task = asyncio.get_running_loop().create_task(
+            boot(folders, params.initialization_options, encoding)
+        )
 
     @server.feature(t.INITIALIZED)
     async def initialized(params: t.InitializedParams) -> None:
@@ -200,7 +203,7 @@ def create_server() -> CompanionServer:
             result = await server.workspace_configuration_async(
                 t.ConfigurationParams(items=[t.ConfigurationItem(section="contextCompanion")])
             )
-        except Exception as exc:  # noqa: BLE001 - the client may not answer: keep what we have
+        except Exception as exc:
             log.info("workspace/configuration failed: %s", exc)
             return
         section = result[0] if result else None
@@ -266,7 +269,10 @@ def create_server() -> CompanionServer:
             cursor_model.append(lambda raw: parse_object(DidChangeCursorParams, raw, DID_CHANGE_CURSOR))
         p = cursor_model[0](params)
         position = RawPosition(p.position.line, p.position.character)
-        selections = [(RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character)) for r in p.selections]
+        selections = [
+            (RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character))
+            for r in p.selections
+        ]
         session = server.session
         if session is not None:  # the hot path: no closure per message
             session.did_change_cursor(p.text_document.uri, position, selections)
@@ -277,7 +283,7 @@ def create_server() -> CompanionServer:
 
     # ------------------------------------------------------------------ commands
 
-    def command(name: str, model_name: str, run: Callable[["Session", Any], Any | Awaitable[Any]]) -> None:
+    def command(name: str, model_name: str, run: Callable[[Session, Any], Any | Awaitable[Any]]) -> None:
         async def handler(*args: Any) -> Any:
             await booted.wait()
             from . import params as P
@@ -294,10 +300,12 @@ def create_server() -> CompanionServer:
             except ContextCompanionError as exc:
                 if isinstance(exc, PromptError):
                     raise JsonRpcException(code=REQUEST_FAILED, message=f"{name}: {exc}") from None
-                raise JsonRpcInvalidParams(message=str(exc) if type(exc).__name__ == "ParamsError" else f"{name}: {exc}") from None
+                raise JsonRpcInvalidParams(
+                    message=str(exc) if type(exc).__name__ == "ParamsError" else f"{name}: {exc}"
+                ) from None
             except JsonRpcException:
                 raise
-            except Exception as exc:  # noqa: BLE001 - a bug: log it, answer without a traceback
+            except Exception as exc:
                 log.exception("%s failed", name)
                 raise JsonRpcInternalError(message=f"{name} failed: {type(exc).__name__}: {exc}") from None
 
@@ -311,7 +319,9 @@ def create_server() -> CompanionServer:
         except ParamsError as exc:
             raise JsonRpcInvalidParams(message=str(exc)) from None
 
-    command("contextCompanion.startSession", "StartSessionParams", lambda s, p: s.start_session(p.session_id, p.profile))
+    command(
+        "contextCompanion.startSession", "StartSessionParams", lambda s, p: s.start_session(p.session_id, p.profile)
+    )
     command("contextCompanion.endSession", "EndSessionParams", lambda s, p: s.end_session(p.session_id))
     command(
         "contextCompanion.getSystemInstruction",

@@ -133,7 +133,7 @@ class Session:
         )
         try:
             self.watcher.start()
-        except Exception as exc:  # noqa: BLE001 - never take the server down for the watcher
+        except Exception as exc:
             log.warning("file watching unavailable (%s); use contextCompanion.refreshMemory", exc)
             self.watcher = None
         else:
@@ -221,7 +221,9 @@ class Session:
         self._pending_files.update(uri_to_path(u) for u in uris)
         self.schedule_push("openFilesChanged")
 
-    def did_change_cursor(self, uri: str, position: RawPosition, selections: Sequence[tuple[RawPosition, RawPosition]]) -> None:
+    def did_change_cursor(
+        self, uri: str, position: RawPosition, selections: Sequence[tuple[RawPosition, RawPosition]]
+    ) -> None:
         previous = self.editor.active_uri()  # compared as URIs: no parsing per keystroke
         self.editor.set_cursor(uri, position, selections)
         if previous != uri:
@@ -343,7 +345,7 @@ class Session:
             self._changed_meanwhile.update(paths)  # a new store is being loaded: apply to it after
         try:
             summary = self.composer.memory.apply_changes(paths)
-        except Exception:  # noqa: BLE001 - a watcher event must never kill the loop
+        except Exception:
             log.exception("applying file changes failed")
             return
         if summary.roots_changed and self.watcher is not None:

@@ -137,4 +137,3 @@ def serve_ws(server: Any, host: str | None, port: int | None) -> None:
 
         raise ContextCompanionError("--ws needs the websockets package: pip install 'context-companion[ws]'") from None
     server.start_ws(bind_host(host), DEFAULT_PORT if port is None else port)
-

@@ -224,7 +224,9 @@ class ImportExpander:
             real = self._roots[root] = os.path.realpath(root)
         return real
 
-    def expand(self, text: str, file_path: str, allowed_roots: Sequence[str], real_path: str | None = None) -> Expansion:
+    def expand(
+        self, text: str, file_path: str, allowed_roots: Sequence[str], real_path: str | None = None
+    ) -> Expansion:
         """Expand the imports of ``text`` (the content of ``file_path``).
 
         Imports whose real path lies outside every one of ``allowed_roots`` (resolved through
@@ -292,7 +294,9 @@ class ImportExpander:
                     pieces.append(f"<!-- imported from: {display} -->\n{content}\n<!-- end of import: {display} -->")
                 if outcomes is not None:
                     outcomes.append(
-                        ImportOutcome(ref, resolved, failure, content, failures[nested_start:] if failure is None else [])
+                        ImportOutcome(
+                            ref, resolved, failure, content, failures[nested_start:] if failure is None else []
+                        )
                     )
                 pos = ref.end
             pieces.append(line[pos:])

@@ -109,7 +109,10 @@ def analyze_document(
             skip = skip or f"frontmatter: {rule.error}"
             diagnostics.append(
                 Diagnostic(
-                    _line_range(lines, rule.error_line), "error", f"{rule.error}. This rule is skipped.", "frontmatter-invalid"
+                    _line_range(lines, rule.error_line),
+                    "error",
+                    f"{rule.error}. This rule is skipped.",
+                    "frontmatter-invalid",
                 )
             )
         for key, line, hint in rule.unknown_keys:
@@ -157,7 +160,9 @@ def analyze_document(
             continue
         links.append(DocumentLink(rng, outcome.resolved))
         tokens = store._count(outcome.content) if outcome.content else 0
-        hovers.append(Hover(rng, f"Imports `{store._display(outcome.resolved)}`\n\n`{outcome.resolved}`\n\n{tokens} tokens"))
+        hovers.append(
+            Hover(rng, f"Imports `{store._display(outcome.resolved)}`\n\n`{outcome.resolved}`\n\n{tokens} tokens")
+        )
         for failure in outcome.nested:
             chain = " → ".join(failure.chain[:-1])
             diagnostics.append(

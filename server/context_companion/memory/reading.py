@@ -68,7 +68,10 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         return ReadOutcome(None, skip="not a regular file", signature=sig)
     if st.st_size >= max_bytes:
         return ReadOutcome(
-            None, skip=f"over memory.maxFileBytes ({st.st_size} bytes, limit {max_bytes})", signature=sig, size=st.st_size
+            None,
+            skip=f"over memory.maxFileBytes ({st.st_size} bytes, limit {max_bytes})",
+            signature=sig,
+            size=st.st_size,
         )
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -81,7 +84,10 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
     if len(data) >= max_bytes:
         return ReadOutcome(
-            None, skip=f"over memory.maxFileBytes (at least {len(data)} bytes, limit {max_bytes})", signature=sig, size=len(data)
+            None,
+            skip=f"over memory.maxFileBytes (at least {len(data)} bytes, limit {max_bytes})",
+            signature=sig,
+            size=len(data),
         )
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         return ReadOutcome(None, skip="binary file (NUL byte)", signature=sig, size=len(data))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -271,15 +270,11 @@ def parse_rule(fmt: RuleFormat, text: str) -> ParsedRule:
         try:
             rule.spec = compile_globs(globs)
             rule.glob_specs = [(g, compile_globs((g,))) for g in globs if not g.startswith("!")]
-        except Exception as exc:  # noqa: BLE001 - pathspec raises assorted errors for bad patterns
+        except Exception as exc:
             rule.error = f"'{glob_key}' has a glob that is not valid: {exc}"
             rule.error_line = fm.key_lines.get(glob_key or "", 1)
             return rule
-    if fmt == "copilot" or always_raw:
-        rule.mode = "always"
-    elif fmt == "claude" and not globs:
-        rule.mode = "always"
-    elif globs and set(globs) <= _MATCH_ALL:
+    if fmt == "copilot" or always_raw or (fmt == "claude" and not globs) or (globs and set(globs) <= _MATCH_ALL):
         rule.mode = "always"
     elif globs:
         rule.mode = "globs"

@@ -316,10 +316,16 @@ class MemoryStore:
             self._rebuild_dep_index()
             after = self._snapshot()
             changed = sorted(
-                {after[k][0] if k in after else before[k][0] for k in set(before) | set(after) if before.get(k) != after.get(k)}
+                {
+                    after[k][0] if k in after else before[k][0]
+                    for k in set(before) | set(after)
+                    if before.get(k) != after.get(k)
+                }
             )
             kinds = {
-                after[k][1] if k in after else before[k][1] for k in set(before) | set(after) if before.get(k) != after.get(k)
+                after[k][1] if k in after else before[k][1]
+                for k in set(before) | set(after)
+                if before.get(k) != after.get(k)
             }
             kind: ChangeKind | None
             if structural:
@@ -807,7 +813,9 @@ class MemoryStore:
                 rules.setdefault(abs_path, (rel, glob, is_active))
         return jit, rules
 
-    def _build(self, jit_active: dict[str, tuple[str, bool]], rule_active: dict[str, tuple[str, str, bool]]) -> MemoryResult:
+    def _build(
+        self, jit_active: dict[str, tuple[str, bool]], rule_active: dict[str, tuple[str, str, bool]]
+    ) -> MemoryResult:
         infos: dict[str, tuple[_Entry, bool, str]] = {}  # abs_path → (entry, included, reason)
         order: list[_Entry] = []
         warnings: list[str] = []
@@ -891,7 +899,8 @@ class MemoryStore:
             if listing:
                 drop_order.append("\0listing")
             by_tier = {
-                t: [e for e in order if infos[e.abs_path][1] and e.tier == t] for t in ("global", "workspace", "jit", "rule")
+                t: [e for e in order if infos[e.abs_path][1] and e.tier == t]
+                for t in ("global", "workspace", "jit", "rule")
             }
             drop_order += [e.abs_path for e in reversed(by_tier["rule"])]
             drop_order += [e.abs_path for e in by_tier["jit"]]
@@ -925,7 +934,12 @@ class MemoryStore:
         text = self._join(order, blocks, listing)
         files = tuple(
             MemoryFileInfo(
-                e.display, e.abs_path, e.tier, e.tokens, infos[e.abs_path][1], infos[e.abs_path][2] or f"skipped: {e.skip}"
+                e.display,
+                e.abs_path,
+                e.tier,
+                e.tokens,
+                infos[e.abs_path][1],
+                infos[e.abs_path][2] or f"skipped: {e.skip}",
             )
             for e in order
         )

@@ -212,7 +212,7 @@ class MemoryWatcher:
     def _relevant(self, path: str) -> bool:
         try:
             return bool(self._is_relevant(path))
-        except Exception:  # noqa: BLE001 - a bug in the filter must not kill the observer thread
+        except Exception:
             log.exception("memory watcher: is_relevant failed for %s", path)
             return False
 
@@ -248,5 +248,5 @@ class MemoryWatcher:
                 batch, self._pending = self._pending, set()
             try:
                 self._on_change(batch)
-            except Exception:  # noqa: BLE001 - the callback's failure must not stop watching
+            except Exception:
                 log.exception("memory watcher: on_change failed")

@@ -5,7 +5,10 @@ from __future__ import annotations
 SNAPSHOT_PARTS: tuple[tuple[str, str], ...] = (
     ("overall_goal", "One sentence: what the user is ultimately trying to achieve."),
     ("active_constraints", "Rules, preferences and technical constraints the user set or the work revealed."),
-    ("key_knowledge", "Facts learned that later work depends on: commands, paths, versions, decisions and their reasons."),
+    (
+        "key_knowledge",
+        "Facts learned that later work depends on: commands, paths, versions, decisions and their reasons.",
+    ),
     ("artifact_trail", "Files and symbols that were created, changed or removed, each with why."),
     ("file_system_state", "The working directory and the files known to exist, created, read or modified."),
     ("recent_actions", "The last few tool calls and what they returned, stated as facts."),

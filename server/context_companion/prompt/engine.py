@@ -81,7 +81,7 @@ class Instruction:
     environment_context: str | None  # the environment text, wherever it was placed (None when off/empty)
     environment_placement: str
     initial_message: str | None  # the first user message when placement is initialMessage
-    memory: "MemoryResult | None"
+    memory: MemoryResult | None
     template: str | None = None  # the template file used, if any
     warnings: tuple[str, ...] = field(default=())
 
@@ -126,7 +126,7 @@ class InstructionEngine:
         workspace_folders: Sequence[Path],
         *,
         tokenizer: Tokenizer,
-        memory: "MemoryStore | None" = None,
+        memory: MemoryStore | None = None,
         environ: Mapping[str, str] | None = None,
         user_dir: Path | None = None,
         today: Callable[[], date] = date.today,
@@ -234,12 +234,22 @@ class InstructionEngine:
         # watched, so their content (not their path) must be part of the cache key.
         file_texts = {
             cfg.id: self._read_files(cfg)
-            for cfg in (settings.system_prompt.contributors if isinstance(settings.system_prompt, SystemPromptConfig) else ())
+            for cfg in (
+                settings.system_prompt.contributors if isinstance(settings.system_prompt, SystemPromptConfig) else ()
+            )
             if cfg.type == "file" and cfg.enabled
         }
 
         # Settings are not in the key: update_settings() empties the cache.
-        key = (profile.model_dump_json(), memory_result, memory_text, env_text, today, template_text, tuple(file_texts.items()))
+        key = (
+            profile.model_dump_json(),
+            memory_result,
+            memory_text,
+            env_text,
+            today,
+            template_text,
+            tuple(file_texts.items()),
+        )
         cached = self._cache.get(key)
         if cached is not None:
             return cached

@@ -22,7 +22,7 @@ OPAQUE_DIRS: frozenset[str] = frozenset({".git", "node_modules", "__pycache__", 
 class _Node:
     name: str
     is_dir: bool
-    children: list["_Node"] = field(default_factory=list)
+    children: list[_Node] = field(default_factory=list)
     opaque: bool = False  # shown as name/... and not entered
     explored: bool = False
     truncated: bool = False  # some entries were left out for the item limit
@@ -51,7 +51,11 @@ def folder_tree(root: Path, max_items: int = 200) -> str:
             node.explored = True
             continue
         names = {n for n, _ in entries}
-        rules = IgnoreRules.for_root(Path(abs_dir), names) if parent_rules is None else parent_rules.descend(rel, abs_dir, names)
+        rules = (
+            IgnoreRules.for_root(Path(abs_dir), names)
+            if parent_rules is None
+            else parent_rules.descend(rel, abs_dir, names)
+        )
         node.explored = True
         entries.sort(key=lambda e: (not e[1], e[0].lower(), e[0]))
         prefix = rel + "/" if rel else ""
@@ -137,7 +141,12 @@ def environment_context(
             if tree is None:
                 tree = folder_tree(folder, max_items)
             if tree:
-                lines += ["", f"Folder structure of {folder} (ignored files left out, at most {max_items} entries):", "", tree]
+                lines += [
+                    "",
+                    f"Folder structure of {folder} (ignored files left out, at most {max_items} entries):",
+                    "",
+                    tree,
+                ]
     return "\n".join(lines)
 
 

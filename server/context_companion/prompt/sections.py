@@ -46,7 +46,9 @@ class SectionOptions:
     plans_dir: str = ".context-companion/plans"
 
     @classmethod
-    def from_profile(cls, profile: AgentProfile, *, in_git_repo: bool, skills: Sequence[Skill], plans_dir: str) -> "SectionOptions":
+    def from_profile(
+        cls, profile: AgentProfile, *, in_git_repo: bool, skills: Sequence[Skill], plans_dir: str
+    ) -> SectionOptions:
         return cls(
             interactive=profile.interactive,
             plan_mode=profile.approval_mode == "plan",
@@ -77,8 +79,10 @@ class SectionOptions:
 
 
 def preamble(o: SectionOptions) -> str:
-    who = "an interactive coding agent working beside the user in their editor" if o.interactive else (
-        "a coding agent running without a person watching each step"
+    who = (
+        "an interactive coding agent working beside the user in their editor"
+        if o.interactive
+        else ("a coding agent running without a person watching each step")
     )
     return (
         f"You are {who}. You help with software engineering work: reading and changing code, running the "
@@ -177,7 +181,11 @@ def primary_workflows(o: SectionOptions) -> str:
         f"**Understand.** Find the code involved with {find}, running independent searches in parallel, and read "
         f"what you need with {o.tool_ref('read')} before you form a view.",
         "**Plan.** Work out a concrete plan grounded in what you read."
-        + (" If the request only implies a change, confirm it with the user before you modify files." if o.interactive else "")
+        + (
+            " If the request only implies a change, confirm it with the user before you modify files."
+            if o.interactive
+            else ""
+        )
         + (f" For larger tasks, track the steps with `{o.tool('todos')}`." if o.tool("todos") else "")
         + " Include how you will test it.",
         f"**Implement.** Make the change with {o.tool_ref('edit')}, {o.tool_ref('write')} and {o.tool_ref('shell')}. "

@@ -30,7 +30,9 @@ def _read_skill(path: Path) -> Skill | None:
         log.warning("skill %s skipped: %s", path, fm.error or "frontmatter needs a 'name'")
         return None
     description = fm.data.get("description")
-    return Skill(name=fm.data["name"].strip(), description=str(description).strip() if description else "", location=str(path))
+    return Skill(
+        name=fm.data["name"].strip(), description=str(description).strip() if description else "", location=str(path)
+    )
 
 
 def _scan(folder: Path) -> list[Skill]:
@@ -44,7 +46,9 @@ def _scan(folder: Path) -> list[Skill]:
     return found
 
 
-def discover_skills(user_dir: Path | None, workspace_folders: Sequence[Path], explicit: Sequence[Skill] = ()) -> list[Skill]:
+def discover_skills(
+    user_dir: Path | None, workspace_folders: Sequence[Path], explicit: Sequence[Skill] = ()
+) -> list[Skill]:
     """All skills, later sources replacing earlier ones by name; sorted by name."""
     by_name: dict[str, Skill] = {}
     sources: list[list[Skill]] = []

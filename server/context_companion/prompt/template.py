@@ -66,7 +66,9 @@ def resolve_template_path(settings: Settings, folders: Sequence[Path], environ: 
             return None
         if kind == "switch":
             if base is None:
-                raise PromptError("CONTEXT_COMPANION_SYSTEM_MD=true needs a workspace folder for .context-companion/system.md")
+                raise PromptError(
+                    "CONTEXT_COMPANION_SYSTEM_MD=true needs a workspace folder for .context-companion/system.md"
+                )
             return base / DEFAULT_TEMPLATE
         return _expand(value, base)
     if settings.system_prompt_file:

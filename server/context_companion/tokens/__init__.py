@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import math
 import os
 import tempfile
@@ -25,11 +26,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-import logging
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Tokenizer", "estimate_tokens", "encoding_for_model"]
+__all__ = ["Tokenizer", "encoding_for_model", "estimate_tokens"]
 
 _CACHE_SIZE = 4096
 
@@ -160,7 +160,7 @@ class Tokenizer:
             if self._file is not None:
                 try:
                     enc = _encoding_from_file(self.encoding_name, self._file)
-                except Exception as exc:  # noqa: BLE001 - any failure means: fall back
+                except Exception as exc:
                     reasons.append(f"encoding file {self._file} unusable ({type(exc).__name__}: {str(exc)[:120]})")
             if enc is None:
                 try:
@@ -170,7 +170,7 @@ class Tokenizer:
                         enc = tiktoken.get_encoding(self.encoding_name)
                     else:
                         enc = _build_encoding(self.encoding_name, _cache_only_loader)
-                except Exception as exc:  # noqa: BLE001 - not cached, unknown name, corrupt cache
+                except Exception as exc:
                     reasons.append(
                         f"encoding {self.encoding_name!r} could not be loaded ({type(exc).__name__}: {str(exc)[:160]}); "
                         "set tokens.encodingFile to a local .tiktoken file or TIKTOKEN_CACHE_DIR to a cache holding it"
