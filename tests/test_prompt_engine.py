@@ -7,6 +7,7 @@ from datetime import date
 import pytest
 from context_companion.errors import PromptError, SettingsError
 from context_companion.prompt.engine import InstructionEngine, _Contributor, collapse_newlines, merge_contributors
+from context_companion.prompt.export import Exporter, export_path
 from context_companion.settings import AgentProfile, ContributorConfig, Settings, resolve_settings, validate_layer
 
 DAY = date(2026, 11, 21)
@@ -176,7 +177,7 @@ def test_contributors_merge_by_id_remove_add_and_sort(workspace, tokenizer):
 
 
 def test_ties_keep_their_order():
-    a, b, c = (_Contributor(x, 5, "builtin", render=lambda: x) for x in "abc")
+    a, b, _ = (_Contributor(x, 5, "builtin", render=lambda: x) for x in "abc")
     merged = merge_contributors([a, b], [ContributorConfig(id="c", type="static", priority=5, content="c")])
     assert [m.id for m in merged] == ["a", "b", "c"]
 
@@ -321,17 +322,21 @@ def test_tokens_per_section_sum_to_total_within_joiner_overhead(workspace, token
     assert built.tokens.encoding == "tiny_test" and built.tokens.estimated is False
 
 
-def test_export_writes_atomically_and_never_over_the_template(workspace, tokenizer):
+def test_building_writes_nothing_and_export_writes_atomically_never_over_the_template(workspace, tokenizer):
     s = validate_layer({**NO_ENV, "writeSystemPromptTo": "out/system.md"}, "t")
     built = engine(s, [workspace], tokenizer).build()
+    assert not (workspace / "out").exists()
+    Exporter().export(built, export_path(s, [workspace], {}))
     assert (workspace / "out" / "system.md").read_text() == built.text + "\n"
     tpl = workspace / "tpl.md"
     tpl.write_text("T")
     same = validate_layer({**NO_ENV, "systemPromptFile": "tpl.md", "writeSystemPromptTo": "tpl.md"}, "t")
-    built2 = engine(same, [workspace], tokenizer).build()
+    built2 = Exporter().export(engine(same, [workspace], tokenizer).build(), export_path(same, [workspace], {}))
     assert tpl.read_text() == "T" and any("template" in w for w in built2.warnings)
     env = {"CONTEXT_COMPANION_WRITE_SYSTEM_MD": "1"}
-    built3 = engine(validate_layer(NO_ENV, "t"), [workspace], tokenizer, environ=env).build()
+    plain = validate_layer(NO_ENV, "t")
+    built3 = engine(plain, [workspace], tokenizer, environ=env).build()
+    Exporter().export(built3, export_path(plain, [workspace], env))
     assert (workspace / ".context-companion" / "system.generated.md").read_text() == built3.text + "\n"
 
 

@@ -6,6 +6,7 @@ a byte-identical text and the same etag.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -17,8 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PromptError
-from ..fileio import atomic_write_text
-from ..settings import ENV_PREFIX, AgentProfile, ContributorConfig, Settings, SystemPromptConfig
+from ..settings import AgentProfile, ContributorConfig, Settings, Skill, SystemPromptConfig
 from ..tokens import Tokenizer
 from . import sections as S
 from .environment import INITIAL_MESSAGE_CLOSING, environment_context, folder_tree, is_git_repository
@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # the memory package is optional for the engine
 log = logging.getLogger(__name__)
 
 MEMORY_SEPARATOR = "\n\n---\n\n"
-DEFAULT_EXPORT = Path(".context-companion") / "system.generated.md"
 _NEWLINE_RUNS = re.compile(r"\n{3,}")
 
 
@@ -109,7 +108,7 @@ class _Contributor:
 
 
 def merge_contributors(builtins: Sequence[_Contributor], user: Sequence[ContributorConfig]) -> list[_Contributor]:
-    """Seed 004's merge: same id replaces, ``enabled: false`` removes, new ids are added; stable sort by priority."""
+    """Merge user contributors into the built-ins: same id replaces, ``enabled: false`` removes, new ids are added; stable sort by priority."""
     merged: dict[str, _Contributor | None] = {c.id: c for c in builtins}
     for cfg in user:
         merged[cfg.id] = None if not cfg.enabled else _Contributor(cfg.id, cfg.priority, cfg.type, config=cfg)
@@ -141,10 +140,9 @@ class InstructionEngine:
         self.today = today
         self.platform = platform
         self._trees: dict[str, str] | None = None
-        self._skills: dict[str, list] = {}
+        self._skills: dict[str, list[Skill]] = {}
         self._git: bool | None = None
-        self._cache: dict[tuple, Instruction] = {}
-        self._last_export: tuple[Path, str] | None = None
+        self._cache: dict[tuple[object, ...], Instruction] = {}
 
     # ------------------------------------------------------------------ state changes
 
@@ -182,7 +180,7 @@ class InstructionEngine:
             trees=self._trees,
         )
 
-    def _skills_for(self, profile: AgentProfile) -> list:
+    def _skills_for(self, profile: AgentProfile) -> list[Skill]:
         key = profile.model_dump_json(include={"skills", "discover_skills"})
         if key not in self._skills:
             if profile.discover_skills:
@@ -219,172 +217,173 @@ class InstructionEngine:
         open_paths: Sequence[Path] = (),
         active_path: Path | None = None,
     ) -> Instruction:
-        """Compose the instruction. Raises :class:`PromptError` when the configuration cannot be honoured."""
+        """Compose the instruction. Raises :class:`PromptError` when the configuration cannot be honoured.
+
+        Pure apart from reading the files it is configured to read: writing the result anywhere
+        (``writeSystemPromptTo``) is :func:`~.export.export_instruction`, a separate step.
+        """
+        inputs = self._inputs(profile or self.settings.profile, open_paths, active_path)
+        cached = self._cache.get(inputs.key)
+        if cached is not None:
+            return cached
+        rendered, inline = self._render(inputs)
+        instruction = self._assemble(inputs, rendered, inline)
+        if len(self._cache) > 64:
+            self._cache.clear()
+        self._cache[inputs.key] = instruction
+        return instruction
+
+    def _inputs(self, profile: AgentProfile, open_paths: Sequence[Path], active_path: Path | None) -> _Inputs:
         settings = self.settings
-        profile = profile or settings.profile
         today = self.today()
         memory_result = self.memory.compose(list(open_paths), active_path) if self.memory is not None else None
         memory_text = "\n\n".join(
             t for t in ((memory_result.text.strip() if memory_result else ""), profile.mcp_instructions.strip()) if t
         )
-        env_text = self._environment(today).strip()
         template_path = resolve_template_path(settings, self.folders, self.environ)
-        template_text = read_template(template_path) if template_path is not None else None
         # Files behind `file` contributors are read on every build, like the template: they are not
         # watched, so their content (not their path) must be part of the cache key.
-        file_texts = {
-            cfg.id: self._read_files(cfg)
-            for cfg in (
-                settings.system_prompt.contributors if isinstance(settings.system_prompt, SystemPromptConfig) else ()
-            )
-            if cfg.type == "file" and cfg.enabled
-        }
-
-        # Settings are not in the key: update_settings() empties the cache.
-        key = (
-            profile.model_dump_json(),
-            memory_result,
-            memory_text,
-            env_text,
-            today,
-            template_text,
-            tuple(file_texts.items()),
+        configs = settings.system_prompt.contributors if isinstance(settings.system_prompt, SystemPromptConfig) else ()
+        file_texts = {cfg.id: self._read_files(cfg) for cfg in configs if cfg.type == "file" and cfg.enabled}
+        return _Inputs(
+            profile=profile,
+            today=today,
+            memory=memory_result,
+            memory_text=memory_text,
+            env_text=self._environment(today).strip(),
+            template_path=template_path,
+            template_text=read_template(template_path) if template_path is not None else None,
+            file_texts=file_texts,
         )
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
 
+    def _render(self, inputs: _Inputs) -> tuple[list[SectionText], set[str]]:
+        """The sections in order, and which of memory/environment a contributor placed inline."""
+        profile = inputs.profile
         skills = self._skills_for(profile)
         options = S.SectionOptions.from_profile(
             profile, in_git_repo=self._in_git(), skills=skills, plans_dir=".context-companion/plans"
         )
-        used_memory_inline = False
-        used_env_inline = False
-        rendered: list[SectionText] = []
-
-        if template_text is not None:
+        if inputs.template_text is not None:
             values = template_values(S.render_skills(skills), S.agent_contexts(options), profile.tools)
-            rendered.append(SectionText("template", substitute(template_text, values).strip()))
-        else:
-            builtins = [
-                _Contributor(b.id, b.priority, "builtin", render=(lambda b=b: b.render(options)))
-                for b in S.BUILTIN_SECTIONS
-                if settings.prompt.sections.get(b.id, True)
-            ]
-            if isinstance(settings.system_prompt, str):
-                contributors = [_Contributor("systemPrompt", 0, "static", render=lambda: settings.system_prompt)]
-            elif isinstance(settings.system_prompt, SystemPromptConfig):
-                contributors = merge_contributors(builtins, settings.system_prompt.contributors)
-            else:
-                contributors = builtins
-            dynamic: dict[str, Callable[[], str]] = {
-                "dateTime": lambda: f"Today's date: {today.strftime('%A, %d %B %Y')}.",
-                "memory": lambda: memory_text,
-                "userInstructions": lambda: profile.user_instructions,
-                "toolListing": lambda: (
-                    "# Available Tools\n\n" + "\n".join(f"- {t}" for t in profile.tools) if profile.tools else ""
-                ),
-                "environment": lambda: env_text,
-            }
-            for c in contributors:
-                if c.render is not None:
-                    text = c.render()
-                elif c.kind == "static":
-                    text = c.config.content or ""
-                elif c.kind == "dynamic":
-                    source = c.config.source or ""
-                    used_memory_inline |= source == "memory"
-                    used_env_inline |= source == "environment"
-                    text = dynamic[source]()
-                elif c.kind == "file":
-                    text = file_texts[c.id]
-                else:  # pragma: no cover - settings validation forbids it
-                    raise PromptError(f"contributor {c.id!r}: unknown type {c.kind!r}")
-                text = (text or "").strip()
-                if text:
-                    rendered.append(SectionText(c.id, text))
+            return [SectionText("template", substitute(inputs.template_text, values).strip())], set()
+        inline: set[str] = set()
+        rendered = []
+        for c in self._contributors(options):
+            text = (self._render_one(c, inputs, inline) or "").strip()
+            if text:
+                rendered.append(SectionText(c.id, text))
+        return rendered, inline
 
+    def _contributors(self, options: S.SectionOptions) -> list[_Contributor]:
+        settings = self.settings
+        builtins = [
+            _Contributor(b.id, b.priority, "builtin", render=functools.partial(b.render, options))
+            for b in S.BUILTIN_SECTIONS
+            if settings.prompt.sections.get(b.id, True)
+        ]
+        system_prompt = settings.system_prompt
+        if isinstance(system_prompt, str):
+            return [_Contributor("systemPrompt", 0, "static", render=lambda: system_prompt)]
+        if isinstance(system_prompt, SystemPromptConfig):
+            return merge_contributors(builtins, system_prompt.contributors)
+        return builtins
+
+    @staticmethod
+    def _render_one(c: _Contributor, inputs: _Inputs, inline: set[str]) -> str:
+        if c.render is not None:
+            return c.render()
+        config = c.config
+        assert config is not None  # only built-ins have no config, and they have a renderer
+        if c.kind == "static":
+            return config.content or ""
+        if c.kind == "file":
+            return inputs.file_texts[c.id]
+        if c.kind == "dynamic":
+            source = config.source or ""
+            inline.add(source)
+            return _dynamic_text(source, inputs)
+        raise PromptError(f"contributor {c.id!r}: unknown type {c.kind!r}")  # pragma: no cover - validated
+
+    def _assemble(self, inputs: _Inputs, rendered: list[SectionText], inline: set[str]) -> Instruction:
+        """Place memory and environment around the rendered sections, count tokens, hash."""
+        env_text, memory_text = inputs.env_text, inputs.memory_text
+        placement = self.settings.environment.placement
+        env_first = bool(env_text) and placement == "systemInstruction" and "environment" not in inline
+        memory_last = bool(memory_text) and "memory" not in inline
         base = "\n\n".join(s.text for s in rendered)
-        pieces: list[SectionText] = []
-        placement = settings.environment.placement
-        if env_text and placement == "systemInstruction" and not used_env_inline:
-            pieces.append(SectionText("environment", env_text))
+        pieces = [SectionText("environment", env_text)] if env_first else []
         pieces += rendered
         final = base
-        if memory_text and not used_memory_inline:
+        if memory_last:
             final = f"{base}{MEMORY_SEPARATOR}{memory_text}" if base else memory_text
             pieces.append(SectionText("memory", memory_text))
-        if env_text and placement == "systemInstruction" and not used_env_inline:
+        if env_first:
             final = f"{env_text}\n\n{final}" if final else env_text
         final = collapse_newlines(final).strip()
+        initial = None
+        if placement == "initialMessage" and env_text and "environment" not in inline:
+            initial = f"{env_text}\n\n{INITIAL_MESSAGE_CLOSING}"
+        return Instruction(
+            text=final,
+            etag=etag_of(final),
+            sections=tuple(pieces),
+            tokens=self._token_report(final, pieces),
+            environment_context=env_text or None,
+            environment_placement=placement,
+            initial_message=initial,
+            memory=inputs.memory,
+            template=str(inputs.template_path) if inputs.template_path is not None else None,
+            warnings=tuple(inputs.memory.warnings) if inputs.memory else (),
+        )
 
+    def _token_report(self, final: str, pieces: Sequence[SectionText]) -> TokenReport:
         tok = self.tokenizer
-        total = tok.count(final)
-        report = TokenReport(
-            total=total,
+        return TokenReport(
+            total=tok.count(final),
             encoding=tok.encoding_name,
             estimated=tok.estimated,
             sections=tuple((p.id, tok.count(collapse_newlines(p.text))) for p in pieces),
             reason=tok.reason,
         )
-        initial = None
-        if placement == "initialMessage" and env_text and not used_env_inline:
-            initial = f"{env_text}\n\n{INITIAL_MESSAGE_CLOSING}"
-        warnings: list[str] = list(memory_result.warnings) if memory_result else []
-        instruction = Instruction(
-            text=final,
-            etag=etag_of(final),
-            sections=tuple(pieces),
-            tokens=report,
-            environment_context=env_text or None,
-            environment_placement=placement,
-            initial_message=initial,
-            memory=memory_result,
-            template=str(template_path) if template_path is not None else None,
-            warnings=tuple(warnings),
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """Everything one build reads; ``key`` identifies builds that give the same bytes."""
+
+    profile: AgentProfile
+    today: date
+    memory: MemoryResult | None
+    memory_text: str
+    env_text: str
+    template_path: Path | None
+    template_text: str | None
+    file_texts: dict[str, str]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        # Settings are not in the key: update_settings() empties the cache.
+        return (
+            self.profile.model_dump_json(),
+            self.memory,
+            self.memory_text,
+            self.env_text,
+            self.today,
+            self.template_text,
+            tuple(self.file_texts.items()),
         )
-        export_warning = self._export(instruction, template_path)
-        if export_warning:
-            instruction = _with_warning(instruction, export_warning)
-        if len(self._cache) > 64:
-            self._cache.clear()
-        self._cache[key] = instruction
-        return instruction
-
-    # ------------------------------------------------------------------ export
-
-    def export_path(self) -> Path | None:
-        raw = self.environ.get(ENV_PREFIX + "WRITE_SYSTEM_MD")
-        if raw is None or not raw.strip():
-            raw = self.settings.write_system_prompt_to
-        if raw is None or not raw.strip() or raw.strip().lower() in ("0", "false"):
-            return None
-        base = self.folders[0] if self.folders else None
-        if raw.strip().lower() in ("1", "true"):
-            return (base or Path.cwd()) / DEFAULT_EXPORT
-        path = Path(raw.strip()).expanduser()
-        if not path.is_absolute() and base is not None:
-            path = base / path
-        return path
-
-    def _export(self, instruction: Instruction, template_path: Path | None) -> str | None:
-        path = self.export_path()
-        if path is None:
-            return None
-        if template_path is not None and path.resolve() == template_path.resolve():
-            return f"not exporting the instruction to {path}: that file is the system prompt template"
-        if self._last_export == (path, instruction.etag) and path.exists():
-            return None
-        try:
-            atomic_write_text(path, instruction.text + "\n")
-        except OSError as exc:
-            log.warning("cannot export the instruction to %s: %s", path, exc)
-            return f"cannot export the instruction to {path}: {exc.strerror or exc}"
-        self._last_export = (path, instruction.etag)
-        return None
 
 
-def _with_warning(instruction: Instruction, warning: str) -> Instruction:
-    from dataclasses import replace
-
-    return replace(instruction, warnings=instruction.warnings + (warning,))
+def _dynamic_text(source: str, inputs: _Inputs) -> str:
+    profile = inputs.profile
+    if source == "dateTime":
+        return f"Today's date: {inputs.today.strftime('%A, %d %B %Y')}."
+    if source == "memory":
+        return inputs.memory_text
+    if source == "userInstructions":
+        return profile.user_instructions
+    if source == "toolListing":
+        return "# Available Tools\n\n" + "\n".join(f"- {t}" for t in profile.tools) if profile.tools else ""
+    if source == "environment":
+        return inputs.env_text
+    raise PromptError(f"dynamic contributor: unknown source {source!r}")  # pragma: no cover - validated

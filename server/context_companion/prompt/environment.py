@@ -106,10 +106,7 @@ def project_temp_dir(folders: Sequence[Path]) -> str:
 def is_git_repository(folder: Path) -> bool:
     """Whether ``folder`` or one of its parents holds a ``.git`` entry."""
     folder = Path(folder).resolve()
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return True
-    return False
+    return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
 
 
 def environment_context(

@@ -18,7 +18,7 @@ DEFAULT_TEMPLATE = Path(".context-companion") / "system.md"
 
 class _BracedTemplate(string.Template):
     delimiter = "$"
-    pattern = r"""
+    pattern = r"""  # type: ignore[assignment]  # string.Template compiles the string in __init_subclass__
     \$(?:
       (?P<escaped>(?!))                         |  # no escape: '$$' stays as written
       (?P<named>(?!))                           |  # bare $name is not a placeholder
