@@ -61,3 +61,8 @@ class MemoryWriteError(ContextCompanionError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}" if path else reason)
+
+
+class ParamsError(ContextCompanionError):
+    """Raised when a command's or notification's params do not validate, or name an unknown agent
+    session. Bridges answer it as invalid params (JSON-RPC -32602); the message names the field."""

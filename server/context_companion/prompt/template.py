@@ -16,9 +16,7 @@ from ..settings import Settings, system_md_env
 DEFAULT_TEMPLATE = Path(".context-companion") / "system.md"
 
 
-class _BracedTemplate(string.Template):
-    delimiter = "$"
-    pattern = r"""  # type: ignore[assignment]  # string.Template compiles the string in __init_subclass__
+_PATTERN = r"""
     \$(?:
       (?P<escaped>(?!))                         |  # no escape: '$$' stays as written
       (?P<named>(?!))                           |  # bare $name is not a placeholder
@@ -26,6 +24,12 @@ class _BracedTemplate(string.Template):
       (?P<invalid>(?!))
     )
     """
+
+
+class _BracedTemplate(string.Template):
+    delimiter = "$"
+    # A string, not a compiled pattern: string.Template compiles it in __init_subclass__.
+    pattern = _PATTERN  # type: ignore[assignment]
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:

@@ -1,7 +1,8 @@
-"""Pydantic models of every custom command's argument and notification's params.
+"""Pydantic models of every command's argument and of the cursor notification's params.
 
 Each command takes one optional JSON object. :func:`parse` validates it and raises
-:class:`ParamsError` (turned into JSON-RPC InvalidParams) naming the field and the reason.
+:class:`~context_companion.errors.ParamsError` naming the field and the reason; every bridge
+(LSP, MCP, ...) validates with the same models, so they reject the same input the same way.
 """
 
 from __future__ import annotations
@@ -12,12 +13,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from ..errors import ContextCompanionError
+from ..errors import ParamsError
 from ..settings import field_path
-
-
-class ParamsError(ContextCompanionError):
-    """Raised when a command's or notification's params do not validate. Becomes InvalidParams (-32602)."""
 
 
 class _Params(BaseModel):
