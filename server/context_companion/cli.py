@@ -92,14 +92,14 @@ def _open_paths(workspace: Path, files: Sequence[str]) -> list[Path]:
 
 
 def _cmd_instruction(args: argparse.Namespace) -> int:
-    from .composer import Composer
+    from .workspace.companion import Companion
 
     workspace = _workspace(args.workspace)
     profile = _profile(args.profile)
-    composer = Composer.from_folders([workspace])
-    composer.load()
+    companion = Companion.open([workspace])
     open_paths = _open_paths(workspace, args.open)
-    instruction = composer.build(profile, open_paths, open_paths[-1] if open_paths else None)
+    instruction = companion.engine.build(profile, open_paths, open_paths[-1] if open_paths else None)
+    instruction = companion.export(instruction)
     for warning in instruction.warnings:
         sys.stderr.write(f"context-companion: warning: {warning}\n")
     if args.json:
@@ -114,19 +114,18 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
 
 
 def _cmd_memory(args: argparse.Namespace) -> int:
-    from .composer import Composer
+    from .workspace.companion import Companion
 
     workspace = _workspace(args.workspace)
-    composer = Composer.from_folders([workspace])
-    composer.load()
+    companion = Companion.open([workspace])
     open_paths = _open_paths(workspace, args.open)
-    result = composer.memory.compose(open_paths, open_paths[-1] if open_paths else None)
+    result = companion.memory.compose(open_paths, open_paths[-1] if open_paths else None)
     if args.json:
         payload = {
             "files": [f.to_wire() for f in result.files],
             "dropped": list(result.dropped),
             "warnings": list(result.warnings),
-            "tokens": composer.tokenizer.count(result.text),
+            "tokens": companion.tokenizer.count(result.text),
             "text": result.text,
         }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
@@ -142,7 +141,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
     sys.stdout.write(
-        f"{len(included)} of {len(result.files)} files included, {composer.tokenizer.count(result.text)} tokens\n"
+        f"{len(included)} of {len(result.files)} files included, {companion.tokenizer.count(result.text)} tokens\n"
     )
     return 0
 

@@ -1,0 +1,81 @@
+"""Text synchronisation and the cursor: the editor state the turn context is built from.
+
+These run on every keystroke or cursor move: no parsing of URIs, no closures per message, and
+the cursor's params stay a plain dict (see :class:`~.server.Protocol`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as t
+
+from ..context.state import RawPosition, uri_to_path
+
+if TYPE_CHECKING:
+    from ..workspace.companion import Companion
+    from .server import CompanionServer
+
+DID_CHANGE_CURSOR = "contextCompanion/didChangeCursor"
+OPEN_FILES_CHANGED = "openFilesChanged"
+
+
+def did_open(ls: CompanionServer, params: t.DidOpenTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.when_booted(lambda c: _opened(ls, c, uri))
+
+
+def _opened(ls: CompanionServer, companion: Companion, uri: str) -> None:
+    companion.did_open(uri)
+    ls.publisher.schedule(OPEN_FILES_CHANGED, [uri_to_path(uri)])
+    ls.diagnostics.publish(uri)
+
+
+def did_change(ls: CompanionServer, params: t.DidChangeTextDocumentParams) -> None:
+    if ls.companion is not None:
+        ls.diagnostics.schedule(params.text_document.uri)
+
+
+def did_close(ls: CompanionServer, params: t.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.when_booted(lambda c: _closed(ls, c, uri))
+
+
+def _closed(ls: CompanionServer, companion: Companion, uri: str) -> None:
+    companion.did_close(uri)
+    ls.publisher.schedule(OPEN_FILES_CHANGED, [uri_to_path(uri)])
+    ls.diagnostics.clear(uri)
+
+
+def did_change_cursor(ls: CompanionServer, params: Any) -> None:
+    p = ls.parse_cursor(params)
+    uri = p.text_document.uri
+    position = RawPosition(p.position.line, p.position.character)
+    selections = [
+        (RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character)) for r in p.selections
+    ]
+    companion = ls.companion
+    if companion is None:
+        ls.when_booted(lambda c: _cursor_moved(ls, c, uri, position, selections))
+    else:  # the hot path: no closure per message
+        _cursor_moved(ls, companion, uri, position, selections)
+
+
+def _cursor_moved(
+    ls: CompanionServer,
+    companion: Companion,
+    uri: str,
+    position: RawPosition,
+    selections: list[tuple[RawPosition, RawPosition]],
+) -> None:
+    if companion.did_change_cursor(uri, position, selections):
+        ls.publisher.schedule(OPEN_FILES_CHANGED)  # the active file feeds JIT memory and rules
+
+
+HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (
+    (t.TEXT_DOCUMENT_DID_OPEN, did_open),
+    (t.TEXT_DOCUMENT_DID_CHANGE, did_change),
+    (t.TEXT_DOCUMENT_DID_CLOSE, did_close),
+    (DID_CHANGE_CURSOR, did_change_cursor),
+)

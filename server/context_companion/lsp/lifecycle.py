@@ -1,0 +1,157 @@
+"""Lifecycle handlers: initialize, initialized, configuration and folder changes, shutdown.
+
+The heavy part of start-up (settings, memory store, watchdog, tiktoken) happens after the
+initialize response has gone out: the domain is imported and loaded on a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types as t
+from pygls.capabilities import ServerCapabilitiesBuilder
+
+from ..context.state import uri_to_path
+
+if TYPE_CHECKING:
+    from ..workspace.snapshot import WorkspaceSnapshot
+    from .server import CompanionServer
+
+log = logging.getLogger(__name__)
+
+# Imported on a worker thread after initialize: start-up then costs what a bare pygls server costs.
+_HEAVY = ("context_companion.workspace.params", "context_companion.workspace.companion")
+T = TypeVar("T")
+
+
+def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
+    ls.use_lsp_line_splitting()  # pygls created the workspace just before this handler
+    folders = [Path(uri_to_path(f.uri)) for f in (params.workspace_folders or [])]
+    if not folders and params.root_uri:
+        folders = [Path(uri_to_path(params.root_uri))]
+    elif not folders and params.root_path:
+        folders = [Path(params.root_path)]
+    encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
+    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, params.initialization_options, encoding))
+
+
+async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding: str) -> None:
+    for name in _HEAVY:
+        await asyncio.to_thread(importlib.import_module, name)
+    from ..workspace.companion import Companion
+    from ..workspace.snapshot import initial_snapshot
+
+    snapshot, errors = initial_snapshot(folders, options, encoding)
+    for message in errors:
+        ls.show_error(message)
+    companion = Companion(snapshot)
+    ls.attach(companion)
+    try:
+        async with ls.lock:
+            await asyncio.to_thread(companion.load)
+    except Exception:
+        log.exception("start-up failed")
+        ls.ready.set()
+        return
+    # No session has been given an instruction yet (commands wait for ready): what happened
+    # before now is part of the first build, not a change to push later.
+    ls.publisher.forget()
+    ls.ready.set()
+    ls.watch.start(companion, ls.files_changed)
+
+
+async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
+    await ls.booted.wait()
+    await _pull_configuration(ls)
+
+
+async def did_change_configuration(ls: CompanionServer, params: t.DidChangeConfigurationParams) -> None:
+    await ls.booted.wait()
+    caps = ls.client_capabilities
+    if caps.workspace and caps.workspace.configuration:
+        await _pull_configuration(ls)
+        return
+    settings = params.settings
+    if settings is None:
+        return  # nothing new: keep what is in force
+    if isinstance(settings, dict) and "contextCompanion" in settings:
+        settings = settings["contextCompanion"]
+    await _apply_settings(ls, settings)
+
+
+async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFoldersParams) -> None:
+    await ls.booted.wait()
+    assert ls.companion is not None
+    folders = [Path(uri_to_path(f.uri)) for f in ls.workspace.folders.values()]
+    await _swap(ls, ls.companion.snapshot.with_folders(folders))
+    ls.publisher.schedule("workspaceChanged")
+
+
+def shutdown(ls: CompanionServer, *_: Any) -> None:
+    ls.watch.stop()
+    ls.publisher.cancel()
+
+
+async def _pull_configuration(ls: CompanionServer) -> None:
+    caps = ls.client_capabilities
+    if not (caps.workspace and caps.workspace.configuration):
+        return
+    try:
+        result = await ls.workspace_configuration_async(
+            t.ConfigurationParams(items=[t.ConfigurationItem(section="contextCompanion")])
+        )
+    except Exception as exc:
+        log.info("workspace/configuration failed: %s", exc)
+        return
+    section = result[0] if result else None
+    if section is not None:
+        await _apply_settings(ls, section)
+
+
+async def _apply_settings(ls: CompanionServer, section: Any) -> None:
+    assert ls.companion is not None
+    snapshot, error = ls.companion.snapshot.with_editor_section(section)
+    if error:
+        ls.show_error(error)
+    swapped = await _swap(ls, snapshot)
+    if swapped:
+        ls.publisher.schedule("settingsChanged")
+
+
+async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
+    """Swap in a new snapshot (new pieces built on a worker thread). True when settings changed."""
+    companion = ls.companion
+    assert companion is not None
+    prepared = await off_loop(ls, lambda: companion.prepare(snapshot))
+    swapped = companion.apply(prepared)
+    if swapped.memory_replaced:
+        ls.watch.start(companion, ls.files_changed)
+    return swapped.settings_changed
+
+
+async def off_loop(ls: CompanionServer, work: Callable[[], T]) -> T:
+    """Run slow work on a worker thread, one at a time; file changes seen meanwhile are applied again after."""
+    companion = ls.companion
+    assert companion is not None
+    async with ls.lock:
+        companion.begin_reload()
+        try:
+            return await asyncio.to_thread(work)
+        finally:
+            missed = companion.end_reload()
+            if missed:
+                asyncio.get_running_loop().call_soon(ls.files_changed, missed)
+
+
+HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (
+    (t.INITIALIZE, initialize),
+    (t.INITIALIZED, initialized),
+    (t.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration),
+    (t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, did_change_folders),
+    (t.SHUTDOWN, shutdown),
+)

@@ -1,0 +1,66 @@
+"""Server → client pushes of ``contextCompanion/systemInstructionChanged``.
+
+The :class:`Publisher` owns the debounce timer and the reasons and files gathered since the last
+push. It asks the domain to rebuild (:meth:`~context_companion.workspace.companion.Companion.rebuild_sessions`)
+and sends what comes back; it never decides what changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..workspace.changes import MemoryChange
+    from .server import CompanionServer
+
+SYSTEM_INSTRUCTION_CHANGED = "contextCompanion/systemInstructionChanged"
+
+
+class Publisher:
+    def __init__(self, server: CompanionServer) -> None:
+        self._server = server
+        self._reasons: set[str] = set()
+        self._files: set[str] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def schedule(self, reason: str, files: Iterable[str] = ()) -> None:
+        """Push after ``memory.debounceMs`` of quiet, so a burst of opens pushes once."""
+        self._reasons.add(reason)
+        self._files.update(files)
+        companion = self._server.companion
+        if self._timer is not None or companion is None:
+            return
+        delay = companion.snapshot.settings.memory.debounce_ms / 1000
+        self._timer = asyncio.get_running_loop().call_later(delay, self.flush)
+
+    def memory_changed(self, change: MemoryChange) -> None:
+        """Memory changed on disk (the watcher already debounced): push now."""
+        if change.reason is None:
+            return
+        self._server.diagnostics.recheck_open()
+        self._reasons.add(change.reason)
+        self._files.update(change.files)
+        self.flush()
+
+    def forget(self) -> None:
+        """Drop what is pending: no session has been given an instruction yet."""
+        self._reasons.clear()
+        self._files.clear()
+
+    def flush(self) -> None:
+        self.cancel()
+        companion = self._server.companion
+        if not self._reasons or companion is None or not self._server.ready.is_set():
+            return  # kept: pushed once the first load is done
+        reasons, files = self._reasons, self._files
+        self._reasons, self._files = set(), set()
+        for changed in companion.rebuild_sessions():
+            companion.export(changed.instruction)
+            self._server.protocol.notify(SYSTEM_INSTRUCTION_CHANGED, changed.to_wire(reasons, files))
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

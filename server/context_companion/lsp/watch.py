@@ -1,0 +1,58 @@
+"""The file watcher, an I/O edge: batches of changed paths are posted onto the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryWatcher
+    from ..workspace.companion import Companion
+
+log = logging.getLogger(__name__)
+
+
+class Watch:
+    """Owns the one :class:`~context_companion.memory.MemoryWatcher` of the server."""
+
+    def __init__(self) -> None:
+        self._watcher: MemoryWatcher | None = None
+
+    def start(self, companion: Companion, on_batch: Callable[[set[str]], None]) -> None:
+        """(Re)start watching the companion's memory roots; ``on_batch`` runs on the loop."""
+        from ..memory import MemoryWatcher
+
+        self.stop()
+        if not companion.snapshot.settings.memory.watch:
+            return
+        loop = asyncio.get_running_loop()
+        memory = companion.memory
+
+        def post(paths: set[str]) -> None:  # on the watcher thread
+            loop.call_soon_threadsafe(on_batch, paths)
+
+        watcher = MemoryWatcher(
+            memory.watch_roots(),
+            post,
+            is_relevant=lambda path: companion.memory.is_relevant_path(path),  # the store in use, even after a swap
+            debounce_ms=companion.snapshot.settings.memory.debounce_ms,
+            flat_roots=memory.flat_watch_roots(),
+        )
+        try:
+            watcher.start()
+        except Exception as exc:
+            log.warning("file watching unavailable (%s); use contextCompanion.refreshMemory", exc)
+            return
+        self._watcher = watcher
+        log.info("watching %d folder(s) for memory changes (%s)", len(memory.watch_roots()), watcher.mode)
+
+    def reschedule(self, companion: Companion) -> None:
+        if self._watcher is not None:
+            self._watcher.reschedule(companion.memory.watch_roots(), companion.memory.flat_watch_roots())
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None

@@ -1,0 +1,126 @@
+"""The table of ``contextCompanion.*`` commands: name, params model, function.
+
+Every bridge serves the same commands from this table: the language server registers one
+``workspace/executeCommand`` handler per row and lists the names in ``initialize``; the docs test
+checks each name against docs/protocol.md. A function takes the :class:`~.companion.Companion`,
+the validated params and the open documents' texts, and returns the JSON-ready result.
+
+Light on purpose: the params models (pydantic) are named, not imported, so a server can register
+the commands before its heavy imports are done.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from . import params as P
+    from .changes import MemoryChange
+    from .companion import Companion
+
+Texts = Mapping[str, str]  # document URI → text, for the documents the editor has open
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A command result that also changed memory: the bridge sends the result, then the change."""
+
+    result: dict[str, Any]
+    change: MemoryChange
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    params: str  # the model's name in workspace.params
+    run: Callable[..., Any]  # (companion, params, texts[, prepared]) -> result | Outcome
+    # Slow, thread-safe work run off the loop before ``run``; its value is ``run``'s 4th argument.
+    prepare: Callable[[Companion], Any] | None = None
+
+    def params_model(self) -> type[BaseModel]:
+        model: type[BaseModel] = getattr(importlib.import_module(__package__ + ".params"), self.params)
+        return model
+
+
+def _start_session(c: Companion, p: P.StartSessionParams, _: Texts) -> dict[str, Any]:
+    instruction = c.export(c.start_session(p.session_id, p.profile))
+    return {"sessionId": p.session_id, "etag": instruction.etag, "tokens": instruction.tokens.to_wire()}
+
+
+def _end_session(c: Companion, p: P.EndSessionParams, _: Texts) -> dict[str, Any]:
+    c.end_session(p.session_id)
+    return {"ended": p.session_id}
+
+
+def _get_system_instruction(c: Companion, p: P.GetSystemInstructionParams, _: Texts) -> dict[str, Any]:
+    instruction = c.export(c.system_instruction(p.session_id))
+    head = {"sessionId": p.session_id, "etag": instruction.etag}
+    if p.if_none_match is not None and p.if_none_match == instruction.etag:
+        return {**head, "unchanged": True}
+    return {**head, "unchanged": False, **instruction.to_wire()}
+
+
+def _prepare_refresh(c: Companion) -> Any:
+    return c.prepare_memory()
+
+
+def _refresh_memory(c: Companion, _: P.RefreshMemoryParams, __: Texts, store: Any) -> dict[str, Any]:
+    refreshed = c.refresh_memory(store)
+    instruction = c.export(refreshed.instruction)
+    return {
+        "changed": refreshed.changed,
+        "etag": instruction.etag,
+        "tokens": instruction.tokens.to_wire(),
+        "memoryFiles": instruction.memory_files(),
+        "sessionsUpdated": list(refreshed.sessions_updated),
+    }
+
+
+def _get_turn_context(c: Companion, p: P.GetTurnContextParams, texts: Texts) -> dict[str, Any]:
+    turn = c.turn_context(p.session_id, texts, force_full=p.force_full, pending_tool_call=p.pending_tool_call)
+    return turn.to_wire()
+
+
+def _build_messages(c: Companion, p: P.BuildMessagesParams, texts: Texts) -> dict[str, Any]:
+    messages = [m.model_dump() for m in p.messages]
+    return {"messages": c.build_messages(p.session_id, messages, texts, p.include_turn_context)}
+
+
+def _get_initial_history(c: Companion, p: P.SessionOnlyParams, _: Texts) -> dict[str, Any]:
+    return {"messages": c.initial_history(p.session_id)}
+
+
+def _show_memory(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
+    result = c.show_memory()
+    return {"files": [f.to_wire() for f in result.files], "text": result.text, "warnings": list(result.warnings)}
+
+
+def _add_memory(c: Companion, p: P.AddMemoryParams, _: Texts) -> Outcome:
+    path, change = c.add_memory(p.fact, p.scope)
+    return Outcome({"path": str(path)}, change)
+
+
+def _get_compression_prompt(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
+    return {"text": c.compression_prompt()}
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("contextCompanion.startSession", "StartSessionParams", _start_session),
+    Command("contextCompanion.endSession", "EndSessionParams", _end_session),
+    Command("contextCompanion.getSystemInstruction", "GetSystemInstructionParams", _get_system_instruction),
+    Command("contextCompanion.refreshMemory", "RefreshMemoryParams", _refresh_memory, prepare=_prepare_refresh),
+    Command("contextCompanion.getTurnContext", "GetTurnContextParams", _get_turn_context),
+    Command("contextCompanion.buildMessages", "BuildMessagesParams", _build_messages),
+    Command("contextCompanion.getInitialHistory", "SessionOnlyParams", _get_initial_history),
+    Command("contextCompanion.showMemory", "EmptyParams", _show_memory),
+    Command("contextCompanion.addMemory", "AddMemoryParams", _add_memory),
+    Command("contextCompanion.getCompressionPrompt", "EmptyParams", _get_compression_prompt),
+)
+
+# Notifications of the custom protocol, for the docs check (the handlers live with each bridge).
+NOTIFICATIONS = ("contextCompanion/didChangeCursor", "contextCompanion/systemInstructionChanged")

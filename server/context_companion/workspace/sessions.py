@@ -1,0 +1,53 @@
+"""The registry of agent sessions: one conversation of one agent, known by its ``sessionId``.
+
+"Session" means this and nothing else in the code base (the editor connection is the server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context.state import Baseline
+from ..errors import ParamsError
+from ..prompt.engine import Instruction
+from ..settings import AgentProfile, parse_profile
+
+DEFAULT_SESSION = "default"
+
+
+@dataclass
+class AgentSession:
+    id: str
+    profile: AgentProfile | None  # None: the settings' profile
+    instruction: Instruction | None = None  # the last one given (as a result or a push)
+    baseline: Baseline = field(default_factory=Baseline)  # what the last turn context showed
+
+
+class AgentSessions:
+    """Agent sessions by id. A session a request names is started on first use."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, AgentSession] = {}
+
+    def __iter__(self) -> Iterator[AgentSession]:
+        return iter(list(self._by_id.values()))
+
+    def find(self, session_id: str) -> AgentSession | None:
+        return self._by_id.get(session_id)
+
+    def get(self, session_id: str, profile: Any = None) -> AgentSession:
+        """The session with this id, started (with ``profile`` or the settings' one) if unknown.
+        Raises :class:`~context_companion.errors.ProfileError` for an invalid profile."""
+        parsed = parse_profile(profile, "profile") if profile is not None else None
+        agent = self._by_id.get(session_id)
+        if agent is None:
+            agent = self._by_id[session_id] = AgentSession(session_id, parsed)
+        elif parsed is not None:
+            agent.profile = parsed
+        return agent
+
+    def end(self, session_id: str) -> None:
+        if self._by_id.pop(session_id, None) is None:
+            raise ParamsError(f"sessionId: unknown session {session_id!r}")

@@ -1,0 +1,111 @@
+"""Settings and workspace folders, held once, as one immutable value.
+
+A change of either produces a new :class:`WorkspaceSnapshot`; the :class:`~.companion.Companion`
+swaps it in as a whole and rebuilds what depends on it (tokenizer, memory store, engine caches).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SettingsError
+from ..settings import Settings, resolve_settings, user_config_dir
+
+PREFIX = "Context Companion: "
+
+
+@dataclass(frozen=True)
+class WorkspaceSnapshot:
+    settings: Settings
+    folders: tuple[Path, ...] = ()
+    position_encoding: str = "utf-16"  # negotiated with the editor; positions arrive in it
+    editor_section: Mapping[str, Any] = field(default_factory=dict)  # the editor's layer in force
+    # The last invalid editor section reported, so that the same mistake is not reported twice.
+    rejected_section: Mapping[str, Any] | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ, compare=False)
+    user_dir: Path = field(default_factory=user_config_dir)
+
+    @classmethod
+    def resolve(
+        cls,
+        folders: Sequence[Path],
+        editor_section: Mapping[str, Any] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        user_dir: Path | None = None,
+        position_encoding: str = "utf-16",
+    ) -> WorkspaceSnapshot:
+        """Resolve the layered settings for these folders. Raises :class:`SettingsError`."""
+        env = os.environ if environ is None else environ
+        udir = user_dir if user_dir is not None else user_config_dir()
+        resolved = tuple(Path(f).resolve() for f in folders)
+        section = dict(editor_section or {})
+        settings = resolve_settings(resolved, section, env, udir)
+        return cls(settings, resolved, position_encoding, section, None, env, udir)
+
+    def with_editor_section(self, section: Any) -> tuple[WorkspaceSnapshot, str | None]:
+        """New editor settings. Returns the next snapshot and a message to show, if any: invalid
+        settings keep the last good ones (and are reported once)."""
+        if section is None:
+            section = {}
+        if not isinstance(section, Mapping):
+            kind = type(section).__name__
+            return self, f"{PREFIX}settings must be an object, got {kind}; keeping the last good settings."
+        try:
+            settings = resolve_settings(self.folders, dict(section), self.environ, self.user_dir)
+        except SettingsError as exc:
+            if dict(section) == self.rejected_section:
+                return self, None
+            rejected = dataclasses.replace(self, rejected_section=dict(section))
+            return rejected, f"{PREFIX}invalid settings, keeping the last good ones: {exc}"
+        return dataclasses.replace(self, settings=settings, editor_section=dict(section), rejected_section=None), None
+
+    def with_folders(self, folders: Sequence[Path]) -> WorkspaceSnapshot:
+        """New workspace folders. Their settings files count from now on; when they do not
+        validate, the settings in force stay."""
+        resolved = tuple(Path(f).resolve() for f in folders)
+        try:
+            settings = resolve_settings(resolved, dict(self.editor_section), self.environ, self.user_dir)
+        except SettingsError:
+            settings = self.settings
+        return dataclasses.replace(self, settings=settings, folders=resolved)
+
+
+def initial_snapshot(
+    folders: Sequence[Path],
+    init_options: Any,
+    position_encoding: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    user_dir: Path | None = None,
+) -> tuple[WorkspaceSnapshot, list[str]]:
+    """The first snapshot from the editor's ``initializationOptions``, and messages to show.
+
+    Bad settings never stop the server: it falls back to the other layers, then to defaults.
+    """
+    errors: list[str] = []
+    section: dict[str, Any] = {}
+    if isinstance(init_options, Mapping):
+        inner = init_options.get("contextCompanion", init_options)
+        section = dict(inner) if isinstance(inner, Mapping) else {}
+    elif init_options is not None:
+        errors.append(f"{PREFIX}initializationOptions must be an object; using the other settings.")
+    kw: dict[str, Any] = {"environ": environ, "user_dir": user_dir, "position_encoding": position_encoding}
+    try:
+        return WorkspaceSnapshot.resolve(folders, section, **kw), errors
+    except SettingsError as exc:
+        errors.append(f"{PREFIX}invalid settings, using the other layers instead: {exc}")
+    env = os.environ if environ is None else environ
+    try:  # without the editor's layer and the environment: the bad value may be in either
+        fallback = WorkspaceSnapshot.resolve(
+            folders, None, environ={}, user_dir=user_dir, position_encoding=position_encoding
+        )
+    except SettingsError:
+        resolved = tuple(Path(f).resolve() for f in folders)
+        fallback = WorkspaceSnapshot(Settings(), resolved, position_encoding, user_dir=user_dir or user_config_dir())
+    return dataclasses.replace(fallback, editor_section=section, rejected_section=section, environ=env), errors
