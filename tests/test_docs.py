@@ -36,3 +36,18 @@ def test_every_setting_is_in_the_example_and_the_configuration_doc():
         leaf = key.split(".")[-1]
         assert leaf in example, f"{key} missing from docs/settings.example.toml"
         assert f"`{key}`" in doc, f"{key} missing from docs/configuration.md"
+
+
+def test_every_command_and_notification_is_documented_in_the_protocol_doc():
+    from context_companion.workspace.commands import COMMANDS, NOTIFICATIONS
+
+    doc = (DOCS / "protocol.md").read_text()
+    for name in [c.name for c in COMMANDS] + list(NOTIFICATIONS):
+        assert f"### `{name}`" in doc, f"{name} missing from docs/protocol.md"
+
+
+def test_every_command_names_an_existing_params_model():
+    from context_companion.workspace.commands import COMMANDS
+
+    for command in COMMANDS:
+        assert issubclass(command.params_model(), BaseModel), command.name
