@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -109,7 +110,7 @@ class AgentProfile(_Model):
 
 
 class ContributorConfig(_Model):
-    """One contributor of the system prompt (seed 004 shape, plus ``file``)."""
+    """One contributor of the system prompt: built-in, static, dynamic or ``file``."""
 
     id: str = Field(min_length=1)
     type: Literal["static", "dynamic", "file"] = "static"
@@ -125,12 +126,10 @@ class ContributorConfig(_Model):
             return self
         if self.type == "static" and not (self.content and self.content.strip()):
             raise ValueError(f"contributor {self.id!r}: a static contributor needs non-empty 'content'")
-        if self.type == "dynamic":
-            if self.source not in DYNAMIC_SOURCES:
-                raise ValueError(
-                    f"contributor {self.id!r}: unknown source {self.source!r}; "
-                    f"expected one of {', '.join(DYNAMIC_SOURCES)}"
-                )
+        if self.type == "dynamic" and self.source not in DYNAMIC_SOURCES:
+            raise ValueError(
+                f"contributor {self.id!r}: unknown source {self.source!r}; expected one of {', '.join(DYNAMIC_SOURCES)}"
+            )
         if self.type == "file" and not self.files:
             raise ValueError(f"contributor {self.id!r}: a file contributor needs 'files'")
         return self
@@ -291,13 +290,14 @@ def user_config_dir() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """Read a TOML settings file. Raises :class:`SettingsError` naming the file."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            data: dict[str, Any] = tomllib.load(fh)
+            return data
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(str(path), "", f"not valid TOML: {exc}") from None
     except OSError as exc:

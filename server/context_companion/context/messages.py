@@ -1,4 +1,4 @@
-"""Assembling the message list sent to a model (seed 002): the instruction as a fresh system
+"""Assembling the message list sent to a model: the instruction as a fresh system
 message first, the caller's messages unchanged, and the turn context just before the last user
 message. Nothing is stored, and the input is never mutated."""
 
