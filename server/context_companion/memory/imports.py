@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .paths import is_within
 from .reading import ReadOutcome
 
 NOT_FOUND = "not found"
@@ -156,13 +157,6 @@ def resolve_import(path: str, importing_file: str, home: str) -> str:
     return os.path.normpath(full)
 
 
-def is_within(path: str, roots: Sequence[str]) -> bool:
-    for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-            return True
-    return False
-
-
 @dataclass(slots=True)
 class ImportFailure:
     """A failed import somewhere under one top-level ``@path``."""
@@ -195,110 +189,100 @@ class Expansion:
     failures: list[ImportFailure]  # all failures, top-level and nested
 
 
-class ImportExpander:
-    """Expands imports with a reader (cached by the store), a display function and limits."""
+@dataclass(frozen=True, slots=True)
+class ExpandOptions:
+    """How imports of one file are expanded: where targets may lie, how deep, how files are read."""
 
-    def __init__(
-        self,
-        *,
-        read: Callable[[str], ReadOutcome],
-        display: Callable[[str], str],
-        home: str,
-        max_depth: int,
-    ) -> None:
-        self._read = read
-        self._display = display
-        self._home = home
-        self._max_depth = max_depth
-        self._roots: dict[str, str] = {}
+    roots: tuple[str, ...]  # real paths (symlinks resolved) a target must lie in
+    home: str
+    max_depth: int
+    read: Callable[[str], ReadOutcome]  # the caller's cached reader
+    display: Callable[[str], str]  # display path of an absolute path
 
-    def forget_roots(self) -> None:
-        """Resolve the allowed roots again on next use (after a reload: a link may point elsewhere)."""
-        self._roots.clear()
 
-    def _real_root(self, root: str) -> str:
-        real = self._roots.get(root)
-        if real is None:
-            if len(self._roots) > 256:
-                self._roots.clear()
-            real = self._roots[root] = os.path.realpath(root)
-        return real
+@dataclass(slots=True)
+class _Walk:
+    """The state of one expansion: what was tried and what failed."""
 
-    def expand(
-        self, text: str, file_path: str, allowed_roots: Sequence[str], real_path: str | None = None
-    ) -> Expansion:
-        """Expand the imports of ``text`` (the content of ``file_path``).
+    options: ExpandOptions
+    deps: set[str] = field(default_factory=set)
+    failures: list[ImportFailure] = field(default_factory=list)
 
-        Imports whose real path lies outside every one of ``allowed_roots`` (resolved through
-        symlinks here, once per root) fail with ``outside allowed roots``.
-        """
-        deps: set[str] = set()
-        failures: list[ImportFailure] = []
-        real = real_path or os.path.realpath(file_path)
-        roots = [self._real_root(r) for r in allowed_roots]
-        outcomes: list[ImportOutcome] = []
-        out = self._expand(text, file_path, 1, (real,), roots, deps, failures, outcomes, ())
-        return Expansion(out, deps, outcomes, failures)
 
-    def _expand(
-        self,
-        text: str,
-        file_path: str,
-        depth: int,
-        stack: tuple[str, ...],
-        roots: list[str],
-        deps: set[str],
-        failures: list[ImportFailure],
-        outcomes: list[ImportOutcome] | None,
-        chain: tuple[str, ...],
-    ) -> str:
-        refs = find_imports(text)
-        if not refs:
-            return text
-        lines = text.split("\n")
-        by_line: dict[int, list[ImportRef]] = {}
-        for ref in refs:
-            by_line.setdefault(ref.line, []).append(ref)
-        for lineno, line_refs in by_line.items():
-            line = lines[lineno]
-            pieces: list[str] = []
-            pos = 0
-            for ref in line_refs:
-                pieces.append(line[pos : ref.start])
-                resolved = resolve_import(ref.path, file_path, self._home)
-                display = self._display(resolved)
-                here = chain + (display,)
-                failure, content, nested_start = None, "", len(failures)
-                real = os.path.realpath(resolved)
-                if not is_within(real, roots):
-                    failure = OUTSIDE
-                else:
-                    deps.add(resolved)
-                    deps.add(real)
-                    if depth > self._max_depth:
-                        failure = TOO_DEEP
-                    elif real in stack:
-                        failure = CYCLE
-                    else:
-                        outcome = self._read(real)
-                        if outcome.text is None:
-                            failure = NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)
-                        else:
-                            content = self._expand(
-                                outcome.text, resolved, depth + 1, stack + (real,), roots, deps, failures, None, here
-                            ).rstrip("\n")
-                if failure is not None:
-                    failures.append(ImportFailure(here, ref.path, failure))
-                    pieces.append(f"<!-- import failed: {ref.path}: {failure} -->")
-                else:
-                    pieces.append(f"<!-- imported from: {display} -->\n{content}\n<!-- end of import: {display} -->")
-                if outcomes is not None:
-                    outcomes.append(
-                        ImportOutcome(
-                            ref, resolved, failure, content, failures[nested_start:] if failure is None else []
-                        )
-                    )
-                pos = ref.end
-            pieces.append(line[pos:])
-            lines[lineno] = "".join(pieces)
-        return "\n".join(lines)
+def expand_imports(text: str, file_path: str, options: ExpandOptions, real_path: str | None = None) -> Expansion:
+    """Expand the imports of ``text`` (the content of ``file_path``); never raises."""
+    walk = _Walk(options)
+    real = real_path or os.path.realpath(file_path)
+    outcomes: list[ImportOutcome] = []
+    out = _expand(walk, text, file_path, 1, (real,), outcomes, ())
+    return Expansion(out, walk.deps, outcomes, walk.failures)
+
+
+def _expand(
+    walk: _Walk,
+    text: str,
+    file_path: str,
+    depth: int,
+    stack: tuple[str, ...],
+    outcomes: list[ImportOutcome] | None,
+    chain: tuple[str, ...],
+) -> str:
+    refs = find_imports(text)
+    if not refs:
+        return text
+    lines = text.split("\n")
+    by_line: dict[int, list[ImportRef]] = {}
+    for ref in refs:
+        by_line.setdefault(ref.line, []).append(ref)
+    for lineno, line_refs in by_line.items():
+        line = lines[lineno]
+        pieces: list[str] = []
+        pos = 0
+        for ref in line_refs:
+            pieces.append(line[pos : ref.start])
+            pieces.append(_one_import(walk, ref, file_path, depth, stack, outcomes, chain))
+            pos = ref.end
+        pieces.append(line[pos:])
+        lines[lineno] = "".join(pieces)
+    return "\n".join(lines)
+
+
+def _one_import(
+    walk: _Walk,
+    ref: ImportRef,
+    file_path: str,
+    depth: int,
+    stack: tuple[str, ...],
+    outcomes: list[ImportOutcome] | None,
+    chain: tuple[str, ...],
+) -> str:
+    """The replacement text of one ``@path`` (recursing into the target)."""
+    options = walk.options
+    resolved = resolve_import(ref.path, file_path, options.home)
+    display = options.display(resolved)
+    here = (*chain, display)
+    failure, content, nested_start = None, "", len(walk.failures)
+    real = os.path.realpath(resolved)
+    if not is_within(real, options.roots):
+        failure = OUTSIDE
+    else:
+        walk.deps.add(resolved)
+        walk.deps.add(real)
+        if depth > options.max_depth:
+            failure = TOO_DEEP
+        elif real in stack:
+            failure = CYCLE
+        else:
+            outcome = options.read(real)
+            if outcome.text is None:
+                failure = NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)
+            else:
+                content = _expand(walk, outcome.text, resolved, depth + 1, (*stack, real), None, here).rstrip("\n")
+    if failure is not None:
+        walk.failures.append(ImportFailure(here, ref.path, failure))
+    if outcomes is not None:
+        nested = walk.failures[nested_start:] if failure is None else []
+        outcomes.append(ImportOutcome(ref, resolved, failure, content, nested))
+    if failure is not None:
+        return f"<!-- import failed: {ref.path}: {failure} -->"
+    return f"<!-- imported from: {display} -->\n{content}\n<!-- end of import: {display} -->"
