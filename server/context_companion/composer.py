@@ -88,7 +88,12 @@ class Composer:
 
     def _new_store(self, settings: Settings, folders: Sequence[Path], tokenizer: Tokenizer) -> MemoryStore:
         return MemoryStore(
-            settings.memory, folders, count_tokens=tokenizer.count, global_dir=self.user_dir, home=self.home
+            settings.memory,
+            folders,
+            count_tokens=tokenizer.count,
+            global_dir=self.user_dir,
+            home=self.home,
+            exclude=settings.context.exclude,
         )
 
     def use_memory(self, store: MemoryStore) -> None:
@@ -104,7 +109,10 @@ class Composer:
             tokenizer = self._make_tokenizer(settings)
             tokenizer.load()
         store = None
-        if tokenizer is not None or old.memory != settings.memory:  # token counts live in the store too
+        if tokenizer is not None or (old.memory, old.context.exclude) != (
+            settings.memory,
+            settings.context.exclude,
+        ):  # token counts live in the store too
             store = self._new_store(settings, self.folders, tokenizer or self.tokenizer)
             store.load()
         return tokenizer, store

@@ -17,7 +17,8 @@ from typing import Any
 
 from ..settings import MemorySettings
 from .discovery import FolderIndex, index_folder, rules_for, upward_chain
-from .imports import ExpandOptions
+from .exclusion import exclude_matcher
+from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
 from .paths import home_display, is_within, norm, posix
 from .render import Rendered, Renderer, RenderRequest
@@ -98,8 +99,11 @@ def make_folders(folders: Sequence[Path | str]) -> list[FolderState]:
 class MemoryIndex:
     """Memory and rule files per tier; see the module docstring. Not thread-safe (the store locks)."""
 
-    def __init__(self, settings: MemorySettings, renderer: Renderer, home: str, global_dir: str) -> None:
+    def __init__(
+        self, settings: MemorySettings, renderer: Renderer, home: str, global_dir: str, exclude: Sequence[str]
+    ) -> None:
         self.settings = settings
+        self.exclude = exclude_matcher(exclude)
         self.renderer = renderer
         self.home = home
         self.global_dir = global_dir
@@ -235,13 +239,26 @@ class MemoryIndex:
         request = RenderRequest(
             entry.abs_path, entry.display, entry.rule_format, self.allowed_roots(entry), entry.folder is not None
         )
-        entry.rendered = self.renderer.render(request, self.display)
+        entry.rendered = self.renderer.render(request, self.display, self.blocked)
         return entry
 
     def expand_options(self, abs_path: str, folder: int | None) -> ExpandOptions:
         """How imports of a file at ``abs_path`` (of this folder, None: global) are expanded."""
         roots = self.allowed_roots(Entry(abs_path, "", "global", folder))
-        return ExpandOptions(roots, self.home, self.renderer.max_depth, self.renderer.read, self.display)
+        return ExpandOptions(roots, self.home, self.renderer.max_depth, self.renderer.read, self.display, self.blocked)
+
+    def blocked(self, abs_path: str) -> str | None:
+        """Why a file may not be imported: excluded by ``context.exclude`` or ignored by an ignore file."""
+        for folder in self.folders:
+            if abs_path.startswith(folder.prefix_path):
+                rel = posix(abs_path[len(folder.prefix_path) :])
+                if self.exclude(rel):
+                    return EXCLUDED
+                rules, _indexed = rules_for(folder.index, rel)
+                if rules is not None and (rules.is_ignored(rel, False) or rules.is_ancestor_ignored(rel)):
+                    return IGNORED
+                return None
+        return EXCLUDED if self.exclude(os.path.basename(abs_path)) else None
 
     def allowed_roots(self, entry: Entry) -> tuple[str, ...]:
         """Real paths imports of this entry may resolve into (and the entry itself must lie in)."""

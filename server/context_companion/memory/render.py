@@ -94,7 +94,9 @@ class Renderer:
             log.warning("memory file %s: %s", path, outcome.warning)
         return outcome
 
-    def render(self, request: RenderRequest, display: Callable[[str], str]) -> Rendered:
+    def render(
+        self, request: RenderRequest, display: Callable[[str], str], blocked: Callable[[str], str | None]
+    ) -> Rendered:
         """The file of ``request`` rendered, from the cache when nothing it used changed."""
         real = os.path.realpath(request.abs_path)
         if request.contained and not is_within(real, request.roots):
@@ -109,7 +111,7 @@ class Renderer:
             and all(signature_of(p) == sig for p, sig in cached.deps)
         ):
             return cached.rendered
-        rendered = self._render(request, real, outcome, display)
+        rendered = self._render(request, real, outcome, display, blocked)
         deps = tuple((p, signature_of(p)) for p in sorted(rendered.deps))
         if len(self._renders) > _READ_CACHE_LIMIT:
             self._renders.clear()
@@ -117,7 +119,12 @@ class Renderer:
         return rendered
 
     def _render(
-        self, request: RenderRequest, real: str, outcome: ReadOutcome, display: Callable[[str], str]
+        self,
+        request: RenderRequest,
+        real: str,
+        outcome: ReadOutcome,
+        display: Callable[[str], str],
+        blocked: Callable[[str], str | None],
     ) -> Rendered:
         name = request.display
         if outcome.text is None:
@@ -134,7 +141,7 @@ class Renderer:
                 return Rendered(real, rule=rule, skip=skip, warnings=(*warnings, f"{name}: skipped: {skip}"))
             warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
             text = rule.body
-        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display)
+        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked)
         expansion = expand_imports(text, request.abs_path, options, real)
         warnings += [f"{name}: import {f.path} failed: {f.reason}" for f in expansion.failures]
         content = expansion.text.strip("\n").rstrip()

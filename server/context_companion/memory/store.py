@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..settings import MemorySettings, user_config_dir
+from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .changes import apply_plan, classify, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, compose_memory, find_activity
 from .index import MemoryIndex
@@ -53,12 +53,16 @@ class MemoryStore:
         count_tokens: Callable[[str], int],
         global_dir: Path | None = None,
         home: Path | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> None:
+        """``exclude``: ``context.exclude`` patterns; imports of matching files are refused (None: the
+        default patterns, so secrets stay out even when a caller passes nothing)."""
         self.settings = settings
         self._count = count_tokens
         home_path = norm(home if home is not None else Path.home())
         renderer = Renderer(settings.max_file_bytes, settings.import_max_depth, home_path, count_tokens)
-        self._index = MemoryIndex(settings, renderer, home_path, norm(global_dir or user_config_dir()))
+        patterns = ContextSettings().exclude if exclude is None else exclude
+        self._index = MemoryIndex(settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns)
         self._index.set_folders(workspace_folders, loaded=False)
         self._lock = threading.RLock()
         self._loaded = False
