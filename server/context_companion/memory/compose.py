@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .index import Entry, FolderState, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
+from .render import Rendered
 from .rules import describe_globs
 from .wording import (
     LISTING_FOOTER,
@@ -105,12 +106,17 @@ class _Accounts:
     included_real: dict[str, str] = field(default_factory=dict)
     listed: list[Entry] = field(default_factory=list)
 
+    index: MemoryIndex | None = None
+    rendered: dict[str, Rendered] = field(default_factory=dict)  # abs path → rendering used
+    duplicates: dict[str, str] = field(default_factory=dict)  # abs path → display of the first inclusion
+
     def consider(self, entry: Entry, wants: bool, reason: str) -> None:
         if entry.abs_path in self.verdicts:
             return  # nested workspace folders: the file was already accounted for
         self.order.append(entry)
-        self.warnings.extend(entry.rendered.warnings)
+        self.rendered[entry.abs_path] = entry.rendered
         self.verdicts[entry.abs_path] = self._verdict(entry, wants, reason)
+        self.warnings.extend(self.rendered[entry.abs_path].warnings)
 
     def _verdict(self, entry: Entry, wants: bool, reason: str) -> tuple[bool, str]:
         r = entry.rendered
@@ -118,12 +124,18 @@ class _Accounts:
             return False, f"skipped: {r.skip}"
         if not wants:
             return False, reason
-        if not r.block:
-            return False, REASON_EMPTY
         twin = self.included_real.get(r.real)
         if twin is not None:
+            self.duplicates[entry.abs_path] = twin
             return False, f"not included: same file as {twin}"
+        if self.index is not None and any(p in self.included_real for p, _d in r.imported):
+            # An import repeats a file already in the instruction: render without it.
+            r = self.rendered[entry.abs_path] = self.index.without_seen(entry, tuple(self.included_real.items()))
+        if not r.block:
+            return False, REASON_EMPTY
         self.included_real[r.real] = entry.display
+        for p, d in r.imported:
+            self.included_real.setdefault(p, d)
         return True, reason
 
 
@@ -131,17 +143,25 @@ def compose_memory(
     index: MemoryIndex, activity: Activity, max_tokens: int, count: Callable[[str], int]
 ) -> MemoryResult:
     """The memory part for this activity: ordered blocks under the token cap, and the report."""
-    acc = _Accounts()
+    acc = _Accounts(index=index)
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity.rules)
-    blocks = {e.abs_path: e.rendered.block for e in acc.order if acc.verdicts[e.abs_path][0]}
+    blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
     dropped: list[str] = []
     if max_tokens > 0:
         listing = _apply_cap(acc, blocks, listing, dropped, max_tokens, count)
     files = tuple(
-        MemoryFileInfo(e.display, e.abs_path, e.tier, e.rendered.tokens, *acc.verdicts[e.abs_path]) for e in acc.order
+        MemoryFileInfo(
+            e.display,
+            e.abs_path,
+            e.tier,
+            acc.rendered[e.abs_path].tokens,
+            *acc.verdicts[e.abs_path],
+            duplicate_of=acc.duplicates.get(e.abs_path),
+        )
+        for e in acc.order
     )
     return MemoryResult(
         join_blocks(acc.order, blocks, listing), files, tuple(dropped), tuple(dict.fromkeys(acc.warnings))
@@ -214,7 +234,7 @@ def _apply_cap(
     acc: _Accounts, blocks: dict[str, str], listing: str, dropped: list[str], cap: int, count: Callable[[str], int]
 ) -> str:
     """Drop blocks until the text fits ``cap`` tokens; returns the listing (maybe emptied)."""
-    tokens = {e.abs_path: e.rendered.tokens for e in acc.order if e.abs_path in blocks}
+    tokens = {e.abs_path: acc.rendered[e.abs_path].tokens for e in acc.order if e.abs_path in blocks}
     if listing:
         tokens[_LISTING] = count(listing)
     total = sum(tokens.values())

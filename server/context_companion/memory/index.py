@@ -115,6 +115,7 @@ class MemoryIndex:
         self.globals: list[Entry] = []
         self.global_candidates: list[str] = []
         self.global_paths: frozenset[str] = frozenset()  # the candidates and their directories
+        self.policy = 0  # bumped whenever what may be imported can have changed
         self.dep_index: dict[str, set[str]] = {}  # dependency path → entry abs paths
         self.by_path: dict[str, Entry] = {}
 
@@ -157,8 +158,10 @@ class MemoryIndex:
         self.refresh_lookups()
 
     def load_folder(self, i: int) -> None:
-        self.load_upward(i)
+        # The walk first: its ignore rules decide which imports the other tiers may inline.
+        self.folders[i].exists = os.path.isdir(self.folders[i].path)
         self.reindex(i)
+        self.load_upward(i)
         self.load_rules(i)
 
     def load_upward(self, i: int) -> None:
@@ -181,6 +184,7 @@ class MemoryIndex:
         """Walk the folder again (JIT tier); unchanged files render from the cache."""
         folder = self.folders[i]
         folder.index = index_folder(folder.path, self.names) if folder.exists else FolderIndex()
+        self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
         old = folder.jit
         jit: dict[str, Entry] = {}
         for f in folder.index.files:
@@ -237,10 +241,27 @@ class MemoryIndex:
     def rendered(self, entry: Entry) -> Entry:
         """``entry`` with a fresh rendering (cached when nothing it used changed)."""
         request = RenderRequest(
-            entry.abs_path, entry.display, entry.rule_format, self.allowed_roots(entry), entry.folder is not None
+            entry.abs_path,
+            entry.display,
+            entry.rule_format,
+            self.allowed_roots(entry),
+            entry.folder is not None,
+            self.policy,
         )
         entry.rendered = self.renderer.render(request, self.display, self.blocked)
         return entry
+
+    def without_seen(self, entry: Entry, seen: tuple[tuple[str, str], ...]) -> Rendered:
+        """How ``entry`` renders when the files of ``seen`` are already in the instruction."""
+        request = RenderRequest(
+            entry.abs_path,
+            entry.display,
+            entry.rule_format,
+            self.allowed_roots(entry),
+            entry.folder is not None,
+            self.policy,
+        )
+        return self.renderer.render_without(request, entry.rendered, seen, self.display, self.blocked)
 
     def expand_options(self, abs_path: str, folder: int | None) -> ExpandOptions:
         """How imports of a file at ``abs_path`` (of this folder, None: global) are expanded."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ignore import walk
-from .imports import CYCLE, FAILURE_CODES, NOT_FOUND, OUTSIDE, ExpandOptions, Expansion, expand_imports
+from .imports import CYCLE, FAILURE_CODES, NOT_FOUND, OUTSIDE, ExpandOptions, Expansion, expand_imports, looks_like_path
 from .model import CodeLens, Diagnostic, DocumentLink, FileAnalysis, Hover, MemoryFileInfo, Range, Severity, Tier
 from .reading import normalise_newlines
 from .rules import GLOB_KEY, ParsedRule, RuleFormat, describe_globs, parse_rule
@@ -151,6 +151,8 @@ def _import_features(
     for outcome in expansion.outcomes:
         ref = outcome.ref
         rng = Range.on_line(ref.line + offset, ref.start, ref.end)
+        if outcome.failure is not None and not looks_like_path(ref.path):
+            continue  # ordinary text such as @pytest.fixture: nothing to say
         if outcome.failure is not None:
             severity: Severity = "error" if outcome.failure in _ERRORS else "warning"
             message = f"Cannot import '{ref.path}' ({outcome.resolved}): {outcome.failure}."

@@ -24,15 +24,19 @@ class MemoryFileInfo:
     tokens: int  # tokens of the file's rendered block (after imports)
     included: bool
     reason: str
+    duplicate_of: str | None = None  # display path of the first inclusion of the same file
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "path": self.path,
             "tier": self.tier,
             "tokens": self.tokens,
             "included": self.included,
             "reason": self.reason,
         }
+        if self.duplicate_of is not None:
+            wire["duplicateOf"] = self.duplicate_of
+        return wire
 
 
 @dataclass(frozen=True, slots=True)

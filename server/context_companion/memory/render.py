@@ -37,6 +37,7 @@ class Rendered:
     skip: str | None = None  # why it is skipped
     missing: bool = False
     rule: ParsedRule | None = None
+    imported: tuple[tuple[str, str], ...] = ()  # (real path, display) of every file inlined, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class RenderRequest:
     rule_format: RuleFormat | None
     roots: tuple[str, ...]  # real paths the file and its imports must lie in
     contained: bool  # whether the file itself must lie inside ``roots``
+    policy: int = 0  # the index's import policy generation (ignore rules, exclusions)
 
 
 @dataclass(slots=True)
@@ -147,4 +149,38 @@ class Renderer:
         content = expansion.text.strip("\n").rstrip()
         block = render_block(name, content) if content.strip() else ""
         tokens = self.count(block) if block else 0
-        return Rendered(real, content, block, tokens, frozenset(expansion.deps), tuple(warnings), None, False, rule)
+        imported = tuple((p, d) for p, d in expansion.included.items() if p != real)
+        deps = frozenset(expansion.deps)
+        return Rendered(real, content, block, tokens, deps, tuple(warnings), None, False, rule, imported)
+
+    def render_without(
+        self,
+        request: RenderRequest,
+        rendered: Rendered,
+        seen: tuple[tuple[str, str], ...],
+        display: Callable[[str], str],
+        blocked: Callable[[str], str | None],
+    ) -> Rendered:
+        """``rendered`` again, with the files in ``seen`` (already in the instruction) left out."""
+        outcome = self.read(rendered.real)
+        if outcome.text is None:
+            return rendered
+        text = rendered.rule.body if rendered.rule is not None else outcome.text
+        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked, seen)
+        expansion = expand_imports(text, request.abs_path, options, rendered.real)
+        content = expansion.text.strip("\n").rstrip()
+        block = render_block(request.display, content) if content.strip() else ""
+        tokens = self.count(block) if block else 0
+        repeats = tuple(f"{request.display}: import {p} already included from {d}" for p, d in expansion.repeats)
+        return Rendered(
+            rendered.real,
+            content,
+            block,
+            tokens,
+            rendered.deps,
+            rendered.warnings + repeats,
+            None,
+            False,
+            rendered.rule,
+            rendered.imported,
+        )
