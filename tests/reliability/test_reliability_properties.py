@@ -272,8 +272,8 @@ def test_the_import_resolver_never_reads_outside_its_allowed_roots(import_tree, 
         if outcome.failure is None:
             assert is_within(os.path.realpath(outcome.resolved), real_roots)
     assert _secret_free(expansion.text), expansion.text
-    if find_imports(text):
-        assert "<!-- import" in expansion.text
+    if find_imports(text) and all(o.failure is not None for o in expansion.outcomes):
+        assert expansion.text == text  # nothing imported: the text stays byte for byte
 
 
 @BOUNDED
