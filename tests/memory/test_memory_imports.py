@@ -1,4 +1,4 @@
-"""``@path`` imports: expansion, each failure marker, what is not an import, depth, roots."""
+"""``@path`` imports: expansion, failures that leave the text alone, what is not an import, depth, roots."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_relative_home_and_absolute_imports(tmp_path, tree, make_store, home, gl
     assert "<!-- end of import: notes/b.md -->." in text  # the full stop stays prose
 
 
-def test_each_failure_becomes_a_marker_and_a_warning(tmp_path, tree, make_store, helpers):
+def test_each_failure_keeps_the_text_and_gives_a_warning(tmp_path, tree, make_store, helpers):
     ws = tmp_path / "ws"
     secret = tmp_path / "secret.md"
     secret.write_text("SECRET")
@@ -47,11 +47,13 @@ def test_each_failure_becomes_a_marker_and_a_warning(tmp_path, tree, make_store,
     os.symlink(secret, ws / "link.md")  # inside by name, outside by real path
     result = make_store(ws).compose([])
     text = result.text
-    assert "<!-- import failed: missing.md: not found -->" in text
-    assert "A <!-- imported from: cycle-b.md -->\nB <!-- import failed: cycle-a.md: cycle -->" in text
-    assert "<!-- import failed: ../secret.md: outside allowed roots -->" in text
-    assert "<!-- import failed: link.md: outside allowed roots -->" in text
-    assert "SECRET" not in text
+    assert text.startswith("--- Context from: AGENTS.md ---\n@missing.md\n")
+    assert "A <!-- imported from: cycle-b.md -->\nB @cycle-a.md\n<!-- end of import: cycle-b.md -->" in text
+    assert "\n@../secret.md\n@link.md\n" in text
+    assert "SECRET" not in text and "import failed" not in text
+    assert "AGENTS.md: import cycle-a.md failed: cycle" in result.warnings
+    assert "AGENTS.md: import ../secret.md failed: outside allowed roots" in result.warnings
+    assert "AGENTS.md: import link.md failed: outside allowed roots" in result.warnings
     assert "AGENTS.md: import missing.md failed: not found" in result.warnings
     assert helpers.info(result, "AGENTS.md").included
 
@@ -59,7 +61,9 @@ def test_each_failure_becomes_a_marker_and_a_warning(tmp_path, tree, make_store,
 def test_self_import_is_a_cycle(tmp_path, tree, make_store):
     ws = tmp_path / "ws"
     tree(ws, {"AGENTS.md": "me @AGENTS.md"})
-    assert "me <!-- import failed: AGENTS.md: cycle -->" in make_store(ws).compose([]).text
+    result = make_store(ws).compose([])
+    assert "me @AGENTS.md\n" in result.text
+    assert "AGENTS.md: import AGENTS.md failed: cycle" in result.warnings
 
 
 def test_depth_limit(tmp_path, tree, make_store):
@@ -70,11 +74,11 @@ def test_depth_limit(tmp_path, tree, make_store):
     tree(ws, files)
     text = make_store(ws).compose([]).text
     assert "L5" in text and "L6" not in text
-    assert "L5 <!-- import failed: d6.md: too deep -->" in text
-    shallow = make_store(ws, import_max_depth=1).compose([]).text
-    assert "L1 <!-- import failed: d2.md: too deep -->" in shallow
+    assert "L5 @d6.md\n" in text
+    shallow = make_store(ws, import_max_depth=1).compose([])
+    assert "L1 @d2.md\n" in shallow.text and "AGENTS.md: import d2.md failed: too deep" in shallow.warnings
     none = make_store(ws, import_max_depth=0).compose([]).text
-    assert "L0 <!-- import failed: d1.md: too deep -->" in none
+    assert "L0 @d1.md\n" in none
 
 
 def test_code_spans_fences_comments_urls_and_mentions_are_not_imports(tmp_path, tree, make_store):
@@ -106,9 +110,10 @@ def test_imports_in_global_memory_stay_in_the_global_dir(tmp_path, tree, make_st
     ws.mkdir()
     tree(tmp_path, {"elsewhere/x.md": "NOPE"})
     tree(global_dir, {"AGENTS.md": f"@{tmp_path}/elsewhere/x.md @parts/p.md", "parts/p.md": "PART"})
-    text = make_store(ws).compose([]).text
-    assert "PART" in text and "NOPE" not in text
-    assert "import failed" in text and "outside allowed roots" in text
+    result = make_store(ws).compose([])
+    assert "PART" in result.text and "NOPE" not in result.text
+    assert f"@{tmp_path}/elsewhere/x.md <!-- imported from" in result.text
+    assert any("outside allowed roots" in w for w in result.warnings)
 
 
 def test_workspace_files_may_import_from_the_global_memory_dir(tmp_path, tree, make_store, global_dir):
@@ -121,6 +126,6 @@ def test_workspace_files_may_import_from_the_global_memory_dir(tmp_path, tree, m
 def test_imported_binary_or_huge_file_is_refused_not_read(tmp_path, tree, make_store):
     ws = tmp_path / "ws"
     tree(ws, {"AGENTS.md": "@bin.dat @big.md", "bin.dat": b"\x00\x01binary", "big.md": "x" * 2000})
-    text = make_store(ws, max_file_bytes=1000).compose([]).text
-    assert "<!-- import failed: bin.dat: binary file (NUL byte) -->" in text
-    assert "<!-- import failed: big.md: over memory.maxFileBytes" in text
+    result = make_store(ws, max_file_bytes=1000).compose([])
+    assert "\n@bin.dat @big.md\n" in result.text
+    assert any("import big.md failed: over memory.maxFileBytes" in w for w in result.warnings)

@@ -6,32 +6,40 @@ anything inside a backtick code span, a fenced code block or an HTML comment; UR
 (``@https://...``); words that do not look like paths (``@octocat``: a path has a ``/`` or a
 ``.``); trailing sentence punctuation is not part of the path.
 
-Expansion never raises: a failed import becomes ``<!-- import failed: <path>: <reason> -->``
-with reason ``not found``, ``cycle``, ``outside allowed roots``, ``too deep`` (or why the file
-was skipped: binary, over the size limit, unreadable). The resolved real path of every import
-must lie inside one of the allowed roots of the importing file.
+Expansion never raises and never damages text: a token that does not resolve to an existing,
+readable, allowed file keeps its characters byte for byte (``@pytest.fixture``, ``@org/pkg``).
+Failures are recorded (``not found``, ``cycle``, ``outside allowed roots``, ``too deep``,
+``excluded``, ``ignored``, or why the file was skipped) for the tokens that look like paths, so
+the editor can show them. Each file is inlined at most once per expansion: a repeat renders
+nothing (and a line holding only that import disappears), which also bounds import bombs.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .paths import is_within
 from .reading import ReadOutcome
 
 NOT_FOUND = "not found"
 CYCLE = "cycle"
 OUTSIDE = "outside allowed roots"
 TOO_DEEP = "too deep"
+EXCLUDED = "excluded by context.exclude"
+IGNORED = "ignored by an ignore file"
 
 FAILURE_CODES: dict[str, str] = {
     NOT_FOUND: "import-not-found",
     CYCLE: "import-cycle",
     OUTSIDE: "import-outside-roots",
     TOO_DEEP: "import-too-deep",
+    EXCLUDED: "import-excluded",
+    IGNORED: "import-ignored",
 }
+_TEXT_EXTENSIONS = (".md", ".mdc", ".txt", ".markdown", ".rst")
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")
@@ -156,16 +164,14 @@ def resolve_import(path: str, importing_file: str, home: str) -> str:
     return os.path.normpath(full)
 
 
-def is_within(path: str, roots: Sequence[str]) -> bool:
-    for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-            return True
-    return False
+def looks_like_path(path: str) -> bool:
+    """Whether a token is meant as a file path (then a failure to import it is worth a diagnostic)."""
+    return "/" in path or path.lower().endswith(_TEXT_EXTENSIONS)
 
 
 @dataclass(slots=True)
 class ImportFailure:
-    """A failed import somewhere under one top-level ``@path``."""
+    """A failed import (of a token that looks like a path) somewhere under one top-level ``@path``."""
 
     chain: tuple[str, ...]  # display paths from the top-level import down to the failing one
     path: str  # the path as written in the file that failed to import it
@@ -183,8 +189,9 @@ class ImportOutcome:
     ref: ImportRef
     resolved: str  # absolute path (not resolved through symlinks)
     failure: str | None  # reason when this import itself failed
-    content: str = ""  # its expanded content (empty on failure)
+    content: str = ""  # its expanded content (empty on failure and for a repeat)
     nested: list[ImportFailure] = field(default_factory=list)  # failures deeper down
+    duplicate_of: str | None = None  # display path of the earlier inclusion, for a repeat
 
 
 @dataclass(slots=True)
@@ -192,113 +199,132 @@ class Expansion:
     text: str
     deps: set[str]  # every path an import tried (so a change to any of them re-renders)
     outcomes: list[ImportOutcome]
-    failures: list[ImportFailure]  # all failures, top-level and nested
+    failures: list[ImportFailure]  # failures of path-like tokens, top-level and nested
+    repeats: list[tuple[str, str]] = field(default_factory=list)  # (path as written, display of first)
+    included: dict[str, str] = field(default_factory=dict)  # real path → display, in inclusion order
 
 
-class ImportExpander:
-    """Expands imports with a reader (cached by the store), a display function and limits."""
+def _allow_all(_path: str) -> str | None:
+    return None
 
-    def __init__(
-        self,
-        *,
-        read: Callable[[str], ReadOutcome],
-        display: Callable[[str], str],
-        home: str,
-        max_depth: int,
-    ) -> None:
-        self._read = read
-        self._display = display
-        self._home = home
-        self._max_depth = max_depth
-        self._roots: dict[str, str] = {}
 
-    def forget_roots(self) -> None:
-        """Resolve the allowed roots again on next use (after a reload: a link may point elsewhere)."""
-        self._roots.clear()
+@dataclass(frozen=True, slots=True)
+class ExpandOptions:
+    """How imports of one file are expanded: where targets may lie, how deep, how files are read."""
 
-    def _real_root(self, root: str) -> str:
-        real = self._roots.get(root)
-        if real is None:
-            if len(self._roots) > 256:
-                self._roots.clear()
-            real = self._roots[root] = os.path.realpath(root)
-        return real
+    roots: tuple[str, ...]  # real paths (symlinks resolved) a target must lie in
+    home: str
+    max_depth: int
+    read: Callable[[str], ReadOutcome]  # the caller's cached reader
+    display: Callable[[str], str]  # display path of an absolute path
+    blocked: Callable[[str], str | None] = _allow_all  # why an absolute path may not be imported
+    seen: tuple[tuple[str, str], ...] = ()  # (real path, display) already in the instruction
 
-    def expand(
-        self, text: str, file_path: str, allowed_roots: Sequence[str], real_path: str | None = None
-    ) -> Expansion:
-        """Expand the imports of ``text`` (the content of ``file_path``).
 
-        Imports whose real path lies outside every one of ``allowed_roots`` (resolved through
-        symlinks here, once per root) fail with ``outside allowed roots``.
-        """
-        deps: set[str] = set()
-        failures: list[ImportFailure] = []
-        real = real_path or os.path.realpath(file_path)
-        roots = [self._real_root(r) for r in allowed_roots]
-        outcomes: list[ImportOutcome] = []
-        out = self._expand(text, file_path, 1, (real,), roots, deps, failures, outcomes, ())
-        return Expansion(out, deps, outcomes, failures)
+@dataclass(slots=True)
+class _Walk:
+    """The state of one expansion: what was tried, included and what failed."""
 
-    def _expand(
-        self,
-        text: str,
-        file_path: str,
-        depth: int,
-        stack: tuple[str, ...],
-        roots: list[str],
-        deps: set[str],
-        failures: list[ImportFailure],
-        outcomes: list[ImportOutcome] | None,
-        chain: tuple[str, ...],
-    ) -> str:
-        refs = find_imports(text)
-        if not refs:
-            return text
-        lines = text.split("\n")
-        by_line: dict[int, list[ImportRef]] = {}
-        for ref in refs:
-            by_line.setdefault(ref.line, []).append(ref)
-        for lineno, line_refs in by_line.items():
-            line = lines[lineno]
-            pieces: list[str] = []
-            pos = 0
-            for ref in line_refs:
-                pieces.append(line[pos : ref.start])
-                resolved = resolve_import(ref.path, file_path, self._home)
-                display = self._display(resolved)
-                here = chain + (display,)
-                failure, content, nested_start = None, "", len(failures)
-                real = os.path.realpath(resolved)
-                if not is_within(real, roots):
-                    failure = OUTSIDE
-                else:
-                    deps.add(resolved)
-                    deps.add(real)
-                    if depth > self._max_depth:
-                        failure = TOO_DEEP
-                    elif real in stack:
-                        failure = CYCLE
-                    else:
-                        outcome = self._read(real)
-                        if outcome.text is None:
-                            failure = NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)
-                        else:
-                            content = self._expand(
-                                outcome.text, resolved, depth + 1, stack + (real,), roots, deps, failures, None, here
-                            ).rstrip("\n")
-                if failure is not None:
-                    failures.append(ImportFailure(here, ref.path, failure))
-                    pieces.append(f"<!-- import failed: {ref.path}: {failure} -->")
-                else:
-                    pieces.append(f"<!-- imported from: {display} -->\n{content}\n<!-- end of import: {display} -->")
-                if outcomes is not None:
-                    outcomes.append(
-                        ImportOutcome(
-                            ref, resolved, failure, content, failures[nested_start:] if failure is None else []
-                        )
-                    )
-                pos = ref.end
-            pieces.append(line[pos:])
-            lines[lineno] = "".join(pieces)
-        return "\n".join(lines)
+    options: ExpandOptions
+    result: Expansion
+
+
+def expand_imports(text: str, file_path: str, options: ExpandOptions, real_path: str | None = None) -> Expansion:
+    """Expand the imports of ``text`` (the content of ``file_path``); never raises."""
+    real = real_path or os.path.realpath(file_path)
+    result = Expansion("", set(), [], [], [], dict(options.seen))
+    result.included.setdefault(real, options.display(file_path))
+    walk = _Walk(options, result)
+    result.text = _expand(walk, text, file_path, 1, (real,), result.outcomes, ())
+    return result
+
+
+def _expand(
+    walk: _Walk,
+    text: str,
+    file_path: str,
+    depth: int,
+    stack: tuple[str, ...],
+    outcomes: list[ImportOutcome] | None,
+    chain: tuple[str, ...],
+) -> str:
+    refs = find_imports(text)
+    if not refs:
+        return text
+    lines: list[str | None] = list(text.split("\n"))
+    by_line: dict[int, list[ImportRef]] = {}
+    for ref in refs:
+        by_line.setdefault(ref.line, []).append(ref)
+    for lineno, line_refs in by_line.items():
+        line = lines[lineno] or ""
+        pieces: list[str] = []
+        pos = 0
+        for ref in line_refs:
+            pieces.append(line[pos : ref.start])
+            pieces.append(_one_import(walk, ref, line[ref.start : ref.end], file_path, depth, stack, outcomes, chain))
+            pos = ref.end
+        pieces.append(line[pos:])
+        new = "".join(pieces)
+        # A line that only repeated an included file goes away with it.
+        lines[lineno] = None if not new.strip() and line.strip() else new
+    return "\n".join(line for line in lines if line is not None)
+
+
+def _one_import(
+    walk: _Walk,
+    ref: ImportRef,
+    token: str,
+    file_path: str,
+    depth: int,
+    stack: tuple[str, ...],
+    outcomes: list[ImportOutcome] | None,
+    chain: tuple[str, ...],
+) -> str:
+    """The replacement text of one ``@path``: the target's content, "" for a repeat, else the token."""
+    options, result = walk.options, walk.result
+    resolved = resolve_import(ref.path, file_path, options.home)
+    display = options.display(resolved)
+    here = (*chain, display)
+    nested_start = len(result.failures)
+    real = os.path.realpath(resolved)
+    failure, text = _target_text(walk, resolved, real, depth, stack)
+    first = result.included.get(real) if failure is None else None
+    content = ""
+    if failure is None and first is None:
+        result.included[real] = display
+        content = _expand(walk, text or "", resolved, depth + 1, (*stack, real), None, here).rstrip("\n")
+    if first is not None:
+        result.repeats.append((ref.path, first))
+    if failure is not None and looks_like_path(ref.path):
+        result.failures.append(ImportFailure(here, ref.path, failure))
+    if outcomes is not None:
+        nested = result.failures[nested_start:] if failure is None else []
+        outcomes.append(ImportOutcome(ref, resolved, failure, content, nested, first))
+    if failure is not None:
+        return token  # not a usable file: the text stays as written
+    if first is not None:
+        return ""
+    return f"<!-- imported from: {display} -->\n{content}\n<!-- end of import: {display} -->"
+
+
+def _target_text(
+    walk: _Walk, resolved: str, real: str, depth: int, stack: tuple[str, ...]
+) -> tuple[str | None, str | None]:
+    """(failure, text) of an import target; exactly one of them is None."""
+    options = walk.options
+    if not is_within(real, options.roots):
+        return OUTSIDE, None
+    walk.result.deps.update((resolved, real))
+    if real in stack:
+        return CYCLE, None
+    if real in walk.result.included:
+        return None, ""  # a repeat: no need to read it again
+    if depth > options.max_depth:
+        return TOO_DEEP, None
+    why = options.blocked(resolved) or (options.blocked(real) if real != resolved else None)
+    if why is not None:
+        return why, None
+    outcome = options.read(real)
+    if outcome.text is None:
+        return (NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)), None
+    return None, outcome.text

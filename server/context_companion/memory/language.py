@@ -9,20 +9,36 @@ Diagnostics (codes): ``import-not-found``, ``import-cycle``, ``import-outside-ro
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..ignore import walk
-from .imports import CYCLE, FAILURE_CODES, NOT_FOUND, OUTSIDE
-from .model import CodeLens, Diagnostic, DocumentLink, FileAnalysis, Hover, Range, Severity, Tier
+from .imports import CYCLE, FAILURE_CODES, NOT_FOUND, OUTSIDE, ExpandOptions, Expansion, expand_imports, looks_like_path
+from .model import CodeLens, Diagnostic, DocumentLink, FileAnalysis, Hover, MemoryFileInfo, Range, Severity, Tier
 from .reading import normalise_newlines
 from .rules import GLOB_KEY, ParsedRule, RuleFormat, describe_globs, parse_rule
 from .wording import REASON_ALWAYS, REASON_DESCRIPTION, REASON_GLOBAL, REASON_WORKSPACE, reason_manual, render_block
 
-if TYPE_CHECKING:
-    from .store import MemoryStore
+_ERRORS = frozenset({NOT_FOUND, CYCLE, OUTSIDE})
 
-_ERRORS = {NOT_FOUND, CYCLE, OUTSIDE}
+
+@dataclass(frozen=True, slots=True)
+class AnalysisContext:
+    """What the store knows about one open memory or rule file, for its language features."""
+
+    path: str  # absolute, normalised
+    tier: Tier
+    rel: str  # posix, relative to its folder ("" for global files)
+    rule_format: RuleFormat | None
+    display: str
+    folder_path: str | None
+    folder_prefix: str
+    max_file_bytes: int
+    expand_options: ExpandOptions
+    count: Callable[[str], int]
+    last_info: MemoryFileInfo | None  # from the last composition, when there was one
+    glob_cache: dict[tuple[str, str], bool]  # owned by the store, emptied when memory changes
 
 
 def _line_range(lines: list[str], line: int) -> Range:
@@ -70,147 +86,111 @@ def _glob_range(lines: list[str], start_line: int, end_line: int, glob: str) -> 
     return _line_range(lines, start_line)
 
 
-def analyze_document(
-    store: MemoryStore,
-    path: str,
-    text: str,
-    tier: Tier,
-    folder_i: int | None,
-    rel: str,
-    fmt: RuleFormat | None,
-) -> FileAnalysis:
-    from .store import _Entry
-
+def analyze_document(ctx: AnalysisContext, text: str) -> FileAnalysis:
+    """Diagnostics, links, hovers and the code lens of ``text`` (the editor's current content)."""
     if text.startswith("\ufeff"):
         text = text[1:]
     text = normalise_newlines(text)
     lines = text.split("\n")
     diagnostics: list[Diagnostic] = []
-    links: list[DocumentLink] = []
-    hovers: list[Hover] = []
-    limit = store.settings.max_file_bytes
-    size = len(text.encode("utf-8"))
-    skip: str | None = None
-    if size >= limit:
-        skip = f"over memory.maxFileBytes ({size} bytes, limit {limit})"
-        diagnostics.append(
-            Diagnostic(
-                _line_range(lines, 0),
-                "warning",
-                f"This file is {size} bytes; files of memory.maxFileBytes ({limit}) or more are skipped.",
-                "file-too-large",
-            )
-        )
+    skip = _size_check(ctx, text, lines, diagnostics)
     body, offset = text, 0
     rule: ParsedRule | None = None
-    if fmt is not None:
-        rule = parse_rule(fmt, text)
-        if rule.error:
-            skip = skip or f"frontmatter: {rule.error}"
-            diagnostics.append(
-                Diagnostic(
-                    _line_range(lines, rule.error_line),
-                    "error",
-                    f"{rule.error}. This rule is skipped.",
-                    "frontmatter-invalid",
-                )
-            )
-        for key, line, hint in rule.unknown_keys:
-            diagnostics.append(
-                Diagnostic(
-                    Range.on_line(line, 0, len(key)),
-                    "warning",
-                    f"Unknown frontmatter key '{key}'{hint}",
-                    "frontmatter-unknown-key",
-                )
-            )
-        if not rule.error and rule.mode == "globs" and folder_i is not None:
-            folder = store._folders[folder_i].path
-            key = GLOB_KEY[fmt] or ""
-            key_line = rule.key_lines.get(key, 1)
-            for glob in _globs_matching_nothing(folder, rule, store._glob_cache):
-                diagnostics.append(
-                    Diagnostic(
-                        _glob_range(lines, key_line, rule.body_line, glob),
-                        "warning",
-                        f"The glob '{glob}' matches no file in this workspace folder.",
-                        "glob-matches-nothing",
-                    )
-                )
+    if ctx.rule_format is not None:
+        rule = parse_rule(ctx.rule_format, text)
+        skip = skip or _rule_diagnostics(ctx, rule, lines, diagnostics)
         body, offset = rule.body, rule.body_line
-
-    display = store._display(path) if tier != "global" else store._home_display(path)
-    probe = _Entry(path, display, tier, folder_i)
-    expansion = store._expander.expand(body, path, store._allowed_roots(probe))
-    for outcome in expansion.outcomes:
-        ref = outcome.ref
-        rng = Range.on_line(ref.line + offset, ref.start, ref.end)
-        if outcome.failure is not None:
-            severity: Severity = "error" if outcome.failure in _ERRORS else "warning"
-            diagnostics.append(
-                Diagnostic(
-                    rng,
-                    severity,
-                    f"Cannot import '{ref.path}' ({outcome.resolved}): {outcome.failure}.",
-                    FAILURE_CODES.get(outcome.failure, "import-failed"),
-                )
-            )
-            if outcome.failure != NOT_FOUND and outcome.failure != OUTSIDE and os.path.exists(outcome.resolved):
-                links.append(DocumentLink(rng, outcome.resolved))
-            continue
-        links.append(DocumentLink(rng, outcome.resolved))
-        tokens = store._count(outcome.content) if outcome.content else 0
-        hovers.append(
-            Hover(rng, f"Imports `{store._display(outcome.resolved)}`\n\n`{outcome.resolved}`\n\n{tokens} tokens")
-        )
-        for failure in outcome.nested:
-            chain = " → ".join(failure.chain[:-1])
-            diagnostics.append(
-                Diagnostic(
-                    rng,
-                    "warning",
-                    f"In {chain}: cannot import '{failure.path}': {failure.reason}.",
-                    failure.code,
-                )
-            )
-
+    expansion = expand_imports(body, ctx.path, ctx.expand_options)
+    links, hovers = _import_features(ctx, expansion, offset, diagnostics)
     content = expansion.text.strip("\n").rstrip()
-    tokens = store._count(render_block(display, content)) if content.strip() else 0
-    info = store._last_info(path)
-    if skip is not None:
-        title = f"not included: skipped: {skip}"
-    elif info is not None:
-        if info.included:
-            title = f"{tokens} tokens · included: {info.reason}"
-        elif info.reason.startswith("not included: "):
-            title = info.reason
-        else:
-            title = f"not included: {info.reason}"
-    else:
-        title = _default_title(tokens, tier, rule, rel, store, folder_i, fmt)
+    tokens = ctx.count(render_block(ctx.display, content)) if content.strip() else 0
+    title = _lens_title(ctx, tokens, skip, rule)
     if not content.strip() and skip is None:
         title = "not included: empty"
     lens = CodeLens(_line_range(lines, 0), title)
     return FileAnalysis(tuple(diagnostics), tuple(links), tuple(hovers), lens)
 
 
-def _default_title(
-    tokens: int,
-    tier: Tier,
-    rule: ParsedRule | None,
-    rel: str,
-    store: MemoryStore,
-    folder_i: int | None,
-    fmt: RuleFormat | None,
-) -> str:
+def _size_check(ctx: AnalysisContext, text: str, lines: list[str], diagnostics: list[Diagnostic]) -> str | None:
+    limit = ctx.max_file_bytes
+    size = len(text.encode("utf-8"))
+    if size < limit:
+        return None
+    message = f"This file is {size} bytes; files of memory.maxFileBytes ({limit}) or more are skipped."
+    diagnostics.append(Diagnostic(_line_range(lines, 0), "warning", message, "file-too-large"))
+    return f"over memory.maxFileBytes ({size} bytes, limit {limit})"
+
+
+def _rule_diagnostics(
+    ctx: AnalysisContext, rule: ParsedRule, lines: list[str], diagnostics: list[Diagnostic]
+) -> str | None:
+    """Frontmatter problems and globs that match nothing; the skip reason when the rule is skipped."""
+    if rule.error:
+        rng = _line_range(lines, rule.error_line)
+        diagnostics.append(Diagnostic(rng, "error", f"{rule.error}. This rule is skipped.", "frontmatter-invalid"))
+    for key, line, hint in rule.unknown_keys:
+        message = f"Unknown frontmatter key '{key}'{hint}"
+        diagnostics.append(Diagnostic(Range.on_line(line, 0, len(key)), "warning", message, "frontmatter-unknown-key"))
+    if rule.error:
+        return f"frontmatter: {rule.error}"
+    if rule.mode == "globs" and ctx.folder_path is not None and ctx.rule_format is not None:
+        key_line = rule.key_lines.get(GLOB_KEY[ctx.rule_format] or "", 1)
+        for glob in _globs_matching_nothing(ctx.folder_path, rule, ctx.glob_cache):
+            message = f"The glob '{glob}' matches no file in this workspace folder."
+            rng = _glob_range(lines, key_line, rule.body_line, glob)
+            diagnostics.append(Diagnostic(rng, "warning", message, "glob-matches-nothing"))
+    return None
+
+
+def _import_features(
+    ctx: AnalysisContext, expansion: Expansion, offset: int, diagnostics: list[Diagnostic]
+) -> tuple[list[DocumentLink], list[Hover]]:
+    links: list[DocumentLink] = []
+    hovers: list[Hover] = []
+    display = ctx.expand_options.display
+    for outcome in expansion.outcomes:
+        ref = outcome.ref
+        rng = Range.on_line(ref.line + offset, ref.start, ref.end)
+        if outcome.failure is not None and not looks_like_path(ref.path):
+            continue  # ordinary text such as @pytest.fixture: nothing to say
+        if outcome.failure is not None:
+            severity: Severity = "error" if outcome.failure in _ERRORS else "warning"
+            message = f"Cannot import '{ref.path}' ({outcome.resolved}): {outcome.failure}."
+            diagnostics.append(Diagnostic(rng, severity, message, FAILURE_CODES.get(outcome.failure, "import-failed")))
+            if outcome.failure not in (NOT_FOUND, OUTSIDE) and os.path.exists(outcome.resolved):
+                links.append(DocumentLink(rng, outcome.resolved))
+            continue
+        links.append(DocumentLink(rng, outcome.resolved))
+        tokens = ctx.count(outcome.content) if outcome.content else 0
+        hovers.append(Hover(rng, f"Imports `{display(outcome.resolved)}`\n\n`{outcome.resolved}`\n\n{tokens} tokens"))
+        for failure in outcome.nested:
+            chain = " → ".join(failure.chain[:-1])
+            message = f"In {chain}: cannot import '{failure.path}': {failure.reason}."
+            diagnostics.append(Diagnostic(rng, "warning", message, failure.code))
+    return links, hovers
+
+
+def _lens_title(ctx: AnalysisContext, tokens: int, skip: str | None, rule: ParsedRule | None) -> str:
+    info = ctx.last_info
+    if skip is not None:
+        return f"not included: skipped: {skip}"
+    if info is None:
+        return _default_title(ctx, tokens, rule)
+    if info.included:
+        return f"{tokens} tokens · included: {info.reason}"
+    if info.reason.startswith("not included: "):
+        return info.reason
+    return f"not included: {info.reason}"
+
+
+def _default_title(ctx: AnalysisContext, tokens: int, rule: ParsedRule | None) -> str:
     """The lens before any instruction was composed (no editor state known yet)."""
-    if tier == "global":
+    if ctx.tier == "global":
         return f"{tokens} tokens · included: {REASON_GLOBAL}"
-    if tier == "workspace":
+    if ctx.tier == "workspace":
         return f"{tokens} tokens · included: {REASON_WORKSPACE}"
-    prefix = store._folders[folder_i].prefix if folder_i is not None else ""
-    if tier == "jit":
-        return f"not included: no open file under {prefix}{rel.rsplit('/', 1)[0]}/"
+    if ctx.tier == "jit":
+        return f"not included: no open file under {ctx.folder_prefix}{ctx.rel.rsplit('/', 1)[0]}/"
     if rule is None:
         return "not included"
     if rule.mode == "always":
@@ -219,4 +199,4 @@ def _default_title(
         return f"not included: no open file matches {describe_globs(rule.globs)}"
     if rule.mode == "description":
         return REASON_DESCRIPTION
-    return reason_manual(fmt)
+    return reason_manual(ctx.rule_format)

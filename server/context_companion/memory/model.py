@@ -24,15 +24,19 @@ class MemoryFileInfo:
     tokens: int  # tokens of the file's rendered block (after imports)
     included: bool
     reason: str
+    duplicate_of: str | None = None  # display path of the first inclusion of the same file
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "path": self.path,
             "tier": self.tier,
             "tokens": self.tokens,
             "included": self.included,
             "reason": self.reason,
         }
+        if self.duplicate_of is not None:
+            wire["duplicateOf"] = self.duplicate_of
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +53,27 @@ class MemoryResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangedFile:
+    """One memory or rule file whose content, presence or inclusion rules changed."""
+
+    path: str  # display path
+    abs_path: str
+    tier: Tier
+
+
+@dataclass(frozen=True, slots=True)
 class ChangeSummary:
-    """What :meth:`MemoryStore.apply_changes` found changed."""
+    """What :meth:`MemoryStore.apply_changes` found changed: enough for the caller to decide on a push."""
 
     changed_files: tuple[str, ...]  # display paths whose content or presence changed
     kind: ChangeKind | None  # None: nothing that matters changed
     roots_changed: bool = False  # watch_roots()/flat_watch_roots() differ now: call MemoryWatcher.reschedule
+    files: tuple[ChangedFile, ...] = ()  # the same files with their tier (global, workspace, jit, rule)
+
+    @property
+    def tiers(self) -> frozenset[Tier]:
+        """Tiers (sections of the memory part) that changed."""
+        return frozenset(f.tier for f in self.files)
 
 
 # --------------------------------------------------------------------------- language features

@@ -177,7 +177,7 @@ def split_globs_raw(value: str) -> list[str]:
     return out
 
 
-def compile_globs(globs: tuple[str, ...]) -> PathSpec:
+def compile_globs(globs: tuple[str, ...]) -> PathSpec[Any]:
     """A gitwildmatch spec of the globs (braces expanded, leading ``./`` dropped)."""
     patterns: list[str] = []
     for glob in globs:
@@ -195,14 +195,14 @@ class ParsedRule:
     mode: RuleMode
     description: str
     globs: tuple[str, ...]
-    spec: PathSpec | None
+    spec: PathSpec[Any] | None
     body: str
     body_line: int
     error: str | None = None  # the rule is skipped when set
     error_line: int = 0
     unknown_keys: list[tuple[str, int, str]] = field(default_factory=list)  # (key, line, hint)
     key_lines: dict[str, int] = field(default_factory=dict)
-    glob_specs: list[tuple[str, PathSpec]] = field(default_factory=list)  # one spec per glob, for reasons
+    glob_specs: list[tuple[str, PathSpec[Any]]] = field(default_factory=list)  # one spec per glob, for reasons
 
     def matching_glob(self, rel_path: str) -> str | None:
         """The first glob that matches ``rel_path`` when the rule as a whole matches it."""

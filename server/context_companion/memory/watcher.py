@@ -157,6 +157,10 @@ class MemoryWatcher:
             dispatcher.join(timeout=5)
         self.mode = "stopped"
 
+    def _stopped(self) -> bool:
+        """Read through a call: stop() flips the flag from another thread while we wait."""
+        return self._stopping
+
     def reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path] = ()) -> None:
         """Watch other roots (e.g. a global dir that was just created) without a restart."""
         self._roots = [Path(r) for r in roots]
@@ -243,7 +247,7 @@ class MemoryWatcher:
                     if wait <= 0:
                         break
                     self._cond.wait(wait)
-                if self._stopping:
+                if self._stopped():
                     return
                 batch, self._pending = self._pending, set()
             try:

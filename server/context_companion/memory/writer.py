@@ -4,8 +4,8 @@ The file is edited as bytes: the new bullet is inserted after the last non-blank
 ``## Added Memories`` section (or a new section is appended), and every other byte stays as it
 was, line endings (LF or CRLF) and a missing final newline included. The result is written to a
 temporary file in the same directory and renamed over the target, keeping its mode (and owner
-when we can). Concurrent calls are serialised by a per-file lock in this process and an
-``fcntl`` lock on the directory across processes, so no fact is lost.
+when we can). Concurrent calls (threads and processes alike) are serialised by an ``flock`` on the
+directory, so no fact is lost.
 """
 
 from __future__ import annotations
@@ -14,18 +14,13 @@ import contextlib
 import os
 import re
 import stat
+import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from ..errors import MemoryWriteError
-
-try:  # pragma: no cover - always there on POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 MEMORY_FILE_NAME = "AGENTS.md"
 SECTION_HEADING = "## Added Memories"
@@ -34,24 +29,20 @@ _SECTION_END_RE = re.compile(rb"^ {0,3}#{1,2}(?:[ \t]|$)")
 _FENCE_RE = re.compile(rb"^ {0,3}(`{3,}|~{3,})")
 _LEADING_DASHES = re.compile(r"^(?:[-*+](?:\s+|$))+")
 
-_locks_guard = threading.Lock()
-_locks: dict[str, threading.Lock] = {}
-
-
-def _lock_for(path: str) -> threading.Lock:
-    with _locks_guard:
-        lock = _locks.get(path)
-        if lock is None:
-            lock = _locks[path] = threading.Lock()
-        return lock
-
 
 @contextlib.contextmanager
 def _dir_lock(directory: str) -> Iterator[None]:
-    """An advisory lock on the directory itself (no sidecar file is left behind)."""
-    if fcntl is None:
+    """An advisory lock on the directory itself (no sidecar file is left behind).
+
+    ``flock`` locks belong to the open file description, and each call opens the directory
+    anew, so the lock serialises threads of this process as well as other processes: no
+    process-wide lock table is needed.
+    """
+    if sys.platform == "win32":  # pragma: no cover - no flock; writes there are not serialised
         yield
         return
+    import fcntl
+
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -188,7 +179,7 @@ def add_memory(
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise MemoryWriteError(target, f"cannot create {directory}: {exc.strerror or exc}") from None
-    with _lock_for(str(path)), _dir_lock(str(directory)):
+    with _dir_lock(str(directory)):
         try:
             st = os.stat(path)
         except FileNotFoundError:

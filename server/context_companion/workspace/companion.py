@@ -108,6 +108,7 @@ class Companion:
             count_tokens=tokenizer.count,
             global_dir=snapshot.user_dir,
             home=self.home,
+            exclude=snapshot.settings.context.exclude,
         )
 
     def load(self) -> None:
@@ -127,7 +128,9 @@ class Companion:
             tokenizer.load()
         memory = None
         # Token counts live in the store too, so a new tokenizer means a new store.
-        if tokenizer is not None or old.memory != new.memory or snapshot.folders != self.snapshot.folders:
+        # The exclude list decides which imports may be inlined, so it is part of memory too.
+        memory_inputs_changed = (old.memory, old.context.exclude) != (new.memory, new.context.exclude)
+        if tokenizer is not None or memory_inputs_changed or snapshot.folders != self.snapshot.folders:
             memory = self._new_store(snapshot, tokenizer or self.tokenizer)
             memory.load()
         return Prepared(snapshot, tokenizer, memory)

@@ -1,0 +1,239 @@
+"""File events → index updates → a :class:`~.model.ChangeSummary` of what changed.
+
+:func:`plan_changes` sorts changed paths into the work they need (re-render one file, reload the
+upward chain, walk a folder again, reload rules or globals); :func:`apply_plan` does that work on
+the :class:`~.index.MemoryIndex` and compares the state of the entries it touched before and
+after. :func:`is_relevant` answers the watcher's "does this path matter" cheaply.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..ignore import IGNORE_FILE_NAMES
+from .index import Entry, FolderState, MemoryIndex
+from .model import ChangedFile, ChangeKind, ChangeSummary, Tier
+from .paths import is_within, norm, posix
+from .rules import RULE_DIR_PREFIXES, rule_format_for
+
+RULE_DIRS = frozenset({".context-companion/rules", ".cursor/rules", ".github/instructions", ".claude/rules"})
+_RECURSIVE_RULE_DIRS = ([".github", "instructions"], [".claude", "rules"])
+
+
+@dataclass(slots=True)
+class ChangePlan:
+    """The work a batch of changed paths needs."""
+
+    structural: bool = False  # ignore files, markers, directories: the instruction's frame may move
+    reglobal: bool = False
+    reupward: set[int] = field(default_factory=set)
+    reindex: set[int] = field(default_factory=set)
+    rerules: set[int] = field(default_factory=set)
+    jit_files: set[tuple[int, str]] = field(default_factory=set)
+    rerender: set[str] = field(default_factory=set)  # entries whose file or an import changed
+
+    @property
+    def reloads(self) -> bool:
+        return bool(self.reglobal or self.reupward or self.reindex or self.rerules or self.jit_files)
+
+
+def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
+    plan = ChangePlan()
+    global_dirs = {os.path.dirname(p) for p in index.global_candidates}
+    for raw in paths:
+        path = norm(raw)
+        index.renderer.forget(path)
+        if path in index.global_candidates or path in global_dirs or index.global_dir.startswith(path + os.sep):
+            plan.reglobal = True
+        plan.rerender.update(index.dep_index.get(path, ()))
+        for i, folder in enumerate(index.folders):
+            if is_within(path, [folder.path]):
+                _plan_in_folder(index, plan, i, folder, path)
+            elif os.path.dirname(path) in folder.chain[:-1]:
+                name = os.path.basename(path)
+                if name in index.markers:
+                    plan.reupward.add(i)
+                    plan.structural = True
+                elif name in index.name_set and _presence_changed(index, path):
+                    plan.reupward.add(i)
+    return plan
+
+
+def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: FolderState, path: str) -> None:
+    if path == folder.path:
+        plan.reindex.add(i)
+        plan.structural = True
+        return
+    if not relevant_in_folder(index, folder, path):
+        return  # e.g. inside an ignored directory: nothing to re-read
+    rel = posix(path[len(folder.prefix_path) :])
+    parts = rel.split("/")
+    name = parts[-1]
+    if parts[0] in RULE_DIR_PREFIXES:
+        plan.rerules.add(i)
+    if name in IGNORE_FILE_NAMES or rel == ".git/info/exclude":
+        plan.reindex.add(i)
+        plan.structural = True
+    elif len(parts) == 1 and name in index.markers:
+        plan.reupward.add(i)
+        plan.structural = True
+    elif name in index.name_set and not os.path.isdir(path):
+        if not _presence_changed(index, path):
+            return
+        if len(parts) == 1:
+            plan.reupward.add(i)
+        else:
+            plan.jit_files.add((i, rel))
+    elif parts[0] == ".git":
+        return
+    elif os.path.isdir(path) or rel in folder.index.dirs or index.has_entries_under(folder, rel):
+        plan.reindex.add(i)
+        plan.structural = True
+
+
+def _presence_changed(index: MemoryIndex, path: str) -> bool:
+    """Whether a memory file appeared or vanished; a file that was and is there is only re-rendered
+    (it is in ``dep_index``, so the plan re-renders it already)."""
+    return (path in index.by_path) != os.path.lexists(path)
+
+
+def apply_plan(index: MemoryIndex, plan: ChangePlan) -> tuple[ChangedFile, ...]:
+    """Do the work of ``plan``; the files whose state changed, in path order."""
+    before = _states(index.entries()) if plan.reloads else {}
+    if plan.reglobal:
+        index.load_globals()
+    for i in sorted(plan.reupward - plan.reindex):
+        index.load_upward(i)
+    for i in sorted(plan.reindex):
+        index.load_folder(i)
+    for i in sorted(plan.rerules - plan.reindex):
+        index.load_rules(i)
+    for i, rel in sorted(plan.jit_files):
+        if i not in plan.reindex:
+            index.update_jit_file(i, rel)
+    changed: dict[str, ChangedFile] = {}
+    if plan.reloads:
+        after = _states(index.entries())
+        for key in set(before) | set(after):
+            if before.get(key) != after.get(key):
+                display, tier, _state = after.get(key) or before[key]
+                changed[key] = ChangedFile(display, key, tier)
+    for owner in plan.rerender:
+        entry = index.by_path.get(owner)
+        if entry is not None and owner not in changed and index.rerender(entry):
+            changed[owner] = ChangedFile(entry.display, owner, entry.tier)
+    return tuple(sorted(changed.values(), key=lambda c: c.path))
+
+
+def change_kind(plan: ChangePlan, changed: tuple[ChangedFile, ...]) -> ChangeKind | None:
+    if plan.structural:
+        return "workspaceChanged"
+    if not changed:
+        return None
+    if {c.tier for c in changed} == {"rule"}:
+        return "rulesChanged"
+    return "memoryChanged"
+
+
+def summarize(plan: ChangePlan, changed: tuple[ChangedFile, ...], roots_changed: bool) -> ChangeSummary:
+    paths = tuple(sorted({c.path for c in changed}))
+    return ChangeSummary(paths, change_kind(plan, changed), roots_changed, changed)
+
+
+def _states(entries: Iterable[Entry]) -> dict[str, tuple[str, Tier, tuple[Any, ...]]]:
+    return {e.abs_path: (e.display, e.tier, e.state()) for e in entries}
+
+
+# --------------------------------------------------------------------------- relevance
+
+
+def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
+    """Would a change to this path matter (memory, rule, ignore or imported file, or a directory)?"""
+    if norm_path in index.dep_index or norm_path in index.global_paths:
+        return True
+    if index.global_dir.startswith(norm_path + os.sep):
+        return True  # a parent of the global dir appeared or vanished (see flat_watch_roots)
+    for folder in index.folders:
+        if norm_path == folder.path:
+            return True
+        if norm_path.startswith(folder.prefix_path):
+            if relevant_in_folder(index, folder, norm_path):
+                return True
+            continue
+        if os.path.dirname(norm_path) in folder.chain[:-1]:
+            name = os.path.basename(norm_path)
+            if name in index.name_set or name in index.markers:
+                return True
+    return False
+
+
+def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str) -> bool:
+    rel = posix(norm_path[len(folder.prefix_path) :])
+    parts = rel.split("/")
+    name = parts[-1]
+    if rule_format_for(rel) is not None or rel == ".git/info/exclude":
+        return True
+    if (len(parts) == 1 and name in RULE_DIR_PREFIXES) or rel in RULE_DIRS:
+        return True  # a rule directory itself (created, deleted, renamed)
+    if len(parts) > 2 and "/".join(parts[:2]) in RULE_DIRS:
+        # Inside a rule directory only rule files (and, for the recursive ones, sub-directories) count.
+        recursive = parts[:2] in _RECURSIVE_RULE_DIRS
+        return recursive and (os.path.isdir(norm_path) or index.has_entries_under(folder, rel))
+    if len(parts) == 1 and name in index.markers:
+        return True
+    if parts[0] == ".git":
+        return False  # git's own churn
+    dirs = folder.index.dirs
+    rules = dirs.get(rel.rpartition("/")[0])
+    if rules is None:
+        return _unindexed_verdict(folder, parts)
+    if name in IGNORE_FILE_NAMES or name in index.name_set or rel in dirs:
+        return True
+    return os.path.isdir(norm_path) and not rules.is_ignored(rel, True)
+
+
+def _unindexed_verdict(folder: FolderState, parts: list[str]) -> bool:
+    """Inside a directory not indexed: a new one (relevant) or an ignored one (not).
+
+    The verdict on its top-most unindexed directory is memoised until the next walk.
+    """
+    dirs = folder.index.dirs
+    i = len(parts) - 1
+    while i > 0 and "/".join(parts[:i]) not in dirs:
+        i -= 1
+    top = "/".join(parts[: i + 1])
+    verdict = folder.index.verdicts.get(top)
+    if verdict is None:
+        anchor = dirs.get("/".join(parts[:i]))
+        verdict = anchor is None or not (parts[i] == ".git" or anchor.is_ignored(top, True))
+        folder.index.verdicts[top] = verdict
+    return verdict
+
+
+def classify(index: MemoryIndex, norm_path: str) -> tuple[Tier, int | None, str, Any] | None:
+    """(tier, folder index, rel path, rule format) of a memory or rule file, or None."""
+    if norm_path in index.global_candidates:
+        return ("global", None, "", None)
+    if (
+        not index.global_candidates  # before load(): the global names are known anyway
+        and os.path.dirname(norm_path) == index.global_dir
+        and os.path.basename(norm_path) in index.name_set
+    ):
+        return ("global", None, "", None)
+    for i, folder in enumerate(index.folders):
+        if is_within(norm_path, [folder.path]) and norm_path != folder.path:
+            rel = posix(os.path.relpath(norm_path, folder.path))
+            fmt = rule_format_for(rel)
+            if fmt is not None:
+                return ("rule", i, rel, fmt)
+            parts = rel.split("/")
+            if parts[-1] in index.name_set:
+                return ("workspace" if len(parts) == 1 else "jit", i, rel, None)
+            continue
+        if os.path.dirname(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
+            return ("workspace", i, "", None)
+    return None

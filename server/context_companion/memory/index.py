@@ -1,0 +1,364 @@
+"""The index of memory and rule files per tier, built by discovery and kept rendered.
+
+:class:`MemoryIndex` owns the files the store knows: the global files, and per workspace folder
+its upward chain (workspace tier), its downward index (JIT tier) and its rule files. Each
+:class:`Entry` holds its last :class:`~.render.Rendered` value; the :class:`~.render.Renderer`
+it uses owns the read and render caches. Change handling (:mod:`.changes`) and composition
+(:mod:`.compose`) read this index; only the methods here modify it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..settings import MemorySettings
+from .discovery import FolderIndex, index_folder, rules_for, upward_chain
+from .exclusion import exclude_matcher
+from .imports import EXCLUDED, IGNORED, ExpandOptions
+from .model import Tier
+from .paths import home_display, is_within, norm, posix
+from .render import Rendered, Renderer, RenderRequest
+from .rules import FORMAT_ORDER, RuleFormat, find_rule_files
+
+VENDOR_GLOBALS: tuple[tuple[str, str], ...] = ((".gemini", "GEMINI.md"), (".claude", "CLAUDE.md"))
+
+
+@dataclass(slots=True)
+class Entry:
+    """One memory or rule file: where it sits and how it last rendered."""
+
+    abs_path: str
+    display: str
+    tier: Tier
+    folder: int | None  # index into the folders; None for global files
+    rel: str = ""  # posix, relative to its folder ("" for global files and files above the folder)
+    rel_dir: str = ""  # for jit files: the directory it governs
+    order: tuple[Any, ...] = ()
+    ignored: bool = False  # matched by an ignore file: followed, never included
+    rule_format: RuleFormat | None = None
+    rendered: Rendered = field(default_factory=Rendered)
+
+    def state(self) -> tuple[Any, ...]:
+        """What the instruction depends on: a change here is a change to report."""
+        r = self.rendered
+        rule = r.rule
+        return (
+            r.block,
+            r.skip,
+            self.ignored,
+            r.missing,
+            rule.mode if rule else None,
+            rule.globs if rule else None,
+            rule.description if rule else None,
+        )
+
+
+@dataclass(slots=True)
+class FolderState:
+    """One workspace folder and the memory files found for it."""
+
+    path: str  # absolute, normalised (as given)
+    real: str
+    prefix: str  # "" for a single folder, "<name>/" in a multi-root workspace
+    chain: list[str] = field(default_factory=list)  # workspace-tier dirs, root → leaf
+    top_real: str = ""  # realpath of chain[0]: the allowed root for imports
+    index: FolderIndex = field(default_factory=FolderIndex)
+    workspace: list[Entry] = field(default_factory=list)
+    jit: dict[str, Entry] = field(default_factory=dict)  # rel → entry
+    jit_by_dir: dict[str, list[Entry]] = field(default_factory=dict)
+    rules: list[Entry] = field(default_factory=list)
+    exists: bool = True
+    prefix_path: str = ""  # path + separator, for fast "is under" tests
+
+    def __post_init__(self) -> None:
+        self.prefix_path = self.path.rstrip(os.sep) + os.sep
+
+    def entries(self) -> list[Entry]:
+        return [*self.workspace, *self.jit.values(), *self.rules]
+
+
+def make_folders(folders: Sequence[Path | str]) -> list[FolderState]:
+    """Folder states for these paths (duplicates dropped), named apart in a multi-root workspace."""
+    paths = list(dict.fromkeys(norm(f) for f in folders))
+    multi = len(paths) > 1
+    used: dict[str, int] = {}
+    out: list[FolderState] = []
+    for p in paths:
+        name = os.path.basename(p) or p
+        used[name] = used.get(name, 0) + 1
+        if used[name] > 1:
+            name = f"{name} ({used[name]})"
+        out.append(FolderState(p, os.path.realpath(p), f"{name}/" if multi else ""))
+    return out
+
+
+class MemoryIndex:
+    """Memory and rule files per tier; see the module docstring. Not thread-safe (the store locks)."""
+
+    def __init__(
+        self, settings: MemorySettings, renderer: Renderer, home: str, global_dir: str, exclude: Sequence[str]
+    ) -> None:
+        self.settings = settings
+        self.exclude = exclude_matcher(exclude)
+        self.renderer = renderer
+        self.home = home
+        self.global_dir = global_dir
+        self.global_real = os.path.realpath(global_dir)
+        self.names = tuple(settings.file_names)
+        self.name_set = frozenset(self.names)
+        self.markers = tuple(settings.boundary_markers)
+        self.folders: list[FolderState] = []
+        self.globals: list[Entry] = []
+        self.global_candidates: list[str] = []
+        self.global_paths: frozenset[str] = frozenset()  # the candidates and their directories
+        self.policy = 0  # bumped whenever what may be imported can have changed
+        self.dep_index: dict[str, set[str]] = {}  # dependency path → entry abs paths
+        self.by_path: dict[str, Entry] = {}
+
+    # ------------------------------------------------------------------ building
+
+    def load(self) -> None:
+        """Index and render everything afresh."""
+        self.renderer.clear()
+        self.global_real = os.path.realpath(self.global_dir)
+        self.load_globals()
+        for i in range(len(self.folders)):
+            self.load_folder(i)
+
+    def set_folders(self, folders: Sequence[Path | str], loaded: bool) -> None:
+        """Replace the folders; folders kept keep their index, new ones are indexed when ``loaded``."""
+        old = {f.path: f for f in self.folders}
+        self.folders = make_folders(folders)
+        for i, folder in enumerate(self.folders):
+            previous = old.get(folder.path)
+            if previous is not None and previous.prefix == folder.prefix and loaded:
+                self.folders[i] = previous
+                for entry in previous.entries():
+                    entry.folder = i
+            elif loaded:
+                self.load_folder(i)
+        self.refresh_lookups()
+
+    def load_globals(self) -> None:
+        candidates: list[str] = []
+        if self.settings.read_vendor_globals:
+            candidates += [os.path.join(self.home, sub, name) for sub, name in VENDOR_GLOBALS]
+        candidates += [os.path.join(self.global_dir, name) for name in self.names]
+        self.global_candidates = candidates
+        self.global_paths = frozenset(p for c in candidates for p in (c, os.path.dirname(c)))
+        entries: list[Entry] = []
+        for i, path in enumerate(candidates):
+            if os.path.lexists(path):
+                entries.append(self.rendered(Entry(path, home_display(path, self.home), "global", None, order=(0, i))))
+        self.globals = entries
+        self.refresh_lookups()
+
+    def load_folder(self, i: int) -> None:
+        # The walk first: its ignore rules decide which imports the other tiers may inline.
+        self.folders[i].exists = os.path.isdir(self.folders[i].path)
+        self.reindex(i)
+        self.load_upward(i)
+        self.load_rules(i)
+
+    def load_upward(self, i: int) -> None:
+        folder = self.folders[i]
+        folder.exists = os.path.isdir(folder.path)
+        folder.chain = upward_chain(folder.path, self.markers) if folder.exists else [folder.path]
+        folder.top_real = os.path.realpath(folder.chain[0])
+        entries: list[Entry] = []
+        for depth, d in enumerate(folder.chain if folder.exists else ()):
+            for n, name in enumerate(self.names):
+                path = os.path.join(d, name)
+                if os.path.lexists(path):
+                    entry = Entry(path, self.display(path), "workspace", i, order=(1, i, depth, n))
+                    entry.rel = name if d == folder.path else ""
+                    entries.append(self.rendered(entry))
+        folder.workspace = entries
+        self.refresh_lookups()
+
+    def reindex(self, i: int) -> None:
+        """Walk the folder again (JIT tier); unchanged files render from the cache."""
+        folder = self.folders[i]
+        folder.index = index_folder(folder.path, self.names) if folder.exists else FolderIndex()
+        self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
+        old = folder.jit
+        jit: dict[str, Entry] = {}
+        for f in folder.index.files:
+            entry = old.get(f.rel_path)
+            if entry is None or entry.abs_path != f.abs_path:
+                entry = self._jit_entry(i, f.abs_path, f.rel_path, f.rel_dir)
+            entry.ignored = f.ignored
+            jit[f.rel_path] = self.rendered(entry)
+        folder.jit = jit
+        self._group_jit(folder)
+        self.refresh_lookups()
+
+    def load_rules(self, i: int) -> None:
+        folder = self.folders[i]
+        entries: list[Entry] = []
+        for abs_path, rel, fmt in find_rule_files(folder.path) if folder.exists else ():
+            order = (3, i, FORMAT_ORDER.index(fmt), rel)
+            entry = self.rendered(Entry(abs_path, self.display(abs_path), "rule", i, rel, order=order, rule_format=fmt))
+            if not entry.rendered.missing:
+                entries.append(entry)
+        folder.rules = entries
+        self.refresh_lookups()
+
+    def update_jit_file(self, i: int, rel: str) -> None:
+        """One memory file below the folder root changed, appeared or vanished."""
+        folder = self.folders[i]
+        rules, parent_indexed = rules_for(folder.index, rel)
+        abs_path = os.path.join(folder.path, *rel.split("/"))
+        if not parent_indexed:
+            # Its directory is new or ignored: only a walk can tell.
+            if rules is not None and not rules.is_ancestor_ignored(rel):
+                self.reindex(i)
+            return
+        if not os.path.lexists(abs_path):
+            folder.jit.pop(rel, None)
+        else:
+            entry = folder.jit.get(rel) or self._jit_entry(i, abs_path, rel, rel.rsplit("/", 1)[0])
+            entry.ignored = rules.is_ignored(rel, False) if rules is not None else False
+            folder.jit[rel] = self.rendered(entry)
+        self._group_jit(folder)
+        self.refresh_lookups()
+
+    def rerender(self, entry: Entry) -> bool:
+        """Render ``entry`` again; whether its state changed."""
+        before = entry.state()
+        deps = entry.rendered.deps
+        self.rendered(entry)
+        if entry.rendered.deps != deps:
+            self.refresh_lookups()
+        return entry.state() != before
+
+    # ------------------------------------------------------------------ rendering and paths
+
+    def rendered(self, entry: Entry) -> Entry:
+        """``entry`` with a fresh rendering (cached when nothing it used changed)."""
+        request = RenderRequest(
+            entry.abs_path,
+            entry.display,
+            entry.rule_format,
+            self.allowed_roots(entry),
+            entry.folder is not None,
+            self.policy,
+        )
+        entry.rendered = self.renderer.render(request, self.display, self.blocked)
+        return entry
+
+    def without_seen(self, entry: Entry, seen: tuple[tuple[str, str], ...]) -> Rendered:
+        """How ``entry`` renders when the files of ``seen`` are already in the instruction."""
+        request = RenderRequest(
+            entry.abs_path,
+            entry.display,
+            entry.rule_format,
+            self.allowed_roots(entry),
+            entry.folder is not None,
+            self.policy,
+        )
+        return self.renderer.render_without(request, entry.rendered, seen, self.display, self.blocked)
+
+    def expand_options(self, abs_path: str, folder: int | None) -> ExpandOptions:
+        """How imports of a file at ``abs_path`` (of this folder, None: global) are expanded."""
+        roots = self.allowed_roots(Entry(abs_path, "", "global", folder))
+        return ExpandOptions(roots, self.home, self.renderer.max_depth, self.renderer.read, self.display, self.blocked)
+
+    def blocked(self, abs_path: str) -> str | None:
+        """Why a file may not be imported: excluded by ``context.exclude`` or ignored by an ignore file."""
+        for folder in self.folders:
+            if abs_path.startswith(folder.prefix_path):
+                rel = posix(abs_path[len(folder.prefix_path) :])
+                if self.exclude(rel):
+                    return EXCLUDED
+                rules, _indexed = rules_for(folder.index, rel)
+                if rules is not None and (rules.is_ignored(rel, False) or rules.is_ancestor_ignored(rel)):
+                    return IGNORED
+                return None
+        return EXCLUDED if self.exclude(os.path.basename(abs_path)) else None
+
+    def allowed_roots(self, entry: Entry) -> tuple[str, ...]:
+        """Real paths imports of this entry may resolve into (and the entry itself must lie in)."""
+        if entry.folder is not None:
+            folder = self.folders[entry.folder]
+            return (self.global_real, folder.top_real or folder.real)
+        parent = os.path.dirname(entry.abs_path)
+        if parent != self.global_dir:
+            return (self.global_real, os.path.realpath(parent))
+        return (self.global_real,)
+
+    def display(self, abs_path: str) -> str:
+        """Display path: relative to its workspace folder, else ``~/...`` under home, else absolute."""
+        best: FolderState | None = None
+        for folder in self.folders:
+            if is_within(abs_path, [folder.path]) and (best is None or len(folder.path) > len(best.path)):
+                best = folder
+        if best is not None:
+            return best.prefix + posix(os.path.relpath(abs_path, best.path))
+        for folder in self.folders:
+            if os.path.dirname(abs_path) in folder.chain:
+                return folder.prefix + posix(os.path.relpath(abs_path, folder.path))
+        return home_display(abs_path, self.home)
+
+    # ------------------------------------------------------------------ lookups
+
+    def entries(self) -> Iterator[Entry]:
+        yield from self.globals
+        for folder in self.folders:
+            yield from folder.entries()
+
+    def refresh_lookups(self) -> None:
+        """Rebuild the path → entry and dependency → entries maps."""
+        deps: dict[str, set[str]] = {}
+        by_path: dict[str, Entry] = {}
+        for entry in self.entries():
+            by_path.setdefault(entry.abs_path, entry)
+            for dep in (entry.abs_path, entry.rendered.real, *entry.rendered.deps):
+                if dep:
+                    deps.setdefault(dep, set()).add(entry.abs_path)
+        self.dep_index = deps
+        self.by_path = by_path
+
+    def watch_roots(self) -> list[Path]:
+        """Directories to watch recursively: the workspace folders and the existing global dirs."""
+        roots: list[str] = [f.path for f in self.folders if os.path.isdir(f.path)]
+        for candidate in self.global_candidates:
+            parent = os.path.dirname(candidate)
+            if os.path.isdir(parent) and not is_within(parent, roots):
+                roots.append(parent)
+        return [Path(r) for r in roots]
+
+    def flat_watch_roots(self) -> list[Path]:
+        """Directories worth watching without recursion: the workspace tier above each folder, and
+        the nearest existing parent of a global dir that does not exist yet (to see it appear)."""
+        roots: list[str] = []
+        for folder in self.folders:
+            roots += [d for d in folder.chain[:-1] if d not in roots and os.path.isdir(d)]
+        if not os.path.isdir(self.global_dir):
+            parent = os.path.dirname(self.global_dir)
+            while parent and not os.path.isdir(parent) and os.path.dirname(parent) != parent:
+                parent = os.path.dirname(parent)
+            if os.path.isdir(parent) and parent not in roots:
+                roots.append(parent)
+        return [Path(r) for r in roots]
+
+    def has_entries_under(self, folder: FolderState, rel: str) -> bool:
+        prefix = rel + "/"
+        return any(r.startswith(prefix) for r in folder.jit) or any(e.rel.startswith(prefix) for e in folder.rules)
+
+    def _jit_entry(self, i: int, abs_path: str, rel: str, rel_dir: str) -> Entry:
+        name = rel.rsplit("/", 1)[-1]
+        n = self.names.index(name) if name in self.names else len(self.names)
+        order = (2, i, tuple(rel_dir.split("/")), n)
+        return Entry(abs_path, self.display(abs_path), "jit", i, rel=rel, rel_dir=rel_dir, order=order)
+
+    @staticmethod
+    def _group_jit(folder: FolderState) -> None:
+        by_dir: dict[str, list[Entry]] = {}
+        for entry in folder.jit.values():
+            by_dir.setdefault(entry.rel_dir, []).append(entry)
+        folder.jit_by_dir = by_dir

@@ -1,0 +1,186 @@
+"""Reading and rendering one memory or rule file, with a per-file cache.
+
+A file's rendering (frontmatter split, imports expanded, block built, tokens counted) is kept
+with the signatures (mtime, size, inode) of the file and of every path its imports touched.
+Rendering again when none of them changed is a few ``stat`` calls: a change to one memory file
+re-reads, re-expands and re-counts that file only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .imports import ExpandOptions, expand_imports
+from .paths import is_within
+from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
+from .rules import ParsedRule, RuleFormat, parse_rule
+from .wording import render_block
+
+log = logging.getLogger(__name__)
+
+_READ_CACHE_LIMIT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One file as the instruction would show it, and what went into it."""
+
+    real: str = ""
+    content: str = ""  # imports expanded, frontmatter stripped
+    block: str = ""  # "" when skipped or empty
+    tokens: int = 0
+    deps: frozenset[str] = frozenset()  # every path an import tried
+    warnings: tuple[str, ...] = ()
+    skip: str | None = None  # why it is skipped
+    missing: bool = False
+    rule: ParsedRule | None = None
+    imported: tuple[tuple[str, str], ...] = ()  # (real path, display) of every file inlined, in order
+
+
+@dataclass(frozen=True, slots=True)
+class RenderRequest:
+    """What identifies one rendering besides the bytes on disk."""
+
+    abs_path: str
+    display: str
+    rule_format: RuleFormat | None
+    roots: tuple[str, ...]  # real paths the file and its imports must lie in
+    contained: bool  # whether the file itself must lie inside ``roots``
+    policy: int = 0  # the index's import policy generation (ignore rules, exclusions)
+
+
+@dataclass(slots=True)
+class _Cached:
+    outcome: ReadOutcome
+    deps: tuple[tuple[str, FileSignature | None], ...]
+    rendered: Rendered
+
+
+@dataclass(slots=True)
+class Renderer:
+    """Owns the read cache and the per-file render cache of a store."""
+
+    max_file_bytes: int
+    max_depth: int
+    home: str
+    count: Callable[[str], int]
+    _reads: dict[str, ReadOutcome] = field(default_factory=dict)
+    _renders: dict[RenderRequest, _Cached] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self._reads.clear()
+        self._renders.clear()
+
+    def forget(self, path: str) -> None:
+        """Read ``path`` again next time (its signature may not show a quick rewrite)."""
+        self._reads.pop(path, None)
+        self._reads.pop(os.path.realpath(path), None)
+
+    def read(self, path: str) -> ReadOutcome:
+        cached = self._reads.get(path)
+        if cached is not None:
+            sig = signature_of(path)
+            if (sig is not None and sig == cached.signature) or (sig is None and cached.missing):
+                return cached
+        outcome = read_text_file(path, self.max_file_bytes)
+        if len(self._reads) > _READ_CACHE_LIMIT:
+            self._reads.clear()
+        self._reads[path] = outcome
+        # Logged once per actual read (cache hits stay quiet); MemoryResult.warnings repeats them.
+        if outcome.skip:
+            log.warning("memory file %s skipped: %s", path, outcome.skip)
+        elif outcome.warning:
+            log.warning("memory file %s: %s", path, outcome.warning)
+        return outcome
+
+    def render(
+        self, request: RenderRequest, display: Callable[[str], str], blocked: Callable[[str], str | None]
+    ) -> Rendered:
+        """The file of ``request`` rendered, from the cache when nothing it used changed."""
+        real = os.path.realpath(request.abs_path)
+        if request.contained and not is_within(real, request.roots):
+            skip = "symlink leads outside the workspace"
+            return Rendered(real, skip=skip, warnings=(f"{request.display}: skipped: {skip}",))
+        outcome = self.read(real)
+        cached = self._renders.get(request)
+        if (
+            cached is not None
+            and cached.outcome is outcome
+            and cached.rendered.real == real
+            and all(signature_of(p) == sig for p, sig in cached.deps)
+        ):
+            return cached.rendered
+        rendered = self._render(request, real, outcome, display, blocked)
+        deps = tuple((p, signature_of(p)) for p in sorted(rendered.deps))
+        if len(self._renders) > _READ_CACHE_LIMIT:
+            self._renders.clear()
+        self._renders[request] = _Cached(outcome, deps, rendered)
+        return rendered
+
+    def _render(
+        self,
+        request: RenderRequest,
+        real: str,
+        outcome: ReadOutcome,
+        display: Callable[[str], str],
+        blocked: Callable[[str], str | None],
+    ) -> Rendered:
+        name = request.display
+        if outcome.text is None:
+            if outcome.missing:
+                return Rendered(real, skip="not found", missing=True)
+            return Rendered(real, skip=outcome.skip, warnings=(f"{name}: skipped: {outcome.skip}",))
+        warnings = [f"{name}: {outcome.warning}"] if outcome.warning else []
+        text = outcome.text
+        rule = None
+        if request.rule_format is not None:
+            rule = parse_rule(request.rule_format, text)
+            if rule.error:
+                skip = f"frontmatter: {rule.error}"
+                return Rendered(real, rule=rule, skip=skip, warnings=(*warnings, f"{name}: skipped: {skip}"))
+            warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
+            text = rule.body
+        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked)
+        expansion = expand_imports(text, request.abs_path, options, real)
+        warnings += [f"{name}: import {f.path} failed: {f.reason}" for f in expansion.failures]
+        content = expansion.text.strip("\n").rstrip()
+        block = render_block(name, content) if content.strip() else ""
+        tokens = self.count(block) if block else 0
+        imported = tuple((p, d) for p, d in expansion.included.items() if p != real)
+        deps = frozenset(expansion.deps)
+        return Rendered(real, content, block, tokens, deps, tuple(warnings), None, False, rule, imported)
+
+    def render_without(
+        self,
+        request: RenderRequest,
+        rendered: Rendered,
+        seen: tuple[tuple[str, str], ...],
+        display: Callable[[str], str],
+        blocked: Callable[[str], str | None],
+    ) -> Rendered:
+        """``rendered`` again, with the files in ``seen`` (already in the instruction) left out."""
+        outcome = self.read(rendered.real)
+        if outcome.text is None:
+            return rendered
+        text = rendered.rule.body if rendered.rule is not None else outcome.text
+        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked, seen)
+        expansion = expand_imports(text, request.abs_path, options, rendered.real)
+        content = expansion.text.strip("\n").rstrip()
+        block = render_block(request.display, content) if content.strip() else ""
+        tokens = self.count(block) if block else 0
+        repeats = tuple(f"{request.display}: import {p} already included from {d}" for p, d in expansion.repeats)
+        return Rendered(
+            rendered.real,
+            content,
+            block,
+            tokens,
+            rendered.deps,
+            rendered.warnings + repeats,
+            None,
+            False,
+            rendered.rule,
+            rendered.imported,
+        )
