@@ -71,11 +71,11 @@ class FrameReader:
             return head
         try:
             rest = await self._reader.readexactly(n - len(head))
-        except asyncio.IncompleteReadError:
-            return None
-        if len(rest) < n - len(head):  # pygls' threaded stdin reader returns short at EOF
-            return None
-        return head + rest
+        except asyncio.IncompleteReadError as exc:
+            # The stream ended inside the body: hand back what came, so a Content-Length that was
+            # too long still lets the messages it swallowed be found.
+            return (head + exc.partial) or None
+        return (head + rest) or None  # pygls' threaded stdin reader returns short at EOF
 
     def _complain(self, what: str) -> None:
         self.skipped += 1
@@ -131,8 +131,8 @@ class FrameReader:
         """A body that is not JSON: log it and resume at a header inside it, if there is one
         (a Content-Length that was too long swallows the start of the next message)."""
         self._complain(f"a {len(body)}-byte body that is not JSON: {error}")
-        at = body.lower().find(_CONTENT_LENGTH, 1)
-        if at > 0:
+        at = body.lower().find(_CONTENT_LENGTH)
+        if at >= 0:
             self._pending = body[at:] + self._pending
 
     def good_frame(self) -> None:

@@ -295,7 +295,8 @@ async def _ws_main(
     def process_request(connection: Any, request: Any) -> Any:
         refusal = check_handshake(request.headers, request.path, bound_port[0], auth, state.claimed)
         if refusal is None:
-            state.claimed = True  # claimed at the handshake: a second one is refused with 409
+            if auth.token is not None:
+                state.claimed = True  # claimed at the handshake: a second one is refused with 409
             return None
         log.warning("refused a WebSocket handshake: %s", refusal[1].strip())
         return connection.respond(*refusal)
