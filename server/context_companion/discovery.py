@@ -181,7 +181,8 @@ def _contains(folder: str, workspace: Path) -> bool:
 
 def find(workspace: str | Path, directory: Path | None = None, transports: Sequence[str] = ()) -> list[Entry]:
     """Live servers whose workspace folders contain ``workspace``, the most specific folder first
-    (then the newest file). ``transports`` filters (``tcp``, ``ws``)."""
+    (then the newest file), then servers no client has claimed yet (no folders). ``transports``
+    filters (``tcp``, ``ws``)."""
     directory = directory if directory is not None else runtime_dir()
     target = Path(os.path.abspath(workspace))
     found: list[tuple[int, float, Entry]] = []
@@ -196,8 +197,8 @@ def find(workspace: str | Path, directory: Path | None = None, transports: Seque
         if entry is None or not pid_alive(entry.pid) or (transports and entry.transport not in transports):
             continue
         depth = max((len(Path(f).parts) for f in entry.workspace_folders if _contains(f, target)), default=-1)
-        if depth < 0:
-            continue
+        if depth < 0 and entry.workspace_folders:
+            continue  # a server of other folders (one without folders yet has no client: it may be ours)
         try:
             mtime = (directory / name).stat().st_mtime
         except OSError:

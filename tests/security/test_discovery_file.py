@@ -83,3 +83,14 @@ def test_remove_stale_only_removes_files_of_dead_processes(tmp_path):
     unrelated.write_text("{}")
     assert remove_stale(d) == [dead.path]
     assert live.path.exists() and unrelated.exists()
+
+
+def test_find_falls_back_to_a_server_that_has_no_client_yet(tmp_path):
+    d = tmp_path / "context-companion"
+    ws = tmp_path / "proj"
+    ws.mkdir()
+    fresh = DiscoveryFile(port=7000, transport="tcp", token="fresh", directory=d)
+    fresh.write([])
+    assert [e.token for e in find(ws, directory=d)] == ["fresh"]
+    DiscoveryFile(port=7001, transport="tcp", token="mine", directory=d).write([ws])
+    assert [e.token for e in find(ws, directory=d)] == ["mine", "fresh"]

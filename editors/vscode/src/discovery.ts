@@ -59,7 +59,7 @@ function contains(folder: string, workspace: string): boolean {
 /**
  * The server to attach to for `workspace`: a live process (`isAlive`) whose workspace folders hold
  * the workspace, with the given transport and port (0: any port); the most specific folder first,
- * then the newest file.
+ * then the newest file; failing that, a server that has no client (and so no folders) yet.
  */
 export function chooseDiscovery(
   entries: readonly DiscoveryEntry[],
@@ -72,8 +72,9 @@ export function chooseDiscovery(
   for (const entry of entries) {
     if (entry.transport !== transport || (port !== 0 && entry.port !== port) || !isAlive(entry.pid)) continue;
     const depths = entry.workspaceFolders.filter((f) => contains(f, workspace)).map((f) => path.resolve(f).length);
-    if (depths.length === 0) continue;
-    const depth = Math.max(...depths);
+    // A server without folders has had no client yet (they come with initialize): it may be ours.
+    if (depths.length === 0 && entry.workspaceFolders.length > 0) continue;
+    const depth = depths.length > 0 ? Math.max(...depths) : -1;
     if (!best || depth > best.depth || (depth === best.depth && entry.mtimeMs > best.entry.mtimeMs)) {
       best = { depth, entry };
     }

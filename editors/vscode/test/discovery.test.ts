@@ -69,3 +69,12 @@ describe('reading discovery files', () => {
     fs.rmSync(dir, { recursive: true });
   });
 });
+
+describe('chooseDiscovery: a server that has no client yet', () => {
+  it('is taken when no server announces the workspace, after one that does', () => {
+    const fresh = entry({ file: 'fresh', workspaceFolders: [], mtimeMs: 99 });
+    const mine = entry({ file: 'mine', workspaceFolders: ['/w'], mtimeMs: 1 });
+    assert.equal(chooseDiscovery([fresh, mine], '/w', () => true)?.file, 'mine');
+    assert.equal(chooseDiscovery([fresh, mine], '/other', () => true)?.file, 'fresh');
+  });
+});
