@@ -721,7 +721,7 @@ def test_connects_over_tcp_with_the_token_from_the_discovery_file(
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # Neovim looks where the server wrote
-    proc, info = _tcp_server(tmp_path, runtime)
+    proc, _info = _tcp_server(tmp_path, runtime)
     try:
         nvim = start_nvim(setup_call(connect={}))
         edit(nvim, workspace / "src" / "main.py")

@@ -89,7 +89,7 @@ def ws_server(start, tmp_path):
 
 
 def test_handshakes_without_the_right_token_host_or_origin_are_refused(ws_server):
-    server, info, folder = ws_server()
+    server, info, _folder = ws_server()
     port, token = info["port"], info["token"]
     good = {"Host": f"127.0.0.1:{port}", "Authorization": f"Bearer {token}"}
     cases = [
@@ -112,7 +112,7 @@ def test_handshakes_without_the_right_token_host_or_origin_are_refused(ws_server
 
 
 def test_the_editor_gets_in_with_a_bearer_token_after_refused_attempts(ws_server):
-    server, info, folder = ws_server()
+    _server, info, folder = ws_server()
     port, token = info["port"], info["token"]
     for bad in ({}, {"Authorization": "Bearer nope"}):
         with pytest.raises(InvalidStatus) as refused:
@@ -123,14 +123,14 @@ def test_the_editor_gets_in_with_a_bearer_token_after_refused_attempts(ws_server
 
 
 def test_a_token_in_the_query_works_for_clients_that_cannot_set_headers(ws_server):
-    server, info, folder = ws_server()
+    _server, info, folder = ws_server()
     reply = asyncio.run(_session(info["port"], info["token"], folder, query=True))
     assert "use tabs" in reply["result"]["text"]
 
 
 def test_an_origin_in_server_allowed_origins_may_connect(ws_server):
     env = {"CONTEXT_COMPANION_SERVER__ALLOWED_ORIGINS": '["http://localhost:3000"]'}
-    server, info, folder = ws_server(env=env)
+    _server, info, _folder = ws_server(env=env)
     port, token = info["port"], info["token"]
     base = {"Host": f"localhost:{port}", "Authorization": f"Bearer {token}"}
     assert _handshake(port, {**base, "Origin": "http://localhost:3001"})[0] == 403
