@@ -29,10 +29,27 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     transport = serve.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
-    transport.add_argument("--tcp", action="store_true", help="listen for one LSP client over TCP")
-    transport.add_argument("--ws", action="store_true", help="listen for LSP over WebSocket (needs pygls[ws])")
+    transport.add_argument(
+        "--tcp", action="store_true", help="listen for one LSP client over TCP (its initialize must carry the token)"
+    )
+    transport.add_argument(
+        "--ws", action="store_true", help="listen for one LSP client over WebSocket (token required; needs pygls[ws])"
+    )
     serve.add_argument("--host", default=None, help="address to bind with --tcp/--ws (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port for --tcp/--ws (default 2087)")
+    serve.add_argument(
+        "--token-file",
+        default=None,
+        metavar="PATH",
+        help="with --tcp/--ws: read the token clients must present from PATH (default: a new random token, "
+        "written to the discovery file in the user runtime dir)",
+    )
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="UNSAFE: with --tcp/--ws accept any client without a token or Host/Origin checks "
+        "(any local process or web page can then read your memory files)",
+    )
     serve.add_argument("--log-file", default=None, help="also write the log to this file")
     serve.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     serve.add_argument("--clientProcessId", default=None, help=argparse.SUPPRESS)  # some clients append it

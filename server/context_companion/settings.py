@@ -200,6 +200,15 @@ class ContextSettings(_Model):
     exclude: list[str] = Field(default_factory=lambda: ["**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/*secret*"])
 
 
+# --------------------------------------------------------------------------- server
+
+
+class ServerSettings(_Model):
+    # Read at start from the user's config file and the environment only: a WebSocket handshake
+    # is checked before any editor or workspace settings exist.
+    allowed_origins: list[str] = Field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- the whole
 
 
@@ -215,6 +224,7 @@ class Settings(_Model):
     profile: AgentProfile = Field(default_factory=AgentProfile)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
 
 # --------------------------------------------------------------------------- resolution

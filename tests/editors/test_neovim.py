@@ -203,7 +203,9 @@ class Nvim:
         last: Any = None
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"Neovim exited ({self.proc.returncode}) while waiting for {what}\n{self.diagnostics()}")
+                raise AssertionError(
+                    f"Neovim exited ({self.proc.returncode}) while waiting for {what}\n{self.diagnostics()}"
+                )
             try:
                 last = condition()
             except (RuntimeError, json.JSONDecodeError) as exc:
@@ -357,7 +359,9 @@ def test_instruction_buffer_shows_the_memory(start_nvim, workspace: Path) -> Non
     # running it again reuses the buffer and its window
     nvim.lua("vim.cmd('ContextCompanionInstruction')")
     nvim.wait_for(
-        lambda: len([m for m in nvim.messages() if m["msg"].startswith("Context Companion: system instruction ·")]) == 2,
+        lambda: (
+            len([m for m in nvim.messages() if m["msg"].startswith("Context Companion: system instruction ·")]) == 2
+        ),
         "the second instruction command to finish",
     )
     assert nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2
@@ -377,9 +381,7 @@ def test_instruction_buffer_shows_the_memory(start_nvim, workspace: Path) -> Non
 
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
 def test_cursor_and_selections_reach_the_server(start_nvim, workspace: Path, encoding: str) -> None:
-    nvim = start_nvim(
-        setup_call(capabilities={"general": {"positionEncodings": [encoding]}})
-    )
+    nvim = start_nvim(setup_call(capabilities={"general": {"positionEncodings": [encoding]}}))
     edit(nvim, workspace / "src" / "main.py")
     assert nvim.wait_attached()["encoding"] == encoding
 
@@ -669,7 +671,9 @@ def test_selection_ranges_in_each_encoding(tmp_path: Path) -> None:
     """Ranges from Neovim's own getregionpos() and from the 0.10 fallback agree, and are right."""
     script = tmp_path / "ranges.lua"
     script.write_text(SELECTION_SCRIPT % {"plugin": lua_str(str(PLUGIN))}, encoding="utf-8")
-    proc = subprocess.run([NVIM, "--clean", "--headless", "-l", str(script)], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [NVIM, "--clean", "--headless", "-l", str(script)], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     for row in rows:
@@ -691,3 +695,61 @@ def test_selection_ranges_in_each_encoding(tmp_path: Path) -> None:
     assert native(1, "utf-16", "exclusive") == [rng(0, 8, 0, 19)]  # the emoji under the cursor is left out
     assert native(5, "utf-16") == [rng(0, 0, 2, 0)]  # linewise: lines 1-2 with their line breaks
     assert native(7, "utf-8") == [rng(1, 0, 1, 3), rng(2, 0, 2, 0), rng(3, 0, 3, 4)]  # block: one per line ("naï")
+
+
+def _tcp_server(tmp_path: Path, runtime: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """`serve --tcp --port 0` as a user would start it; returns the process and its discovery file."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env.update({"HOME": str(tmp_path / "server-home"), "XDG_RUNTIME_DIR": str(runtime)})
+    (tmp_path / "server-home").mkdir(exist_ok=True)
+    proc = subprocess.Popen(
+        [*SERVER_CMD, "--tcp", "--port", "0"], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        files = list((runtime / "context-companion").glob(f"server-{proc.pid}-*.json"))
+        if files:
+            return proc, json.loads(files[0].read_text(encoding="utf-8"))
+        assert proc.poll() is None, "the TCP server exited"
+        time.sleep(0.05)
+    raise AssertionError("the TCP server wrote no discovery file")
+
+
+def test_connects_over_tcp_with_the_token_from_the_discovery_file(
+    start_nvim, workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # Neovim looks where the server wrote
+    proc, _info = _tcp_server(tmp_path, runtime)
+    try:
+        nvim = start_nvim(setup_call(connect={}))
+        edit(nvim, workspace / "src" / "main.py")
+        client = nvim.wait_attached()
+        assert client["root"] == str(workspace)
+        text = nvim.lua("return require('context_companion').system_instruction().text")
+        assert "Otters review every pull request." in text
+        # The server learnt its folder from initialize and announces it now.
+        files = list((runtime / "context-companion").glob(f"server-{proc.pid}-*.json"))
+        assert json.loads(files[0].read_text(encoding="utf-8"))["workspaceFolders"] == [str(workspace)]
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_wrong_token_over_tcp_is_refused_and_the_user_told(start_nvim, workspace: Path, tmp_path: Path) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    proc, info = _tcp_server(tmp_path, runtime)
+    try:
+        nvim = start_nvim(setup_call(connect={"port": info["port"], "token": "not-the-token"}))
+        edit(nvim, workspace / "src" / "main.py")
+        # Neovim's LSP client reports a failed initialize itself, in :messages.
+        nvim.wait_lua(
+            "return vim.fn.execute('messages'):find('authToken is wrong', 1, true) ~= nil or nil",
+            "Neovim to report the refused initialize",
+        )
+        assert proc.poll() is None, "a refused client ended the server"
+    finally:
+        proc.kill()
+        proc.wait(10)

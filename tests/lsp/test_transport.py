@@ -11,7 +11,11 @@ SERVER = [sys.executable, "-m", "context_companion", "serve"]
 
 def env(tmp_path):
     e = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    e.update({"HOME": str(tmp_path), "CONTEXT_COMPANION_CONFIG_DIR": str(tmp_path / "cfg")})
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    e.update(
+        {"HOME": str(tmp_path), "CONTEXT_COMPANION_CONFIG_DIR": str(tmp_path / "cfg"), "XDG_RUNTIME_DIR": str(run)}
+    )
     return e
 
 
@@ -59,14 +63,20 @@ def test_websocket_transport_answers_initialize_and_commands(tmp_path):
     from websockets.asyncio.client import connect
 
     port = _free_port()
+    token_file = tmp_path / "token"
+    token_file.write_text("a-test-token-of-some-length\n")
     proc = subprocess.Popen(
-        [*SERVER, "--ws", "--port", str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(tmp_path)
+        [*SERVER, "--ws", "--port", str(port), "--token-file", str(token_file)],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env(tmp_path),
     )
     try:
         _wait_listening(port, proc)
 
         async def talk() -> tuple[dict, dict]:
-            async with connect(f"ws://127.0.0.1:{port}") as ws:
+            auth = {"Authorization": "Bearer a-test-token-of-some-length"}
+            async with connect(f"ws://127.0.0.1:{port}", additional_headers=auth) as ws:
                 await ws.send(
                     json.dumps(
                         {

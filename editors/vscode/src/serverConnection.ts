@@ -1,6 +1,7 @@
 /**
  * Starts, stops and talks to the Context Companion language server.
  */
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
@@ -16,6 +17,7 @@ import {
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
+import { findServer } from './discovery';
 import { classifyProbe, describeSource, LaunchSettingError, type LaunchPlan, resolveLaunch, runProbe } from './launch';
 import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
 import { activePythonInterpreter, onPythonInterpreterChanged } from './pythonInterpreter';
@@ -164,6 +166,12 @@ export class ServerConnection implements vscode.Disposable {
     const folder = vscode.workspace.workspaceFolders?.[0];
     const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
 
+    if (config.get<string>('connect.mode') === 'tcp') {
+      const { serverOptions, authToken } = this.tcpServerOptions(config, folder?.uri.fsPath);
+      await this.startClient(serverOptions, authToken);
+      return;
+    }
+
     let plan: LaunchPlan;
     try {
       const serverCommand = config.get<unknown>('serverCommand');
@@ -198,11 +206,49 @@ export class ServerConnection implements vscode.Disposable {
       transport: TransportKind.stdio,
       options: { cwd: folder?.uri.fsPath ?? os.homedir(), env: { ...process.env } },
     };
+    await this.startClient(serverOptions);
+  }
+
+  /**
+   * Attach to a server already running with `--tcp` (`contextCompanion.connect.*`): the port and
+   * token come from the settings, or from the discovery file whose folders hold this workspace.
+   * The token goes in `initializationOptions.authToken`, which the server checks before anything else.
+   */
+  private tcpServerOptions(
+    config: vscode.WorkspaceConfiguration,
+    workspace: string | undefined,
+  ): { serverOptions: ServerOptions; authToken: string } {
+    let port = config.get<number>('connect.port') ?? 0;
+    let token = (config.get<string>('connect.token') ?? '').trim();
+    if (port === 0 || token === '') {
+      const found = workspace ? findServer(workspace, 'tcp', port) : undefined;
+      if (!found) {
+        throw new Error(
+          'contextCompanion.connect.mode is "tcp" but no running server (context-companion serve --tcp) announces ' +
+            'this workspace in its discovery file; set contextCompanion.connect.port and contextCompanion.connect.token.',
+        );
+      }
+      this.log(`Attaching to the server of ${found.file}`);
+      port = found.port;
+      if (token === '') token = found.token ?? '';
+    }
+    const serverOptions: ServerOptions = () =>
+      new Promise((resolve, reject) => {
+        const socket = net.connect({ host: '127.0.0.1', port });
+        socket.once('connect', () => resolve({ reader: socket, writer: socket }));
+        socket.once('error', reject);
+      });
+    return { serverOptions, authToken: token };
+  }
+
+  private async startClient(serverOptions: ServerOptions, authToken?: string): Promise<void> {
+    const initializationOptions: Record<string, unknown> = this.serverSettings();
+    if (authToken !== undefined) initializationOptions.authToken = authToken;
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: this.serverSettings(),
+      initializationOptions,
       errorHandler: this.errorHandler(),
       synchronize: { configurationSection: SECTION },
       middleware: {

@@ -11,7 +11,14 @@
 export const SECTION = 'contextCompanion';
 
 /** Settings that configure this extension, not the server. */
-export const CLIENT_ONLY_KEYS: ReadonlySet<string> = new Set(['serverCommand', 'interpreter', 'trace.server']);
+export const CLIENT_ONLY_KEYS: ReadonlySet<string> = new Set([
+  'serverCommand',
+  'interpreter',
+  'trace.server',
+  'connect.mode',
+  'connect.port',
+  'connect.token',
+]);
 
 /** What `WorkspaceConfiguration.inspect()` reports for one key (the parts used here). */
 export interface InspectedValue {

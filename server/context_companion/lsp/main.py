@@ -32,20 +32,34 @@ def _expected_errors(record: logging.LogRecord) -> bool:
     """Drop pygls' tracebacks for errors we answered on purpose (bad params, failed requests)."""
     exc = record.exc_info[1] if record.exc_info else None
     code = getattr(exc, "code", None)
-    if code in (-32602, -32803, -32800):  # InvalidParams, RequestFailed, RequestCancelled
-        return False
-    return True
+    return code not in (-32602, -32803, -32800)  # InvalidParams, RequestFailed, RequestCancelled
 
 
 def serve(args: argparse.Namespace) -> int:
     configure_logging(args.verbose, args.log_file)
+    token = _socket_token(args) if (args.tcp or args.ws) else None
     from .server import create_server
 
     server = create_server()
     if args.tcp:
-        serve_tcp(server, args.host, args.port)
+        serve_tcp(server, args.host, args.port, token)
     elif args.ws:
-        serve_ws(server, args.host, args.port)
+        serve_ws(server, args.host, args.port, token)
     else:
         serve_stdio(server)
     return 0
+
+
+def _socket_token(args: argparse.Namespace) -> str | None:
+    """The token socket clients must present: from ``--token-file``, else a new random one;
+    None with ``--no-auth``."""
+    from .sockets import read_token_file, warn_no_auth
+
+    if args.no_auth:
+        warn_no_auth()
+        return None
+    if args.token_file:
+        return read_token_file(args.token_file)
+    from ..discovery import new_token
+
+    return new_token()

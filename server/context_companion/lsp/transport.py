@@ -1,4 +1,5 @@
-"""Transports: stdio through an asyncio pipe reader, TCP and WebSocket bound to loopback by default.
+"""Transports: stdio through an asyncio pipe reader, TCP and WebSocket bound to loopback by default
+and authenticated (see :mod:`.sockets`).
 
 pygls' stock stdio reader hops to a worker thread for every header line and body; reading the
 pipe with asyncio instead keeps the whole message loop on the event loop thread (several times
@@ -15,7 +16,7 @@ import sys
 import threading
 from typing import Any
 
-from pygls.io_ import run_async
+from .framing import AsyncLineReader, FrameReader, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -96,18 +97,12 @@ def serve_stdio(server: Any) -> None:
 
     async def main() -> None:
         asyncio.get_running_loop().set_exception_handler(quiet_shutdown_errors)
-        reader = await _pipe_reader(stdin)
+        reader: AsyncLineReader | None = await _pipe_reader(stdin)
         if reader is None:
             from pygls.io_ import StdinAsyncReader
 
             reader = StdinAsyncReader(stdin, server.thread_pool)
-        await run_async(
-            stop_event=stop_event,
-            reader=reader,
-            protocol=server.protocol,
-            logger=log,
-            error_handler=server.report_server_error,
-        )
+        await run_frames(FrameReader(reader), server.protocol, stop_event, error_handler=server.report_server_error)
         log.info("stdin closed: shutting down")
 
     try:
@@ -125,15 +120,19 @@ def bind_host(host: str | None) -> str:
     return host or LOOPBACK
 
 
-def serve_tcp(server: Any, host: str | None, port: int | None) -> None:
-    server.start_tcp(bind_host(host), DEFAULT_PORT if port is None else port)
+def serve_tcp(server: Any, host: str | None, port: int | None, token: str | None) -> None:
+    from .sockets import serve_socket
+
+    serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token)
 
 
-def serve_ws(server: Any, host: str | None, port: int | None) -> None:
+def serve_ws(server: Any, host: str | None, port: int | None, token: str | None) -> None:
     try:
         import websockets  # noqa: F401
     except ImportError:
         from ..errors import ContextCompanionError
 
         raise ContextCompanionError("--ws needs the websockets package: pip install 'context-companion[ws]'") from None
-    server.start_ws(bind_host(host), DEFAULT_PORT if port is None else port)
+    from .sockets import serve_socket
+
+    serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token)

@@ -22,6 +22,7 @@ M.MEMORY_FILES = { 'AGENTS.md', 'GEMINI.md', 'CLAUDE.md' }
 ---@field memory_list? "quickfix"|"select" How :ContextCompanionMemory lists the files.
 ---@field timeout_ms? integer How long the synchronous Lua API waits for the server (default 5000).
 ---@field capabilities? table Merged into the client capabilities.
+---@field connect? {host?: string, port?: integer, token?: string} Attach to a running `context-companion serve --tcp` instead of starting one; port and token default to the discovery file whose workspace folders hold the root.
 
 ---@return context_companion.Options
 function M.defaults()
@@ -125,8 +126,8 @@ function M.resolve(user)
   user = user or {}
   local opts = M.defaults()
   for key, value in pairs(user) do
-    if type(key) ~= 'string' or opts[key] == nil and not vim.tbl_contains({ 'cmd', 'root_markers', 'root_dir', 'capabilities' }, key) then
-      return nil, ('unknown option %s (known: cmd, settings, notify_level, debounce_ms, root_markers, root_dir, session_id, memory_list, timeout_ms, capabilities)'):format(describe(key))
+    if type(key) ~= 'string' or opts[key] == nil and not vim.tbl_contains({ 'cmd', 'root_markers', 'root_dir', 'capabilities', 'connect' }, key) then
+      return nil, ('unknown option %s (known: cmd, settings, notify_level, debounce_ms, root_markers, root_dir, session_id, memory_list, timeout_ms, capabilities, connect)'):format(describe(key))
     end
     opts[key] = value
   end
@@ -169,6 +170,25 @@ function M.resolve(user)
   end
   if opts.capabilities ~= nil and type(opts.capabilities) ~= 'table' then
     return nil, ('capabilities: expected a table, got %s'):format(describe(opts.capabilities))
+  end
+  local connect = opts.connect
+  if connect ~= nil then
+    if type(connect) ~= 'table' or vim.islist(connect) and next(connect) ~= nil then
+      return nil, ('connect: expected a table {host?, port?, token?}, got %s'):format(describe(connect))
+    end
+    for key in pairs(connect) do
+      if not vim.tbl_contains({ 'host', 'port', 'token' }, key) then
+        return nil, ('connect: unknown key %s (known: host, port, token)'):format(describe(key))
+      end
+    end
+    if connect.port ~= nil and (type(connect.port) ~= 'number' or connect.port < 0 or connect.port > 65535 or connect.port ~= math.floor(connect.port)) then
+      return nil, ('connect.port: expected a port number, got %s'):format(describe(connect.port))
+    end
+    for _, key in ipairs({ 'host', 'token' }) do
+      if connect[key] ~= nil and (type(connect[key]) ~= 'string' or connect[key] == '') then
+        return nil, ('connect.%s: expected a non-empty string, got %s'):format(key, describe(connect[key]))
+      end
+    end
   end
   return opts
 end

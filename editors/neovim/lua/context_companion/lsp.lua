@@ -257,6 +257,31 @@ function M.handlers()
   }
 end
 
+--- Attach to a running `serve --tcp`: the port and token from `connect`, else from the discovery
+--- file of the server whose workspace folders hold `root`. The token travels in
+--- initializationOptions.authToken, which the server checks before anything else.
+---@param connect {host?: string, port?: integer, token?: string}
+---@param root string
+---@param settings table
+---@return any cmd, table init_options
+function M.connect_cmd(connect, root, settings)
+  local port, token = connect.port, connect.token
+  if not port or port == 0 or not token then
+    local found = require('context_companion.discovery').find(root, 'tcp', port)
+    if not found then
+      error(
+        ('Context Companion: connect: no running server (context-companion serve --tcp) announces %s in its discovery file; set connect.port and connect.token'):format(root),
+        0
+      )
+    end
+    port = found.port
+    token = token or found.token
+  end
+  local init_options = vim.deepcopy(settings)
+  init_options.authToken = token
+  return vim.lsp.rpc.connect(connect.host or '127.0.0.1', port), init_options
+end
+
 --- The configuration for vim.lsp.start().
 ---@param root string
 ---@return vim.lsp.ClientConfig
@@ -268,12 +293,16 @@ function M.client_config(root)
     capabilities = merge(capabilities, opts.capabilities)
   end
   local cmd = opts.cmd or M.default_cmd()
+  local init_options = settings
+  if opts.connect then
+    cmd, init_options = M.connect_cmd(opts.connect, root, settings)
+  end
   return {
     name = M.NAME,
     cmd = cmd,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = settings,
+    init_options = init_options,
     settings = { contextCompanion = settings },
     capabilities = capabilities,
     handlers = M.handlers(),
@@ -295,7 +324,11 @@ function M.start(bufnr)
   if not root then
     return nil
   end
-  local cfg = M.client_config(root)
+  local ok, cfg = pcall(M.client_config, root)
+  if not ok then
+    vim.notify_once(tostring(cfg), vim.log.levels.ERROR)
+    return nil
+  end
   if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) == 0 then
     vim.notify_once(
       ('Context Companion: cannot start the server: %q is not an executable on PATH. Install the server (python3 -m pip install %s) or set `cmd` in require("context_companion").setup().'):format(

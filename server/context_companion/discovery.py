@@ -1,0 +1,233 @@
+"""Discovery files: how a client on this machine finds a running server and its token.
+
+A server listening on a socket writes ``<user runtime dir>/context-companion/server-<pid>-<port>.json``
+holding ``{"pid", "port", "transport", "workspaceFolders", "token"}``. The directory is 0700 and the
+file 0600, so only the same user can read the token; anything that can read it could already read
+the user's files. Files whose process is gone are removed by the next server that starts.
+
+No protocol code here: the LSP transports and other bridges (an MCP endpoint, an IDE companion)
+share it. Small API: :class:`DiscoveryFile` (``write``, ``remove``), :func:`find`,
+:func:`remove_stale`, :func:`runtime_dir`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import secrets
+import stat
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "context-companion"
+_NAME = re.compile(r"^server-(\d+)-(\d+)\.json$")
+_TEMP = re.compile(r"^\.server-(\d+)-\d+\.[A-Za-z0-9_-]+\.tmp$")
+
+
+class DiscoveryError(OSError):
+    """The runtime directory or a discovery file cannot be used safely."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One running server, as its discovery file describes it."""
+
+    path: Path
+    pid: int
+    port: int
+    transport: str
+    workspace_folders: tuple[str, ...]
+    token: str | None
+
+
+def runtime_dir() -> Path:
+    """``<user runtime dir>/context-companion`` (``$XDG_RUNTIME_DIR`` on Linux, via platformdirs)."""
+    from platformdirs import user_runtime_dir
+
+    with warnings.catch_warnings():
+        # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset and it falls back: not news.
+        warnings.simplefilter("ignore")
+        return Path(user_runtime_dir(APP_NAME, appauthor=False))
+
+
+def _private_dir(directory: Path) -> Path:
+    """Create ``directory`` 0700, or check an existing one is ours, a real directory, and private."""
+    directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700)
+    st = directory.lstat()
+    if not stat.S_ISDIR(st.st_mode):
+        raise DiscoveryError(f"{directory}: not a directory (a symlink or file is in the way)")
+    if st.st_uid != os.getuid():
+        raise DiscoveryError(f"{directory}: owned by another user")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(directory, 0o700)
+    return directory
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class DiscoveryFile:
+    """The discovery file of this process for one listening socket."""
+
+    def __init__(
+        self, port: int, transport: str, token: str | None, directory: Path | None = None, pid: int | None = None
+    ) -> None:
+        self.port = port
+        self.transport = transport
+        self.token = token
+        self.pid = os.getpid() if pid is None else pid
+        self.directory = directory if directory is not None else runtime_dir()
+        self.path = self.directory / f"server-{self.pid}-{port}.json"
+        self._written = False
+
+    def write(self, workspace_folders: Iterable[str | Path] = ()) -> Path:
+        """Write (or atomically rewrite) the file: a 0600 temporary file in the same directory,
+        created with O_EXCL|O_NOFOLLOW, then renamed over the old one."""
+        _private_dir(self.directory)
+        payload = {
+            "pid": self.pid,
+            "port": self.port,
+            "transport": self.transport,
+            "workspaceFolders": [str(f) for f in workspace_folders],
+            "token": self.token,
+        }
+        data = json.dumps(payload, indent=2).encode("utf-8") + b"\n"
+        temp = self.directory / f".server-{self.pid}-{self.port}.{secrets.token_urlsafe(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(temp, flags, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        self._written = True
+        return self.path
+
+    def remove(self) -> None:
+        """Remove the file (idempotent; safe from signal handlers and atexit)."""
+        if not self._written:
+            return
+        self._written = False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def read(path: Path) -> Entry | None:
+    """The entry in ``path``, or None when it is not a private regular file of ours with valid JSON."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            raw = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if not isinstance(raw, dict):
+        return None
+    pid, port, folders, token = raw.get("pid"), raw.get("port"), raw.get("workspaceFolders"), raw.get("token")
+    if not isinstance(pid, int) or not isinstance(port, int) or not isinstance(folders, list):
+        return None
+    return Entry(
+        path=path,
+        pid=pid,
+        port=port,
+        transport=str(raw.get("transport", "")),
+        workspace_folders=tuple(str(f) for f in folders),
+        token=token if isinstance(token, str) else None,
+    )
+
+
+def _contains(folder: str, workspace: Path) -> bool:
+    try:
+        return workspace == Path(folder) or workspace.is_relative_to(Path(folder))
+    except ValueError:
+        return False
+
+
+def find(workspace: str | Path, directory: Path | None = None, transports: Sequence[str] = ()) -> list[Entry]:
+    """Live servers whose workspace folders contain ``workspace``, the most specific folder first
+    (then the newest file), then servers no client has claimed yet (no folders). ``transports``
+    filters (``tcp``, ``ws``)."""
+    directory = directory if directory is not None else runtime_dir()
+    target = Path(os.path.abspath(workspace))
+    found: list[tuple[int, float, Entry]] = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    for name in names:
+        if not _NAME.match(name):
+            continue
+        entry = read(directory / name)
+        if entry is None or not pid_alive(entry.pid) or (transports and entry.transport not in transports):
+            continue
+        depth = max((len(Path(f).parts) for f in entry.workspace_folders if _contains(f, target)), default=-1)
+        if depth < 0 and entry.workspace_folders:
+            continue  # a server of other folders (one without folders yet has no client: it may be ours)
+        try:
+            mtime = (directory / name).stat().st_mtime
+        except OSError:
+            continue
+        found.append((depth, mtime, entry))
+    found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [entry for _, _, entry in found]
+
+
+def remove_stale(directory: Path | None = None) -> list[Path]:
+    """Remove discovery (and leftover temporary) files whose process is gone. Returns what went."""
+    directory = directory if directory is not None else runtime_dir()
+    removed: list[Path] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = _NAME.match(name) or _TEMP.match(name)
+        if match is None or pid_alive(int(match.group(1))):
+            continue
+        path = directory / name
+        try:
+            if path.lstat().st_uid != os.getuid():
+                continue
+            os.unlink(path)
+        except OSError:
+            continue
+        removed.append(path)
+    if removed:
+        log.info("removed %d stale discovery file(s) in %s", len(removed), directory)
+    return removed

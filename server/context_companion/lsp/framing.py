@@ -1,0 +1,180 @@
+"""LSP base-protocol framing that survives bad input.
+
+pygls' loop only accepts ``Content-Length: N\\r\\n`` exactly; one lowercase header, an LF-only line
+or a wrong length leaves it waiting for a header that never matches, and the connection is dead
+without a word. Here header names are case-insensitive, LF line endings are accepted, and after
+anything unreadable one warning is logged and reading resumes at the next ``Content-Length:``
+header (also one found inside the garbage or inside a body that did not parse).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from pygls.exceptions import JsonRpcException
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 64 * 1024 * 1024
+_HEADER_NAME = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_CONTENT_LENGTH = b"content-length:"
+
+
+class AsyncLineReader(Protocol):
+    def readline(self) -> Awaitable[bytes]: ...
+
+    def readexactly(self, n: int) -> Awaitable[bytes]: ...
+
+
+class FrameReader:
+    """Yields message bodies from a byte stream; resynchronises after garbage."""
+
+    def __init__(self, reader: AsyncLineReader, max_body: int = MAX_BODY, logger: logging.Logger = log) -> None:
+        self._reader = reader
+        self._pending = b""
+        self._max_body = max_body
+        self._log = logger
+        self._complained = False  # one warning per run of bad input, not one per line
+        self.skipped = 0  # bad frames seen (for tests and logs)
+
+    def replace_source(self, reader: AsyncLineReader) -> None:
+        """Read on from ``reader`` (the same stream without a wrapper); buffered bytes are kept."""
+        self._reader = reader
+
+    # ------------------------------------------------------------------ reading
+
+    async def _readline(self) -> bytes:
+        if self._pending:
+            cut = self._pending.find(b"\n")
+            if cut >= 0:
+                line, self._pending = self._pending[: cut + 1], self._pending[cut + 1 :]
+                return line
+            head, self._pending = self._pending, b""
+            try:
+                return head + await self._reader.readline()
+            except ValueError:  # a line over the stream's limit: part of the garbage
+                return head + b"\n"
+        try:
+            return await self._reader.readline()
+        except ValueError:
+            return b"<a line too long>\n"
+
+    async def _readexactly(self, n: int) -> bytes | None:
+        head, self._pending = self._pending[:n], self._pending[n:]
+        if len(head) == n:
+            return head
+        try:
+            rest = await self._reader.readexactly(n - len(head))
+        except asyncio.IncompleteReadError as exc:
+            # The stream ended inside the body: hand back what came, so a Content-Length that was
+            # too long still lets the messages it swallowed be found.
+            return (head + exc.partial) or None
+        return (head + rest) or None  # pygls' threaded stdin reader returns short at EOF
+
+    def _complain(self, what: str) -> None:
+        self.skipped += 1
+        if not self._complained:
+            self._complained = True
+            self._log.warning("malformed LSP frame (%s): skipping to the next Content-Length header", what)
+
+    async def next_body(self) -> bytes | None:
+        """The next message body, or None at the end of the stream."""
+        length: int | None = None
+        in_headers = False
+        while True:
+            line = await self._readline()
+            if not line:
+                return None
+            text = line.rstrip(b"\r\n")
+            if not text.strip():
+                if length is not None:
+                    body = await self._readexactly(length)
+                    if body is None:
+                        return None
+                    return body
+                if in_headers:
+                    self._complain("a header block without Content-Length")
+                in_headers = False
+                continue
+            name, sep, value = text.partition(b":")
+            if sep and _HEADER_NAME.match(name.strip()):
+                in_headers = True
+                if name.strip().lower() == b"content-length":
+                    length = self._parse_length(value)
+                continue
+            # Not a header: garbage, or the tail of a body whose Content-Length was too short,
+            # possibly with the next message's header glued on.
+            self._complain(f"{len(line)} bytes that are not a header")
+            length, in_headers = None, False
+            at = text.lower().find(_CONTENT_LENGTH, 1)
+            if at > 0:
+                self._pending = line[at:] + self._pending
+
+    def _parse_length(self, value: bytes) -> int | None:
+        raw = value.strip()
+        if not raw.isdigit():
+            self._complain(f"Content-Length {raw[:40]!r} is not a number")
+            return None
+        n = int(raw)
+        if n > self._max_body:
+            self._complain(f"Content-Length {n} is over the {self._max_body}-byte limit")
+            return None
+        return n
+
+    def unreadable_body(self, body: bytes, error: Exception) -> None:
+        """A body that is not JSON: log it and resume at a header inside it, if there is one
+        (a Content-Length that was too long swallows the start of the next message)."""
+        self._complain(f"a {len(body)}-byte body that is not JSON: {error}")
+        at = body.lower().find(_CONTENT_LENGTH)
+        if at >= 0:
+            self._pending = body[at:] + self._pending
+
+    def good_frame(self) -> None:
+        self._complained = False
+
+
+async def run_frames(
+    frames: FrameReader,
+    protocol: Any,
+    stop_event: threading.Event,
+    error_handler: Callable[[Exception, type[JsonRpcException]], Any] | None = None,
+    observe: Callable[[Any], None] | None = None,
+    first: Any = None,
+) -> None:
+    """The message loop: read frames, hand each parsed message to the pygls protocol.
+
+    ``first`` is a message already parsed (the TCP transport reads the initialize request itself
+    to check its token). ``observe`` sees each message after the protocol handled it.
+    """
+    message = first
+    while True:
+        if message is not None:
+            try:
+                protocol.handle_message(message)
+            except Exception as exc:
+                log.exception("unable to handle a message")
+                if error_handler is not None:
+                    error_handler(exc, JsonRpcException)
+            if observe is not None:
+                observe(message)
+            message = None
+        if stop_event.is_set():
+            return
+        body = await frames.next_body()
+        if body is None:
+            return
+        try:
+            message = json.loads(body, object_hook=protocol.structure_message)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            frames.unreadable_body(body, exc)
+            continue
+        except Exception as exc:
+            log.warning("ignored a message that could not be read: %s", exc)
+            continue
+        frames.good_frame()

@@ -1,0 +1,416 @@
+"""TCP and WebSocket transports that only talk to a client holding the server's token.
+
+Any local process, and any web page through DNS rebinding, can open a loopback socket; the server
+hands out workspace and global memory, so a socket must prove it belongs to the user:
+
+* TCP: the first message must be ``initialize`` with ``initializationOptions.authToken``; anything
+  else is answered with one error and the connection closed. Until then the connection is not the
+  protocol's writer, so nothing else (notifications, logs) can reach it.
+* WebSocket: the opening handshake must name a loopback ``Host``, carry no ``Origin`` outside
+  ``server.allowedOrigins``, and present the token (``Authorization: Bearer`` or ``?token=``);
+  otherwise it is answered 403/401 over plain HTTP and never upgraded.
+
+A refused connection does not end the server: the editor can still connect. The first accepted
+connection becomes the client; the server exits when it leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import hmac
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from ..discovery import DiscoveryFile, remove_stale
+from ..errors import ContextCompanionError
+from .framing import FrameReader, run_frames
+
+log = logging.getLogger(__name__)
+
+UNAUTHORIZED = -32001  # JSON-RPC's implementation-defined server error range
+AUTH_TIMEOUT = 10.0  # seconds a connection may take to send its initialize
+MAX_FIRST_MESSAGE = 4 * 1024 * 1024
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+@dataclass
+class Auth:
+    """What a socket client must show. ``token`` None means ``--no-auth``."""
+
+    token: str | None
+    allowed_origins: frozenset[str] = frozenset()
+    extra_hosts: tuple[str, ...] = ()
+
+    def token_ok(self, presented: object) -> bool:
+        if self.token is None:
+            return True
+        if not isinstance(presented, str):
+            return False
+        return hmac.compare_digest(presented.encode("utf-8"), self.token.encode("utf-8"))
+
+
+@dataclass
+class _State:
+    claimed: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def taken(self) -> bool:
+        return self.claimed
+
+
+def read_token_file(path: str) -> str:
+    try:
+        token = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise ContextCompanionError(f"--token-file {path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContextCompanionError(f"--token-file {path}: cannot read: {exc}") from None
+    if not token:
+        raise ContextCompanionError(f"--token-file {path}: the file is empty")
+    return token
+
+
+def allowed_origins() -> frozenset[str]:
+    """``server.allowedOrigins`` from the user's config file and the environment: the handshake
+    comes before ``initialize``, so editor and workspace settings cannot widen it."""
+    from ..settings import resolve_settings
+
+    try:
+        return frozenset(o.rstrip("/") for o in resolve_settings().server.allowed_origins)
+    except ContextCompanionError as exc:
+        log.warning("settings: %s; no Origin is allowed", exc)
+        return frozenset()
+
+
+# ---------------------------------------------------------------------------- folders for the discovery file
+
+
+def _folders_of(server: Any) -> list[str]:
+    from ..context.state import uri_to_path
+
+    try:
+        workspace = server.workspace
+    except RuntimeError:  # not initialized
+        return []
+    uris = list(workspace.folders.keys()) or ([workspace.root_uri] if workspace.root_uri else [])
+    out = []
+    for uri in uris:
+        with contextlib.suppress(Exception):
+            out.append(str(uri_to_path(uri)))
+    return out
+
+
+def _observer(server: Any, announce: DiscoveryFile | None) -> Callable[[Any], None]:
+    """Rewrites the discovery file when the folders become known or change; removes it on shutdown."""
+
+    def observe(message: Any) -> None:
+        if announce is None:
+            return
+        method = getattr(message, "method", None)
+        if method in ("initialize", "workspace/didChangeWorkspaceFolders"):
+            try:
+                announce.write(_folders_of(server))
+            except OSError as exc:
+                log.warning("cannot update the discovery file %s: %s", announce.path, exc)
+        elif method == "shutdown":
+            announce.remove()
+
+    return observe
+
+
+def _strip_token(data: dict[str, Any]) -> None:
+    """The token is for the transport, not a setting: keep it out of settings validation."""
+    params = data.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    if isinstance(options, dict):
+        options.pop("authToken", None)
+
+
+# ---------------------------------------------------------------------------- TCP
+
+
+def _error_frame(msg_id: Any, message: str) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": UNAUTHORIZED, "message": message}}).encode(
+        "utf-8"
+    )
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def _refuse(writer: asyncio.StreamWriter, msg_id: Any, message: str, peer: Any) -> None:
+    log.warning("refused a TCP connection from %s: %s", peer, message)
+    with contextlib.suppress(Exception):
+        writer.write(_error_frame(msg_id, message))
+        await asyncio.wait_for(writer.drain(), 2)
+    writer.close()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(writer.wait_closed(), 2)
+
+
+async def _first_message(frames: FrameReader, auth: Auth) -> tuple[dict[str, Any] | None, Any, str]:
+    """(the initialize request, its id, "") when it authenticates, else (None, id, why)."""
+    try:
+        body = await asyncio.wait_for(frames.next_body(), AUTH_TIMEOUT)
+    except asyncio.TimeoutError:
+        return None, None, f"no initialize request within {AUTH_TIMEOUT:g} seconds"
+    if body is None:
+        return None, None, "closed before initialize"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None, None, "the first message must be an initialize request (got something that is not JSON)"
+    msg_id = data.get("id") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("method") != "initialize" or "id" not in data:
+        return None, msg_id, "the first message must be an initialize request"
+    params = data.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    presented = options.get("authToken") if isinstance(options, dict) else None
+    if presented is None:
+        return None, msg_id, "initializationOptions.authToken is missing (see the discovery file)"
+    if not auth.token_ok(presented):
+        return None, msg_id, "initializationOptions.authToken is wrong"
+    return data, msg_id, ""
+
+
+async def _tcp_main(
+    server: Any, host: str, port: int, auth: Auth, announce_for: Callable[[int], DiscoveryFile | None]
+) -> None:
+    state = _State()
+    stop_event = threading.Event()
+    server._stop_event = stop_event
+    announce: DiscoveryFile | None = None
+
+    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        frames = FrameReader(_LimitedReader(reader) if auth.token is not None else reader)
+        if state.claimed:
+            await _refuse(writer, None, "the server already has a client", peer)
+            return
+        first = None
+        if auth.token is not None:
+            data, msg_id, why = await _first_message(frames, auth)
+            if data is None:
+                await _refuse(writer, msg_id, why, peer)
+                return
+            if state.taken():  # another connection won while this one was authenticating
+                await _refuse(writer, msg_id, "the server already has a client", peer)
+                return
+            _strip_token(data)
+            first = json.loads(json.dumps(data), object_hook=server.protocol.structure_message)
+            frames.replace_source(reader)  # authenticated: no first-message size limit any more
+        state.claimed = True
+        log.info("client connected from %s", peer)
+        server.protocol.set_writer(writer)
+        try:
+            await run_frames(
+                frames,
+                server.protocol,
+                stop_event,
+                error_handler=server.report_server_error,
+                observe=_observer(server, announce),
+                first=first,
+            )
+        finally:
+            log.info("the client left: shutting down")
+            state.done.set()
+
+    tcp = await asyncio.start_server(on_connection, host, port)
+    server._server = tcp
+    bound = tcp.sockets[0].getsockname()[1]
+    log.info("listening on %s:%s (TCP)", host, bound)
+    announce = announce_for(bound)
+    async with tcp:
+        await state.done.wait()
+
+
+class _LimitedReader:
+    """Caps what an unauthenticated connection can make the server buffer."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+        self._seen = 0
+
+    async def readline(self) -> bytes:
+        line = await self._reader.readline()
+        self._seen += len(line)
+        if self._seen > MAX_FIRST_MESSAGE:
+            return b""
+        return line
+
+    async def readexactly(self, n: int) -> bytes:
+        if self._seen + n > MAX_FIRST_MESSAGE:
+            raise asyncio.IncompleteReadError(b"", n)
+        self._seen += n
+        return await self._reader.readexactly(n)
+
+
+# ---------------------------------------------------------------------------- WebSocket
+
+
+def check_handshake(headers: Any, path: str, port: int, auth: Auth, claimed: bool) -> tuple[int, str] | None:
+    """(HTTP status, reason) refusing a WebSocket handshake, or None to accept it."""
+    if auth.token is None:
+        return None
+    host = str(headers.get("Host") or "").lower()
+    hosts = {f"{name}:{port}" for name in (*LOOPBACK_NAMES, *auth.extra_hosts)}
+    if host not in hosts:
+        return 403, "Forbidden: the Host header must be 127.0.0.1, localhost or [::1] with the port\n"
+    origin = headers.get("Origin")
+    if origin is not None and origin.rstrip("/") not in auth.allowed_origins:
+        return 403, "Forbidden: this Origin is not in server.allowedOrigins\n"
+    presented: str | None = None
+    authorization = str(headers.get("Authorization") or "")
+    if authorization[:7].lower() == "bearer ":
+        presented = authorization[7:].strip()
+    else:
+        values = parse_qs(urlsplit(path).query).get("token")
+        presented = values[0] if values else None
+    if not auth.token_ok(presented):
+        return 401, "Unauthorized: a valid token is required (Authorization: Bearer <token> or ?token=)\n"
+    if claimed:
+        return 409, "Conflict: the server already has a client\n"
+    return None
+
+
+async def _ws_main(
+    server: Any, host: str, port: int, auth: Auth, announce_for: Callable[[int], DiscoveryFile | None]
+) -> None:
+    from websockets.asyncio.server import serve
+
+    state = _State()
+    stop_event = threading.Event()
+    server._stop_event = stop_event
+    bound_port = [port]
+    announce: list[DiscoveryFile | None] = [None]
+
+    def process_request(connection: Any, request: Any) -> Any:
+        refusal = check_handshake(request.headers, request.path, bound_port[0], auth, state.claimed)
+        if refusal is None:
+            if auth.token is not None:
+                state.claimed = True  # claimed at the handshake: a second one is refused with 409
+            return None
+        log.warning("refused a WebSocket handshake: %s", refusal[1].strip())
+        return connection.respond(*refusal)
+
+    async def on_connection(websocket: Any) -> None:
+        if auth.token is None:
+            if state.claimed:
+                await websocket.close(1008, "the server already has a client")
+                return
+            state.claimed = True
+        try:
+            await _run_websocket(server, websocket, stop_event, _observer(server, announce[0]))
+        finally:
+            state.done.set()
+
+    ws = await serve(on_connection, host, port, process_request=process_request)
+    server._server = ws
+    bound_port[0] = ws.sockets[0].getsockname()[1] if ws.sockets else port
+    log.info("listening on %s:%s (WebSocket)", host, bound_port[0])
+    announce[0] = announce_for(bound_port[0])
+    async with ws:
+        await state.done.wait()
+
+
+async def _run_websocket(
+    server: Any, websocket: Any, stop_event: threading.Event, observe: Callable[[Any], None]
+) -> None:
+    from pygls.exceptions import JsonRpcException
+    from pygls.io_ import WebSocketWriter
+    from websockets.exceptions import ConnectionClosed
+
+    protocol = server.protocol
+    protocol.set_writer(WebSocketWriter(websocket), include_headers=False)
+    while not stop_event.is_set():
+        try:
+            data = await websocket.recv(decode=False)
+        except ConnectionClosed:
+            break
+        try:
+            raw = json.loads(data)
+            if isinstance(raw, dict) and raw.get("method") == "initialize":
+                _strip_token(raw)
+            message = json.loads(json.dumps(raw), object_hook=protocol.structure_message)
+        except ValueError as exc:
+            log.warning("ignored a WebSocket message that is not JSON: %s", exc)
+            continue
+        try:
+            protocol.handle_message(message)
+        except Exception as exc:
+            log.exception("unable to handle a message")
+            server.report_server_error(exc, JsonRpcException)
+        observe(message)
+    with contextlib.suppress(Exception):
+        await websocket.close()
+
+
+# ---------------------------------------------------------------------------- running one
+
+
+def serve_socket(server: Any, transport: str, host: str, port: int, token: str | None) -> None:
+    """Run ``server`` on a TCP or WebSocket listener until its client leaves, exits, or a signal."""
+    auth = Auth(token=token)
+    if token is not None and transport == "ws":
+        auth.allowed_origins = allowed_origins()
+    if host not in ("0.0.0.0", "::", "", *LOOPBACK_NAMES, "::1"):
+        auth.extra_hosts = (host if ":" not in host else f"[{host}]",)
+    discovery: list[DiscoveryFile] = []
+
+    def announce_for(bound: int) -> DiscoveryFile | None:
+        if token is None:
+            return None
+        remove_stale()
+        entry = DiscoveryFile(port=bound, transport=transport, token=token)
+        try:
+            entry.write([])
+        except OSError as exc:
+            log.warning("cannot write the discovery file %s: %s", entry.path, exc)
+            return None
+        discovery.append(entry)
+        atexit.register(entry.remove)
+        log.info("discovery file: %s", entry.path)
+        return entry
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+
+        def on_signal() -> None:
+            _remove_all(discovery)
+            if task is not None:
+                task.cancel()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, on_signal)
+        runner = _ws_main if transport == "ws" else _tcp_main
+        await runner(server, host, port, auth, announce_for)
+
+    try:
+        asyncio.run(main())
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        log.info("stopped by a signal")
+    finally:
+        _remove_all(discovery)
+        server.shutdown()
+
+
+def _remove_all(entries: list[DiscoveryFile]) -> None:
+    for entry in entries:
+        entry.remove()
+
+
+def warn_no_auth() -> None:
+    sys.stderr.write(
+        "context-companion: warning: --no-auth: any local process and any web page can use this server "
+        "and read your memory files\n"
+    )

@@ -1,0 +1,207 @@
+"""Attacks on the --tcp socket: a local process without the token gets one error and a closed
+connection, never data; the editor with the token still gets in afterwards."""
+
+from __future__ import annotations
+
+import json
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+from conftest import frame, initialize, read_frames, read_one
+
+UNAUTHORIZED = -32001
+
+
+def _editor_session(server, port, token, folder):
+    """What the editor does: initialize with the token, run a command, shut down."""
+    with server.connect(port) as sock:
+        sock.sendall(frame(initialize(1, token, folder)))
+        init = read_one(sock, 1)
+        assert "capabilities" in init["result"], init
+        sock.sendall(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        sock.sendall(
+            frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "workspace/executeCommand",
+                    "params": {"command": "contextCompanion.showMemory", "arguments": [{}]},
+                }
+            )
+        )
+        shown = read_one(sock, 2)
+        sock.sendall(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+        read_one(sock, 3)
+        sock.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
+    return shown
+
+
+def test_discovery_file_is_private_holds_the_token_and_goes_away_on_exit(start, tmp_path, runtime):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "AGENTS.md").write_text("Workspace secret: use tabs.\n")
+    server = start("--tcp", "--port", "0")
+    info = server.wait_discovery()
+    path = server.discovery_files()[0]
+    assert stat.S_IMODE((runtime / "context-companion").stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert set(info) == {"pid", "port", "transport", "workspaceFolders", "token"}
+    assert info["pid"] == server.proc.pid and info["transport"] == "tcp" and info["workspaceFolders"] == []
+    assert len(info["token"]) >= 40
+    assert path.name == f"server-{server.proc.pid}-{info['port']}.json"
+
+    with server.connect(info["port"]) as sock:
+        sock.sendall(frame(initialize(1, info["token"], folder)))
+        read_one(sock, 1)
+        # The folders become known at initialize: the file is rewritten with them, still 0600.
+        deadline = time.monotonic() + 10
+        while json.loads(path.read_text())["workspaceFolders"] != [str(folder)]:
+            assert time.monotonic() < deadline, path.read_text()
+            time.sleep(0.05)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+        sock.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        read_one(sock, 2)
+        assert not path.exists(), "the discovery file outlived the shutdown request"
+        sock.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert server.proc.wait(20) == 0
+
+
+def test_initialize_without_or_with_a_wrong_token_gets_one_error_then_the_editor_gets_in(start, tmp_path):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "AGENTS.md").write_text("Workspace secret: use tabs.\n")
+    server = start("--tcp", "--port", "0")
+    info = server.wait_discovery()
+    port = info["port"]
+    for attempt, expected in (
+        (initialize(1, None, folder), "authToken is missing"),
+        (initialize(1, "guessed-" + "x" * 40, folder), "authToken is wrong"),
+        (initialize(1, info["token"][:-1], folder), "authToken is wrong"),
+    ):
+        with server.connect(port) as sock:
+            sock.sendall(frame(attempt))
+            messages, closed = read_frames(sock)
+        assert closed, "a refused connection must be closed"
+        assert messages == [
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": UNAUTHORIZED, "message": messages[0]["error"]["message"]}}
+        ], messages
+        assert expected in messages[0]["error"]["message"]
+        assert "use tabs" not in json.dumps(messages)
+    assert server.proc.poll() is None, "a refused connection ended the server"
+    shown = _editor_session(server, port, info["token"], folder)
+    assert "use tabs" in shown["result"]["text"]
+    assert server.proc.wait(20) == 0
+
+
+def test_anything_but_initialize_first_is_refused_before_any_data(start, tmp_path):
+    server = start("--tcp", "--port", "0")
+    info = server.wait_discovery()
+    attacks = [
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "workspace/executeCommand",
+                "params": {"command": "contextCompanion.showMemory", "arguments": [{}]},
+            }
+        ),
+        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"Content-Length: 5\r\n\r\nhello",
+    ]
+    for attack in attacks:
+        with server.connect(info["port"]) as sock:
+            sock.sendall(attack)
+            messages, closed = read_frames(sock, timeout=15)
+        assert closed
+        assert len(messages) == 1 and messages[0]["error"]["code"] == UNAUTHORIZED, messages
+        assert "initialize" in messages[0]["error"]["message"]
+    # A connection that says nothing is dropped after the authentication timeout, silently.
+    with server.connect(info["port"]) as sock:
+        messages, closed = read_frames(sock, timeout=15)
+    assert closed and messages[0]["error"]["code"] == UNAUTHORIZED
+    assert server.proc.poll() is None
+    _editor_session(server, info["port"], info["token"], tmp_path)
+    assert server.proc.wait(20) == 0
+
+
+def test_a_second_client_is_refused_while_the_editor_is_connected(start, tmp_path):
+    server = start("--tcp", "--port", "0")
+    info = server.wait_discovery()
+    with server.connect(info["port"]) as editor:
+        editor.sendall(frame(initialize(1, info["token"], tmp_path)))
+        read_one(editor, 1)
+        with server.connect(info["port"]) as other:
+            other.sendall(frame(initialize(1, info["token"], tmp_path)))
+            messages, closed = read_frames(other)
+        assert closed and messages[0]["error"]["code"] == UNAUTHORIZED
+        assert "already has a client" in messages[0]["error"]["message"]
+        editor.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        assert read_one(editor, 2)["result"] is None
+
+
+def test_token_file_gives_the_token(start, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("my-own-token-0123456789\n")
+    server = start("--tcp", "--port", "0", "--token-file", str(token_file))
+    info = server.wait_discovery()
+    assert info["token"] == "my-own-token-0123456789"
+    _editor_session(server, info["port"], "my-own-token-0123456789", tmp_path)
+
+
+def test_missing_or_empty_token_file_is_a_one_line_error(tmp_path, server_env):
+    for content in (None, "  \n"):
+        path = tmp_path / "token"
+        if content is not None:
+            path.write_text(content)
+        done = subprocess.run(
+            [sys.executable, "-m", "context_companion", "serve", "--tcp", "--token-file", str(path)],
+            env=server_env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "--token-file" in done.stderr
+
+
+def test_sigterm_and_sigint_remove_the_discovery_file(start):
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        server = start("--tcp", "--port", "0")
+        server.wait_discovery()
+        path = server.discovery_files()[0]
+        server.proc.send_signal(sig)
+        server.proc.wait(20)
+        assert not path.exists(), f"{sig!r} left {path}"
+
+
+def test_stale_discovery_files_of_dead_processes_are_removed_at_start(start, runtime):
+    folder = runtime / "context-companion"
+    folder.mkdir(mode=0o700)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = folder / f"server-{dead.pid}-4242.json"
+    stale.write_text(
+        json.dumps({"pid": dead.pid, "port": 4242, "transport": "tcp", "workspaceFolders": [], "token": "t"})
+    )
+    server = start("--tcp", "--port", "0")
+    server.wait_discovery()
+    assert not stale.exists()
+
+
+def test_no_auth_warns_in_one_line_and_accepts_any_client(start, tmp_path):
+    from conftest import free_port
+
+    port = free_port()
+    server = start("--tcp", "--port", str(port), "--no-auth")
+    server.wait_listening(port)
+    assert server.discovery_files() == []
+    with server.connect(port) as sock:
+        sock.sendall(frame(initialize(1, None, tmp_path)))
+        assert "capabilities" in read_one(sock, 1)["result"]
+    warnings = [line for line in server.stderr.splitlines() if "--no-auth" in line]
+    assert len(warnings) == 1 and "warning" in warnings[0]
