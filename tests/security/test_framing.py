@@ -9,10 +9,10 @@ import logging
 import subprocess
 import sys
 
-from conftest import frame, initialize, parse_frames
 from context_companion.lsp.framing import FrameReader
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sockets_support import frame, initialize, parse_frames
 
 
 def _bodies(data: bytes) -> tuple[list[bytes], FrameReader]:

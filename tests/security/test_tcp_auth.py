@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from conftest import frame, initialize, read_frames, read_one
+from sockets_support import frame, initialize, read_frames, read_one
 
 UNAUTHORIZED = -32001
 
@@ -194,7 +194,7 @@ def test_stale_discovery_files_of_dead_processes_are_removed_at_start(start, run
 
 
 def test_no_auth_warns_in_one_line_and_accepts_any_client(start, tmp_path):
-    from conftest import free_port
+    from sockets_support import free_port
 
     port = free_port()
     server = start("--tcp", "--port", str(port), "--no-auth")

@@ -138,7 +138,7 @@ def test_an_origin_in_server_allowed_origins_may_connect(ws_server):
 
 
 def test_ws_no_auth_accepts_a_client_without_a_token(start, tmp_path):
-    from conftest import free_port
+    from sockets_support import free_port
 
     port = free_port()
     server = start("--ws", "--port", str(port), "--no-auth")

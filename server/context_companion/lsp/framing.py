@@ -128,15 +128,22 @@ class FrameReader:
         return n
 
     def unreadable_body(self, body: bytes, error: Exception) -> None:
-        """A body that is not JSON: log it and resume at a header inside it, if there is one
-        (a Content-Length that was too long swallows the start of the next message)."""
+        """A body that is not JSON: log it and read its bytes again as lines. A wrong
+        Content-Length may have swallowed the start (or only the first bytes) of the next
+        message's header; scanning the body again finds it, and each pass consumes at least
+        the header that announced this body, so the loop always moves on."""
         self._complain(f"a {len(body)}-byte body that is not JSON: {error}")
-        at = body.lower().find(_CONTENT_LENGTH)
-        if at >= 0:
-            self._pending = body[at:] + self._pending
+        self._pending = body + self._pending
 
     def good_frame(self) -> None:
         self._complained = False
+
+
+def forget_before_shutdown(message: Any, observe: Callable[[Any], None] | None) -> None:
+    """Show ``shutdown`` to the observer before the protocol answers it: a client that reads the
+    answer may look at once for what shutdown removes (the discovery file)."""
+    if observe is not None and getattr(message, "method", None) == "shutdown":
+        observe(message)
 
 
 async def run_frames(
@@ -155,6 +162,7 @@ async def run_frames(
     message = first
     while True:
         if message is not None:
+            forget_before_shutdown(message, observe)
             try:
                 protocol.handle_message(message)
             except Exception as exc:

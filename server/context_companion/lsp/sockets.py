@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
-from .framing import FrameReader, run_frames
+from .framing import FrameReader, forget_before_shutdown, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -343,6 +343,7 @@ async def _run_websocket(
         except ValueError as exc:
             log.warning("ignored a WebSocket message that is not JSON: %s", exc)
             continue
+        forget_before_shutdown(message, observe)
         try:
             protocol.handle_message(message)
         except Exception as exc:
