@@ -273,7 +273,7 @@ def fig_huge_ignore(ctx: Context) -> list[Figure]:
     ours: list[float] = []
     bad = None
     try:
-        for _ in range(max(3, ctx.repeat)):
+        for _ in range(1 if ctx.quick else max(3, ctx.repeat)):
             t, found = _cold_sample(ctx, "memory", root)
             ours.append(t)
             missing = [p for p in expected if p not in found]
