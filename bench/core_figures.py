@@ -215,6 +215,84 @@ def fig_discovery(ctx: Context) -> list[Figure]:
     return out
 
 
+# --------------------------------------------------------------------------- huge ignore file
+
+TARGET_HUGE_IGNORE = Target("abs_le", 2000.0, "≤ 2 s")
+HUGE_IGNORE_LINES = 100_000
+
+
+def huge_ignore_tree(work: Path, lines: int = HUGE_IGNORE_LINES) -> tuple[Path, list[str], list[str]]:
+    """A repository whose root ``.gitignore`` has ``lines`` lines of every kind git users write.
+
+    Returns (root, memory files that must be found, memory files that must not). ``early/`` is
+    ignored by a line within the default pattern limit; ``late/`` only by a line past it (not
+    applied, so found: the cut is visible).
+    """
+    root = work / f"huge-ignore-{lines}"
+    if not (root / ".gitignore").is_file():
+        (root / ".git").mkdir(parents=True, exist_ok=True)
+        for d in ("kept/src", "early", "late", "vendor/pkg"):
+            (root / d).mkdir(parents=True, exist_ok=True)
+            (root / d / "AGENTS.md").write_text(f"# {d}\n")
+        (root / "AGENTS.md").write_text("# root\n")
+        kinds = (
+            "generated/module{i}/output.bin",
+            "artifact{i}.o",
+            "*.ext{i}",
+            "build-{i}-*/",
+            "**/cache{i}/**",
+            "!keep{i}.txt",
+            "/out{i}/",
+            "# comment {i}",
+            "tmp[0-9]{i}?",
+            "docs/**/draft{i}.md",
+        )
+        body = [kinds[i % len(kinds)].format(i=i) for i in range(lines)]
+        body[5_000] = "early/"
+        body[50_000] = "late/"
+        body.append("vendor/")  # the last line: past the limit too
+        (root / ".gitignore").write_text("\n".join(body) + "\n")
+    found = ["AGENTS.md", "kept/src/AGENTS.md", "late/AGENTS.md", "vendor/pkg/AGENTS.md"]
+    return root, found, ["early/AGENTS.md"]
+
+
+def fig_huge_ignore(ctx: Context) -> list[Figure]:
+    """Memory discovery (store load) in a fresh process on a tree with a 100k-line .gitignore."""
+    f = Figure(
+        "huge_ignore.start",
+        "huge-ignore",
+        f"start on a {HUGE_IGNORE_LINES // 1000}k-line .gitignore",
+        "ms",
+        target=TARGET_HUGE_IGNORE,
+    )
+    root, expected, decoys = huge_ignore_tree(ctx.work)
+    try:
+        from context_companion.ignore import IgnoreRules
+    except ImportError as exc:
+        return [f.unavailable(f"context_companion.ignore not importable ({exc})")]
+    ours: list[float] = []
+    bad = None
+    try:
+        for _ in range(1 if ctx.quick else max(3, ctx.repeat)):
+            t, found = _cold_sample(ctx, "memory", root)
+            ours.append(t)
+            missing = [p for p in expected if p not in found]
+            leaked = [p for p in decoys if p in found]
+            if missing or leaked:
+                bad = bad or f"missing {missing}, ignored but found {leaked}"
+    except Unavailable as exc:
+        return [f.unavailable(str(exc))]
+    f.set_samples(_ms(ours))
+    warnings = IgnoreRules.for_root(root).warnings
+    if not any(str(root / ".gitignore") in w for w in warnings):
+        bad = bad or "no warning names the cut .gitignore"
+    f.note = (
+        "memory store load in a fresh process (imports excluded); each ignore file is read up to "
+        "memory.maxIgnorePatterns (10,000) patterns, the rest is cut with a warning"
+    )
+    return [f.wrong(bad) if bad else f.finish()]
+
+
 # --------------------------------------------------------------------------- folder tree
 
 
@@ -399,6 +477,7 @@ FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
     "walk": fig_walk,
     "discovery": fig_discovery,
     "folder-tree": fig_folder_tree,
+    "huge-ignore": fig_huge_ignore,
     "build": fig_build,
     "tokens": fig_tokens,
 }

@@ -57,4 +57,8 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     home.mkdir(exist_ok=True)
     monkeypatch.setenv("CONTEXT_COMPANION_CONFIG_DIR", str(tmp_path / "home" / ".config" / "context-companion"))
     monkeypatch.setenv("HOME", str(home))
+    # Nor git's system or global config (a global excludes file changes what is ignored).
+    for key in ("XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     yield

@@ -59,6 +59,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "walk",
         "discovery",
         "folder-tree",
+        "huge-ignore",
         "build",
         "tokens",
         "startup",
