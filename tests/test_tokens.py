@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import base64
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from context_companion.tokens import Tokenizer, encoding_for_model, estimate_tokens
 
 
@@ -24,7 +31,7 @@ def test_encoding_file_loads_offline(tmp_path, tiny_encoding):
 
 def test_unloadable_encoding_falls_back_to_estimate_and_says_why(tmp_path):
     tok = Tokenizer("no_such_encoding", tmp_path / "missing.tiktoken")
-    assert tok.count("abcdefgh") == estimate_tokens("abcdefgh") == 2
+    assert tok.count("abcdefgh") == estimate_tokens("abcdefgh") > 0
     assert tok.estimated is True
     assert "missing.tiktoken" in tok.reason and "estimated" in tok.reason
 
@@ -74,3 +81,95 @@ def test_missing_cache_entry_is_reported_with_the_expected_path(tmp_path, monkey
     tok = Tokenizer("o200k_base")
     assert tok.count("hello") == estimate_tokens("hello")
     assert tok.estimated and str(tmp_path) in tok.reason
+
+
+# ----------------------------------------------------------------------------- the offline estimator
+
+CORPUS = Path(__file__).parent / "data" / "tokens"
+
+
+def recorded_counts() -> dict[str, int]:
+    data = json.loads((CORPUS / "counts.json").read_text(encoding="utf-8"))
+    assert data["encoding"] == "o200k_base"
+    return data["counts"]
+
+
+def test_corpus_covers_docs_tree_code_and_non_latin_text():
+    counts = recorded_counts()
+    assert set(counts) == {"docs.md", "tree.txt", "python.py.txt", "typescript.ts.txt", "nonlatin.md"}
+    assert "├── " in (CORPUS / "tree.txt").read_text(encoding="utf-8")
+    nonlatin = (CORPUS / "nonlatin.md").read_text(encoding="utf-8")
+    assert all(ch in nonlatin for ch in ("项", "ファ", "편", "Описание", "🚀"))
+
+
+@pytest.mark.parametrize("name", sorted(recorded_counts()))
+def test_estimate_is_within_ten_percent_of_o200k_base(name):
+    """o200k_base counts recorded by tests/data/tokens/recount.cjs (the real ranks, via js-tiktoken)."""
+    truth = recorded_counts()[name]
+    estimate = estimate_tokens((CORPUS / name).read_text(encoding="utf-8"))
+    assert abs(estimate - truth) <= truth * 0.10, f"{name}: estimate {estimate}, o200k_base {truth}"
+
+
+def test_estimate_basics():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens(" ") == 1
+    assert estimate_tokens("hello world") == 2
+    assert estimate_tokens("-" * 64) < 8  # runs of one character are a token or two, not 16
+
+
+def test_estimate_on_purpose_needs_no_lookup_and_says_so(monkeypatch):
+    import socket
+
+    def no_network(*a, **k):
+        raise AssertionError("tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    tok = Tokenizer("estimate")
+    assert tok.count("hello world") == estimate_tokens("hello world")
+    assert tok.estimated and "estimate" in tok.reason
+    assert encoding_for_model("gpt-4o", "estimate") == "estimate"  # the choice beats the model
+
+
+# ----------------------------------------------------------------------------- the warning, as a user sees it
+
+
+def cli(*args: str, tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    (ws / "AGENTS.md").write_text("Run make check.\n")
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    full.update({"HOME": str(tmp_path), "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache"), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "context_companion", *args, "--workspace", str(ws)],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("command", ["instruction", "memory"])
+def test_offline_warning_is_one_short_line(command, tmp_path):
+    out = cli(command, "--json", tmp_path=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and "estimated" in lines[0] and len(lines[0]) <= 120, lines
+
+
+@pytest.mark.parametrize("command", ["instruction", "memory"])
+def test_quiet_and_estimate_on_purpose_print_nothing(command, tmp_path):
+    quiet = cli(command, "--quiet", tmp_path=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout
+    chosen = cli(command, tmp_path=tmp_path, env={"CONTEXT_COMPANION_TOKENS__ENCODING": "estimate"})
+    assert chosen.returncode == 0 and chosen.stderr == "" and chosen.stdout
+
+
+def test_warning_is_logged_once_per_process(tmp_path, caplog, monkeypatch):
+    import context_companion.tokens as tokens
+
+    monkeypatch.setattr(tokens, "_warning_state", {"silenced": False, "warned": False})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="context_companion.tokens"):
+        for _ in range(3):
+            Tokenizer("o200k_base").load()
+    assert len(caplog.records) == 1

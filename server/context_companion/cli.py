@@ -59,14 +59,30 @@ def _parser() -> argparse.ArgumentParser:
     instr.add_argument("--profile", default=None, help="agent profile JSON file (model, tools, approvalMode, ...)")
     instr.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
     instr.add_argument("--json", action="store_true", help="print JSON with text, etag, tokens, memoryFiles, ...")
+    _add_quiet(instr)
 
     mem = sub.add_parser("memory", help="show the memory files found, which are included and why")
     mem.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
     mem.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
     mem.add_argument("--json", action="store_true", help="print JSON")
+    _add_quiet(mem)
 
     sub.add_parser("compression-prompt", help="print the prompt for compressing a conversation")
     return parser
+
+
+def _add_quiet(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print no warnings on stderr (errors still print; --json keeps them in 'warnings')",
+    )
+
+
+def _warn(args: argparse.Namespace, warning: str) -> None:
+    if not getattr(args, "quiet", False):
+        sys.stderr.write(f"context-companion: warning: {warning}\n")
 
 
 def _fail(message: str) -> int:
@@ -118,7 +134,7 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
     instruction = companion.engine.build(profile, open_paths, open_paths[-1] if open_paths else None)
     instruction = companion.export(instruction)
     for warning in instruction.warnings:
-        sys.stderr.write(f"context-companion: warning: {warning}\n")
+        _warn(args, warning)
     if args.json:
         out = instruction.to_wire()
         out["environmentPlacement"] = instruction.environment_placement
@@ -193,7 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "serve":
         import logging
 
-        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="context-companion: warning: %(message)s")
+        quiet = getattr(args, "quiet", False)
+        logging.basicConfig(
+            level=logging.ERROR if quiet else logging.WARNING,
+            stream=sys.stderr,
+            format="context-companion: warning: %(message)s",
+        )
+        if quiet:
+            from .tokens import silence_estimate_warning
+
+            silence_estimate_warning()
     try:
         return handlers[args.command](args)
     except ContextCompanionError as exc:

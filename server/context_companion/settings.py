@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from .errors import SettingsError
+from .exclusion import DEFAULT_EXCLUDE
 
 ENV_PREFIX = "CONTEXT_COMPANION_"
 APP_NAME = "context-companion"
@@ -198,7 +199,8 @@ class ContextSettings(_Model):
     max_open_files: int = Field(default=10, ge=0, le=1000)
     max_selected_chars: int = Field(default=16384, ge=0)
     cursor_context_lines: int = Field(default=0, ge=0, le=200)
-    exclude: list[str] = Field(default_factory=lambda: ["**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/*secret*"])
+    exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    redact_secrets: bool = True
 
 
 # --------------------------------------------------------------------------- server

@@ -242,7 +242,7 @@ async def test_out_of_range_cursor_is_clamped_and_unopened_file_records_path_onl
 
 async def test_excluded_files_never_contribute_text(start, workspace):
     write(workspace / ".env", "API_KEY=hunter2\n")
-    write(workspace / "notes" / "my-secret-plan.md", "plan\n")
+    write(workspace / "notes" / "prod.SECRET", "plan\n")
     h = await start(workspace, settings={**NO_ENV, "context": {"cursorContextLines": 2}})
     uri = h.open(".env")
     h.cursor(uri, 0, 10, [(0, 0, 0, 15)])
@@ -250,7 +250,7 @@ async def test_excluded_files_never_contribute_text(start, workspace):
     full = await h.command("contextCompanion.getTurnContext", {})
     assert full["context"]["activeFile"] == {"path": str(workspace / ".env"), "cursor": {"line": 1, "character": 11}}
     assert "hunter2" not in json.dumps(full)
-    uri2 = h.open("notes/my-secret-plan.md")
+    uri2 = h.open("notes/prod.SECRET")
     h.cursor(uri2, 0, 0, [(0, 0, 0, 4)])
     await settle(h)
     delta = await h.command("contextCompanion.getTurnContext", {})

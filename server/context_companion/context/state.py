@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from ..exclusion import exclude_matcher
+from ..redaction import redact_secrets
 from .positions import clamp_position, column_from_units, split_lines
 
 if TYPE_CHECKING:
     from ..settings import ContextSettings
 
 TRUNCATION_MARK = "... [TRUNCATED]"
+_REDACT_MARGIN = 4096  # longer than any credential shape the redactor knows, except key blocks
 
 
 def uri_to_path(uri: str) -> str:
@@ -99,10 +101,8 @@ class EditorState:
         self.update_settings(settings)
 
     def update_settings(self, settings: ContextSettings) -> None:
-        from pathspec import GitIgnoreSpec
-
         self.settings = settings
-        self._exclude = GitIgnoreSpec.from_lines(settings.exclude)
+        self._exclude = exclude_matcher(tuple(settings.exclude))
         self.version += 1
 
     # ------------------------------------------------------------------ mutation
@@ -150,8 +150,12 @@ class EditorState:
         uri = self.active_uri()
         return uri_to_path(uri) if uri is not None else None
 
-    def is_excluded(self, path: str) -> bool:
-        return bool(self._exclude.match_file(path.lstrip("/")) or self._exclude.match_file(PurePosixPath(path).name))
+    def is_excluded(self, uri_or_path: str) -> bool:
+        """Whether a document (URI of any scheme, or a path) matches ``context.exclude``."""
+        return self._exclude.matches_uri(uri_or_path)
+
+    def _clean(self, text: str) -> str:
+        return redact_secrets(text) if self.settings.redact_secrets else text
 
     def snapshot(self, text_of: Callable[[str], str | None], encoding: str = "utf-16") -> TurnState:
         """The editor state as the model sees it. ``text_of(uri)`` gives an open document's text."""
@@ -164,19 +168,19 @@ class EditorState:
         elif self._docs:
             first = next(iter(self._docs.values()))
             active_uri = first.uri
-            active = ActiveFile(path=first.path)
-        others = [d.path for d in self._docs.values() if d.uri != active_uri]
+            active = ActiveFile(path=self._clean(first.path))
+        others = [self._clean(d.path) for d in self._docs.values() if d.uri != active_uri]
         limit = max(s.max_open_files - (1 if active is not None else 0), 0)
         return TurnState(active, tuple(others[:limit]))
 
     def _active_entry(self, cur: CursorState, text_of: Callable[[str], str | None], encoding: str) -> ActiveFile:
-        path = uri_to_path(cur.uri)
+        path = self._clean(uri_to_path(cur.uri))
         text = text_of(cur.uri) if cur.uri in self._docs else None
         if text is None:
             return ActiveFile(path=path)  # not open: only its path
         lines = split_lines(text)
         line, char = self._to_code_points(lines, cur.position, encoding)
-        if self.is_excluded(path):
+        if self.is_excluded(cur.uri):
             return ActiveFile(path=path, cursor=(line + 1, char + 1))
         selected = self._selected_text(lines, cur.selections, encoding)
         context = None
@@ -187,7 +191,7 @@ class EditorState:
             context = {
                 "startLine": start + 1,
                 "endLine": end + 1,
-                "text": "\n".join(lines[start : end + 1]),
+                "text": self._clean("\n".join(lines[start : end + 1])),
             }
         return ActiveFile(path=path, cursor=(line + 1, char + 1), selected_text=selected, context_lines=context)
 
@@ -219,7 +223,11 @@ class EditorState:
             return None
         text = "\n".join(parts)
         limit = self.settings.max_selected_chars
-        if len(text) > limit:
+        # Redact before cutting (a credential across the cut is still seen whole), but never scan
+        # more than a margin past the limit.
+        cut = len(text) > limit + _REDACT_MARGIN
+        text = self._clean(text[: limit + _REDACT_MARGIN])
+        if cut or len(text) > limit:
             text = text[:limit] + TRUNCATION_MARK
         return text
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..exclusion import exclude_matcher
 from ..settings import MemorySettings
 from .discovery import FolderIndex, index_folder, rules_for, upward_chain
-from .exclusion import exclude_matcher
 from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
 from .paths import home_display, is_within, norm, posix
@@ -103,7 +103,7 @@ class MemoryIndex:
         self, settings: MemorySettings, renderer: Renderer, home: str, global_dir: str, exclude: Sequence[str]
     ) -> None:
         self.settings = settings
-        self.exclude = exclude_matcher(exclude)
+        self.exclude = exclude_matcher(tuple(exclude)).matches
         self.renderer = renderer
         self.home = home
         self.global_dir = global_dir
