@@ -140,3 +140,84 @@ def test_user_level_rules_from_home(tmp_path, make_store, home):
     files = _state(store.compose([ws / "pkg/mod.py"]))
     assert files["~/.claude/rules/mine.md"].included
     assert files["~/.codex/AGENTS.md"].included
+
+
+def _explain(store, agent, *open_files, interactive=True):
+    wire = store.explain(agent, list(open_files), open_files[-1] if open_files else None, interactive=interactive)
+    return wire.to_wire()
+
+
+def _loaded(wire):
+    return [f["path"] for f in wire["files"]]
+
+
+def test_explain_each_agent_on_the_fixture(tmp_path, make_store, home):
+    ws = make_repo(tmp_path / "ws")
+    (home / ".claude").mkdir()
+    (home / ".claude/CLAUDE.md").write_text("MY CLAUDE\n")
+    store = make_store(ws)
+    py = ws / "pkg/mod.py"
+
+    codex = _explain(store, "codex", py)
+    assert _loaded(codex) == ["AGENTS.override.md"]
+    reasons = {f["path"]: f["reason"] for f in codex["notLoaded"]}
+    assert reasons["AGENTS.md"] == "Codex reads one file per folder: AGENTS.override.md is used"
+    assert reasons["pkg/AGENTS.md"] == "Codex does not read memory files in sub-folders"
+
+    claude = _explain(store, "claude-code", py)
+    assert _loaded(claude) == [
+        "~/.claude/CLAUDE.md",
+        "CLAUDE.md",
+        "pkg/CLAUDE.md",
+        ".claude/rules/any-py.md",
+    ]
+    rule = claude["files"][-1]
+    assert (rule["trigger"], rule["glob"]) == ("glob", "**/*.py")
+    assert rule["why"] == "paths: glob '**/*.py' matches pkg/mod.py"
+
+    gemini = _explain(store, "gemini-cli")
+    assert _loaded(gemini) == ["GEMINI.md"]
+
+    cursor = _explain(store, "cursor", py)
+    assert _loaded(cursor) == [
+        "AGENTS.md",
+        "pkg/AGENTS.md",
+        ".cursor/rules/gen.mdc",
+        "pkg/.cursor/rules/pkg.mdc",
+        ".cursorrules",
+    ]
+    # AGENTS.override.md is Codex's: Cursor reads the AGENTS.md our instruction leaves out.
+    assert cursor["onlyAgent"] == ["AGENTS.md"]
+    windsurf = _explain(store, "windsurf", ws / "web/app.ts")
+    assert "AGENTS.md" in _loaded(windsurf) and "AGENTS.md" in windsurf["onlyAgent"]
+    assert ".windsurf/rules/always.md" in windsurf["onlyAgent"]  # a generated copy we include once
+    assert {f["path"] for f in windsurf["listed"]} == {".windsurf/rules/decide.md", ".windsurf/rules/manual.md"}
+
+    copilot = _explain(store, "copilot", py)
+    assert ".github/instructions/py.instructions.md" in _loaded(copilot)
+    assert "pkg/.github/copilot-instructions.md" not in _loaded(copilot)
+    alone = _explain(store, "copilot", py, interactive=False)
+    assert ".github/instructions/py.instructions.md" not in _loaded(alone)
+    assert ".github/instructions/review.instructions.md" in _loaded(alone)
+
+    cline = _explain(store, "cline", py)
+    assert ".clinerules/02-py.md" in _loaded(cline) and ".cursorrules" not in _loaded(cline)
+    assert {f["path"]: f["reason"] for f in cline["notLoaded"]}[".cursorrules"] == (
+        "Cline reads .cursorrules only when it has no rules of its own"
+    )
+
+    cont = _explain(store, "continue", ws / "src/db.sql")
+    sql = next(f for f in cont["files"] if f["path"] == ".continue/rules/sql.md")
+    assert sql["trigger"] == "regex" and "glob" not in sql
+    assert [f["path"] for f in cont["listed"]] == [".continue/rules/ts.md"]
+
+    kiro = _explain(store, "kiro", py)
+    assert ".kiro/steering/py.md" in _loaded(kiro) and ".kiro/steering/tech.md" in _loaded(kiro)
+    assert {f["path"] for f in kiro["listed"]} == {".kiro/steering/auto.md", ".kiro/steering/manual.md"}
+
+    zed = _explain(store, "zed", py)
+    assert _loaded(zed) == [".rules"]
+
+    ours = _explain(store, "context-companion", py)
+    assert ours["onlyAgent"] == [] and ours["onlyContextCompanion"] == []
+    assert ".cursor/rules/gen.mdc" in _loaded(ours) and ".windsurf/rules/always.md" not in _loaded(ours)
