@@ -109,3 +109,25 @@ def test_compression_prompt_and_usage_errors(env, tmp_path):
     assert run("instruction", "--workspace", str(tmp_path / "nope"), env=env).returncode == 2
     assert run(env=env).returncode == 2
     assert run("serve", "--help", env=env).returncode == 0
+
+
+def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
+    from rule_formats_repo import make_repo
+
+    ws = make_repo(tmp_path / "repo")
+    table = run("explain", "--agent", "codex", "--workspace", str(ws), "--open", str(ws / "pkg/mod.py"), env=env)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("Codex (https://")
+    assert any(line.startswith("+ AGENTS.override.md") for line in lines)
+    assert any(line.startswith("- AGENTS.md") and "one file per folder" in line for line in lines)
+    out = run("explain", "--agent", "windsurf", "--workspace", str(ws), "--json", env=env)
+    data = json.loads(out.stdout)
+    assert data["agent"] == "windsurf" and "AGENTS.md" in data["onlyAgent"]
+    assert {f["path"] for f in data["listed"]} == {".windsurf/rules/decide.md", ".windsurf/rules/manual.md"}
+    bad = run("explain", "--agent", "vim", "--workspace", str(ws), env=env)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        "context-companion: unknown agent 'vim'; known agents: claude-code, codex, gemini-cli, cursor, copilot,"
+        " windsurf, cline, continue, kiro, zed, context-companion"
+    ]

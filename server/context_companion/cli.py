@@ -1,6 +1,6 @@
 """The ``context-companion`` command line.
 
-Subcommands: ``serve`` (the language server), ``instruction``, ``memory``,
+Subcommands: ``serve`` (the language server), ``instruction``, ``memory``, ``explain``,
 ``compression-prompt``. User errors print one line to stderr and exit with status 2.
 """
 
@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     mem.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
     mem.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(mem)
+
+    exp = sub.add_parser("explain", help="which memory and rule files an agent would load, and why")
+    exp.add_argument("--agent", required=True, help="claude-code, codex, gemini-cli, cursor, copilot, windsurf, ...")
+    exp.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
+    exp.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
+    exp.add_argument("--json", action="store_true", help="print JSON")
 
     sub.add_parser("compression-prompt", help="print the prompt for compressing a conversation")
     return parser
@@ -179,6 +185,42 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from .memory.agents import AGENT_IDS
+
+    if args.agent not in AGENT_IDS:
+        return _fail(f"unknown agent {args.agent!r}; known agents: {', '.join(AGENT_IDS)}")
+    from .workspace.companion import Companion
+
+    workspace = _workspace(args.workspace)
+    companion = Companion.open([workspace])
+    open_paths = _open_paths(workspace, args.open)
+    interactive = companion.snapshot.settings.profile.interactive
+    active = open_paths[-1] if open_paths else None
+    wire = companion.memory.explain(args.agent, open_paths, active, interactive=interactive).to_wire()
+    if args.json:
+        sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    sys.stdout.write(f"{wire['name']} ({', '.join(wire['docs'])})\n")
+    rows = [("+", f["path"], f["tier"], f["tokens"], f["why"]) for f in wire["files"]]
+    rows += [("?", f["path"], f["tier"], f["tokens"], f["why"]) for f in wire["listed"]]
+    rows += [("-", f["path"], "", None, f["reason"]) for f in wire["notLoaded"]]
+    width = max((len(r[1]) for r in rows), default=0)
+    for mark, path, tier, tokens, why in rows:
+        count = f"{tokens:>6} tokens" if tokens is not None else " " * 13
+        sys.stdout.write(f"{mark} {path.ljust(width)}  {tier:<9} {count}  {why}\n")
+    if not rows:
+        sys.stdout.write("No memory or rule files found.\n")
+    sys.stdout.write(f"{len(wire['files'])} files loaded, {wire['tokens']} tokens\n")
+    if wire["onlyAgent"]:
+        sys.stdout.write(f"loaded by {wire['name']}, not by Context Companion: {', '.join(wire['onlyAgent'])}\n")
+    if wire["onlyContextCompanion"]:
+        sys.stdout.write(
+            f"loaded by Context Companion, not by {wire['name']}: {', '.join(wire['onlyContextCompanion'])}\n"
+        )
+    return 0
+
+
 def _cmd_compression(_: argparse.Namespace) -> int:
     from .prompt.compression import compression_prompt
 
@@ -202,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": _cmd_serve,
         "instruction": _cmd_instruction,
         "memory": _cmd_memory,
+        "explain": _cmd_explain,
         "compression-prompt": _cmd_compression,
     }
     from .errors import ContextCompanionError

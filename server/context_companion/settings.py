@@ -174,6 +174,41 @@ class TokenSettings(_Model):
 # --------------------------------------------------------------------------- memory, context
 
 
+# Families of memory and rule files, each turned off with one entry in ``memory.sources``.
+SourceFamily = Literal[
+    "agents",
+    "claude",
+    "gemini",
+    "codex",
+    "cursor",
+    "copilot",
+    "windsurf",
+    "cline",
+    "continue",
+    "kiro",
+    "zed",
+    "junie",
+    "roo",
+    "context-companion",
+]
+SOURCE_FAMILIES: tuple[str, ...] = (
+    "agents",
+    "claude",
+    "gemini",
+    "codex",
+    "cursor",
+    "copilot",
+    "windsurf",
+    "cline",
+    "continue",
+    "kiro",
+    "zed",
+    "junie",
+    "roo",
+    "context-companion",
+)
+
+
 class MemorySettings(_Model):
     file_names: list[str] = Field(default_factory=lambda: ["AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"])
     read_vendor_globals: bool = True
@@ -184,6 +219,7 @@ class MemorySettings(_Model):
     import_max_depth: int = Field(default=5, ge=0, le=20)
     max_ignore_patterns: int = Field(default=10_000, ge=1, le=1_000_000)
     watch: bool = True
+    sources: list[SourceFamily] = Field(default_factory=lambda: list(SOURCE_FAMILIES))  # type: ignore[arg-type]
 
     @field_validator("file_names")
     @classmethod

@@ -543,6 +543,48 @@ def test_memory_list_and_a_subfolder_joining_its_workspace(start_nvim, workspace
     assert "Handlers answer in JSON." in text
 
 
+def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> None:
+    (workspace / "AGENTS.override.md").write_text("Override for Codex.\n")
+    (workspace / ".cursor" / "rules").mkdir(parents=True)
+    (workspace / ".cursor" / "rules" / "py.mdc").write_text("---\nglobs: '**/*.py'\n---\nPython rule.\n")
+    nvim = start_nvim()
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    assert "codex" in nvim.lua("return vim.fn.getcompletion('ContextCompanionExplain co', 'cmdline')")
+
+    nvim.lua("vim.cmd('ContextCompanionExplain codex')")
+    text = nvim.wait_lua(
+        """
+        local buf = vim.api.nvim_get_current_buf()
+        if not vim.api.nvim_buf_get_name(buf):find('context%-companion://explain/codex') then return nil end
+        return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
+        """,
+        "the explain buffer",
+    )
+    assert text.startswith("# What Codex would load")
+    assert "- `AGENTS.override.md` (workspace" in text
+    assert "- `AGENTS.md`: Codex reads one file per folder: AGENTS.override.md is used" in text
+    assert "- `.cursor/rules/py.mdc`: Codex does not read .cursor/rules" in text
+    assert nvim.lua("return vim.bo.filetype") == "markdown"
+
+    nvim.lua("vim.cmd('normal q'); vim.cmd('ContextCompanionExplain cursor')")
+    cursor = nvim.wait_lua(
+        """
+        local buf = vim.api.nvim_get_current_buf()
+        if not vim.api.nvim_buf_get_name(buf):find('explain/cursor') then return nil end
+        return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
+        """,
+        "the cursor explain buffer",
+    )
+    assert "`.cursor/rules/py.mdc` (rule" in cursor and "globs: glob '**/*.py' matches src/main.py" in cursor
+
+    nvim.lua("vim.cmd('ContextCompanionExplain vim')")
+    nvim.wait_for(
+        lambda: any("unknown agent \"vim\"; known agents: claude-code" in m["msg"] for m in nvim.messages()),
+        "the unknown agent message",
+    )
+
+
 def test_vim_lsp_enable_form(start_nvim, workspace: Path) -> None:
     setup = f"""
     vim.lsp.config('context_companion', {{ cmd = vim.json.decode({lua_str(json.dumps(SERVER_CMD))}) }})
@@ -628,6 +670,7 @@ def test_help_file_has_valid_tags(tmp_path: Path) -> None:
         ":ContextCompanionTurnContext",
         ":ContextCompanionMemory",
         ":ContextCompanionAddMemory",
+        ":ContextCompanionExplain",
         "context_companion.system_instruction()",
         "context_companion.turn_context()",
         "ContextCompanionChanged",

@@ -34,6 +34,18 @@ command('ContextCompanionMemory', function()
   require('context_companion.commands').memory()
 end, { desc = 'Context Companion: list memory files, whether they are included and why' })
 
+command('ContextCompanionExplain', function(args)
+  require('context_companion.commands').explain(args.args, args.smods)
+end, {
+  nargs = 1,
+  complete = function(lead)
+    return vim.tbl_filter(function(id)
+      return id:find(lead, 1, true) == 1
+    end, require('context_companion.commands').AGENTS)
+  end,
+  desc = 'Context Companion: which memory and rule files an agent would load, and why',
+})
+
 command('ContextCompanionAddMemory', function(args)
   require('context_companion.commands').add_memory(args.args, args.bang)
 end, { nargs = '+', bang = true, desc = 'Context Companion: remember a fact (! = in the workspace AGENTS.md)' })

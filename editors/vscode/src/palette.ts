@@ -15,7 +15,8 @@ import {
 } from './protocol';
 import { ServerNotRunningError, type ServerConnection } from './serverConnection';
 import { formatRefreshSummary } from './statusText';
-import { INSTRUCTION_URI, openView, TURN_CONTEXT_URI, type ViewProvider } from './views';
+import { AGENTS, type ExplainMemoryResult, formatExplanation } from './explainView';
+import { EXPLAIN_URI, INSTRUCTION_URI, openView, TURN_CONTEXT_URI, type ViewProvider } from './views';
 
 const TITLE = 'Context Companion';
 
@@ -60,6 +61,24 @@ export function registerPalette(
         cursor.flush();
         views.setTurnContext(await previewTurnContext(server));
         await openView(TURN_CONTEXT_URI);
+      }),
+    ),
+    vscode.commands.registerCommand(
+      PaletteCommand.explainMemoryForAgent,
+      guarded(async () => {
+        const picked = await vscode.window.showQuickPick(
+          AGENTS.map((a) => ({ label: a.label, description: a.id, id: a.id })),
+          { title: `${TITLE}: which agent?`, placeHolder: 'Show which memory and rule files it would load, and why' },
+        );
+        if (!picked) return;
+        await ensureRunning(server);
+        cursor.flush();
+        const active = vscode.window.activeTextEditor?.document.uri;
+        const args: Record<string, string> = { agent: picked.id };
+        if (active?.scheme === 'file') args.activeFile = active.toString();
+        const result = await server.execute<ExplainMemoryResult>(ServerCommand.explainMemory, args);
+        views.setExplanation(formatExplanation(result));
+        await openView(EXPLAIN_URI);
       }),
     ),
     vscode.commands.registerCommand(

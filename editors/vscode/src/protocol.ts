@@ -18,6 +18,7 @@ export const ServerCommand = {
   showMemory: 'contextCompanion.showMemory',
   addMemory: 'contextCompanion.addMemory',
   getCompressionPrompt: 'contextCompanion.getCompressionPrompt',
+  explainMemory: 'contextCompanion.explainMemory',
 } as const;
 
 /** Commands this extension contributes to the palette. They must never equal a server command id. */
@@ -27,6 +28,7 @@ export const PaletteCommand = {
   showTurnContext: 'contextCompanion.showTurnContext',
   showMemoryFiles: 'contextCompanion.showMemoryFiles',
   addMemoryFact: 'contextCompanion.addMemoryFact',
+  explainMemoryForAgent: 'contextCompanion.explainMemoryForAgent',
   restartServer: 'contextCompanion.restartServer',
 } as const;
 

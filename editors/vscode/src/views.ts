@@ -5,6 +5,7 @@ import type { InstructionModel } from './instruction';
 export const VIEW_SCHEME = 'context-companion';
 export const INSTRUCTION_URI = vscode.Uri.from({ scheme: VIEW_SCHEME, path: '/System Instruction.md' });
 export const TURN_CONTEXT_URI = vscode.Uri.from({ scheme: VIEW_SCHEME, path: '/Turn Context.md' });
+export const EXPLAIN_URI = vscode.Uri.from({ scheme: VIEW_SCHEME, path: '/Memory per Agent.md' });
 
 const EMPTY_INSTRUCTION =
   '_The system instruction is empty: every prompt section is switched off and no memory file was found._\n';
@@ -13,6 +14,7 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
   private turnContext = '';
+  private explanation = '';
   private readonly subscription: vscode.Disposable;
 
   constructor(private readonly instruction: InstructionModel) {
@@ -32,12 +34,20 @@ export class ViewProvider implements vscode.TextDocumentContentProvider, vscode.
     if (uri.path === TURN_CONTEXT_URI.path) {
       return this.turnContext;
     }
+    if (uri.path === EXPLAIN_URI.path) {
+      return this.explanation;
+    }
     return '';
   }
 
   setTurnContext(text: string): void {
     this.turnContext = text;
     this.changed.fire(TURN_CONTEXT_URI);
+  }
+
+  setExplanation(text: string): void {
+    this.explanation = text;
+    this.changed.fire(EXPLAIN_URI);
   }
 
   /** Ask VS Code to re-read the instruction view (if it is open). */

@@ -28,6 +28,7 @@ describe('package.json: palette commands', () => {
       [PaletteCommand.showTurnContext]: 'Show Turn Context',
       [PaletteCommand.showMemoryFiles]: 'Show Memory Files',
       [PaletteCommand.addMemoryFact]: 'Add Memory',
+      [PaletteCommand.explainMemoryForAgent]: 'Explain Memory for Agent…',
       [PaletteCommand.restartServer]: 'Restart Server',
     });
     for (const c of commands) assert.equal(c.category, 'Context Companion');

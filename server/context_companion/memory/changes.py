@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..ignore import IGNORE_FILE_NAMES
+from .formats import FORMATS
 from .index import Entry, FolderState, MemoryIndex
 from .model import ChangedFile, ChangeKind, ChangeSummary, Tier
 from .paths import is_within, norm, posix
 from .rules import RULE_DIR_PREFIXES, rule_format_for
 
-RULE_DIRS = frozenset({".context-companion/rules", ".cursor/rules", ".github/instructions", ".claude/rules"})
-_RECURSIVE_RULE_DIRS = ([".github", "instructions"], [".claude", "rules"])
+RULE_DIRS = frozenset(f.path for f in FORMATS if f.kind != "file")
+_RECURSIVE_RULE_DIRS = [f.path.split("/") for f in FORMATS if f.recursive]
 
 
 @dataclass(slots=True)
@@ -49,6 +50,8 @@ def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
         index.renderer.forget(path)
         if path in index.global_candidates or path in global_dirs or index.global_dir.startswith(path + os.sep):
             plan.reglobal = True
+        if any(path == r or path.startswith(r + os.sep) or r.startswith(path + os.sep) for r in index.home_rule_roots):
+            plan.reglobal = True  # a user-level rule file or its directory
         plan.rerender.update(index.dep_index.get(path, ()))
         for i, folder in enumerate(index.folders):
             if is_within(path, [folder.path]):
@@ -73,7 +76,7 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
     rel = posix(path[len(folder.prefix_path) :])
     parts = rel.split("/")
     name = parts[-1]
-    if parts[0] in RULE_DIR_PREFIXES:
+    if parts[0] in RULE_DIR_PREFIXES or rule_format_for(rel) is not None:
         plan.rerules.add(i)
     if name in IGNORE_FILE_NAMES or rel == ".git/info/exclude":
         plan.reindex.add(i)
@@ -157,6 +160,8 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
         return True
     if index.global_dir.startswith(norm_path + os.sep):
         return True  # a parent of the global dir appeared or vanished (see flat_watch_roots)
+    if any(norm_path.startswith(r + os.sep) or norm_path == r for r in index.home_rule_roots):
+        return True
     for folder in index.folders:
         if norm_path == folder.path:
             return True

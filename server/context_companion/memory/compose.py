@@ -11,9 +11,11 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .index import Entry, FolderState, MemoryIndex
+from .formats import SHADOWS
+from .index import Entry, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
+from .reading import read_text_file
 from .render import Rendered
 from .rules import describe_globs
 from .wording import (
@@ -27,6 +29,7 @@ from .wording import (
     REASON_WORKSPACE,
     reason_dropped,
     reason_manual,
+    reason_shadowed,
 )
 
 JitActivity = dict[str, tuple[str, bool]]  # entry path → (witness rel path, witness is active)
@@ -35,13 +38,18 @@ MatchMemo = dict[tuple[int, str], tuple[tuple[str, str], ...]]  # (folder, rel) 
 _LISTING = "\0listing"
 
 
+REGEX_MARK = "\0regex "  # a rule activity witnessed by a regex on the file's content, not a glob
+_REGEX_READ_BYTES = 1024 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class Activity:
     jit: JitActivity
     rules: RuleActivity
+    interactive: bool = True  # profile.interactive: Copilot's excludeAgent "coding-agent" applies when False
 
     def key(self) -> tuple[object, ...]:
-        return (tuple(sorted(self.jit.items())), tuple(sorted(self.rules.items())))
+        return (tuple(sorted(self.jit.items())), tuple(sorted(self.rules.items())), self.interactive)
 
 
 def locate(index: MemoryIndex, path: str) -> tuple[int, str] | None:
@@ -56,7 +64,9 @@ def locate(index: MemoryIndex, path: str) -> tuple[int, str] | None:
     return None
 
 
-def find_activity(index: MemoryIndex, opened: Iterable[str], active: str | None, memo: MatchMemo) -> Activity:
+def find_activity(
+    index: MemoryIndex, opened: Iterable[str], active: str | None, memo: MatchMemo, interactive: bool = True
+) -> Activity:
     """Which JIT files and glob rules are active, each with the open file that made it so.
 
     The active file is preferred as the witness, then the first open file in path order.
@@ -78,21 +88,42 @@ def find_activity(index: MemoryIndex, opened: Iterable[str], active: str | None,
                 jit.setdefault(entry.abs_path, (rel, is_active))
         matches = memo.get((i, rel))
         if matches is None:
-            matches = memo[(i, rel)] = _rule_matches(folder, rel)
+            matches = memo[(i, rel)] = _rule_matches([*index.home_rules, *folder.rules], rel, path)
         for abs_path, glob in matches:
             rules.setdefault(abs_path, (rel, glob, is_active))
-    return Activity(jit, rules)
+    return Activity(jit, rules, interactive)
 
 
-def _rule_matches(folder: FolderState, rel: str) -> tuple[tuple[str, str], ...]:
+def _rule_matches(entries: list[Entry], rel: str, path: str) -> tuple[tuple[str, str], ...]:
+    """(rule path, witness) of the rules this open file activates: the glob that matched, the
+    nested rule directory it lies under, or a regex (marked) that matched its content."""
     found: list[tuple[str, str]] = []
-    for entry in folder.rules:
+    content: list[str] = []  # read once, only when a rule has a regex
+    for entry in entries:
         rule = entry.rendered.rule
-        if rule is None or entry.rendered.skip or rule.mode != "globs":
+        if rule is None or entry.rendered.skip or rule.mode not in ("globs", "always"):
             continue
-        glob = rule.matching_glob(rel)
-        if glob is not None:
-            found.append((entry.abs_path, glob))
+        sub = rel
+        if entry.rel_dir:
+            if not rel.startswith(entry.rel_dir + "/"):
+                continue
+            sub = rel[len(entry.rel_dir) + 1 :]
+            if rule.mode == "always":
+                found.append((entry.abs_path, entry.rel_dir + "/**"))
+                continue
+        if rule.mode != "globs":
+            continue
+        glob = rule.matching_glob(sub) if rule.globs else ""
+        if glob is None:
+            continue
+        if rule.regexes:
+            if not content:
+                content.append(read_text_file(path, _REGEX_READ_BYTES).text or "")
+            hit = rule.matching_regex(content[0])
+            if hit is None:
+                continue
+            glob = glob or REGEX_MARK + hit
+        found.append((entry.abs_path, glob))
     return tuple(found)
 
 
@@ -109,6 +140,7 @@ class _Accounts:
     index: MemoryIndex | None = None
     rendered: dict[str, Rendered] = field(default_factory=dict)  # abs path → rendering used
     duplicates: dict[str, str] = field(default_factory=dict)  # abs path → display of the first inclusion
+    included_bodies: dict[str, str] = field(default_factory=dict)  # normalised text → display of its inclusion
 
     def consider(self, entry: Entry, wants: bool, reason: str) -> None:
         if entry.abs_path in self.verdicts:
@@ -133,10 +165,33 @@ class _Accounts:
             r = self.rendered[entry.abs_path] = self.index.without_seen(entry, tuple(self.included_real.items()))
         if not r.block:
             return False, REASON_EMPTY
+        body = normalised_body(r.content)
+        copy_of = self.included_bodies.get(body)
+        if copy_of is not None:
+            # Generated copies of one rule in several formats: the text goes in once.
+            self.duplicates[entry.abs_path] = copy_of
+            return False, f"not included: same text as {copy_of}"
+        self.included_bodies[body] = entry.display
         self.included_real[r.real] = entry.display
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
         return True, reason
+
+
+def normalised_body(content: str) -> str:
+    """A file's text for duplicate detection: frontmatter already gone, whitespace runs collapsed."""
+    return " ".join(content.split())
+
+
+def shadowed_by(index: MemoryIndex, entry: Entry) -> str | None:
+    """The file that hides ``entry`` in its folder (``AGENTS.override.md`` hides ``AGENTS.md``)."""
+    name = os.path.basename(entry.abs_path)
+    for winner, loser in SHADOWS.items():
+        if name == loser:
+            other = index.by_path.get(os.path.join(os.path.dirname(entry.abs_path), winner))
+            if other is not None and not other.rendered.missing and other.tier == entry.tier:
+                return winner
+    return None
 
 
 def compose_memory(
@@ -146,7 +201,7 @@ def compose_memory(
     acc = _Accounts(index=index)
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
-    _consider_rules(index, acc, activity.rules)
+    _consider_rules(index, acc, activity)
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
     dropped: list[str] = []
@@ -171,13 +226,15 @@ def compose_memory(
 def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
     for entry in index.globals:
         if not entry.rendered.missing:
-            acc.consider(entry, True, REASON_GLOBAL)
+            shadow = shadowed_by(index, entry)
+            acc.consider(entry, shadow is None, reason_shadowed(shadow) if shadow else REASON_GLOBAL)
     for folder in index.folders:
         if not folder.exists:
             acc.warnings.append(f"workspace folder {folder.path} does not exist or is not a directory")
         for entry in folder.workspace:
             if not entry.rendered.missing:
-                acc.consider(entry, True, REASON_WORKSPACE)
+                shadow = shadowed_by(index, entry)
+                acc.consider(entry, shadow is None, reason_shadowed(shadow) if shadow else REASON_WORKSPACE)
 
 
 def _consider_jit(index: MemoryIndex, acc: _Accounts, active: JitActivity) -> None:
@@ -187,7 +244,10 @@ def _consider_jit(index: MemoryIndex, acc: _Accounts, active: JitActivity) -> No
                 continue  # an ignored file is not discovered (kept only to follow changes)
             dir_display = folder.prefix + entry.rel_dir + "/"
             witness = active.get(entry.abs_path)
-            if witness is None:
+            shadow = shadowed_by(index, entry)
+            if shadow is not None:
+                acc.consider(entry, False, reason_shadowed(shadow))
+            elif witness is None:
                 acc.consider(entry, False, f"not included: no open file under {dir_display}")
             else:
                 rel, is_active = witness
@@ -195,26 +255,46 @@ def _consider_jit(index: MemoryIndex, acc: _Accounts, active: JitActivity) -> No
                 acc.consider(entry, True, f"{who} {folder.prefix}{rel} is under {dir_display}")
 
 
-def _consider_rules(index: MemoryIndex, acc: _Accounts, active: RuleActivity) -> None:
-    for folder in index.folders:
-        for entry in sorted(folder.rules, key=lambda e: e.order):
-            rule = entry.rendered.rule
-            if rule is None or entry.rendered.skip:
-                acc.consider(entry, False, "")
-            elif rule.mode == "always":
-                acc.consider(entry, True, REASON_ALWAYS)
-            elif rule.mode == "globs":
-                hit = active.get(entry.abs_path)
-                if hit is None:
-                    acc.consider(entry, False, f"not included: no open file matches {describe_globs(rule.globs)}")
-                else:
-                    acc.consider(entry, True, f"rule: glob '{hit[1]}' matches {folder.prefix}{hit[0]}")
-            elif rule.mode == "description":
-                acc.consider(entry, False, REASON_DESCRIPTION)
-                if entry.rendered.block:
-                    acc.listed.append(entry)
-            else:
-                acc.consider(entry, False, reason_manual(entry.rule_format))
+def _consider_rules(index: MemoryIndex, acc: _Accounts, activity: Activity) -> None:
+    groups = [("", index.home_rules), *((f.prefix, f.rules) for f in index.folders)]
+    for prefix, entries in groups:
+        for entry in sorted(entries, key=lambda e: e.order):
+            wants, reason, listed = rule_verdict(entry, prefix, activity)
+            acc.consider(entry, wants, reason)
+            if listed and entry.rendered.block and not entry.rendered.skip:
+                acc.listed.append(entry)
+
+
+def rule_verdict(entry: Entry, prefix: str, activity: Activity) -> tuple[bool, str, bool]:
+    """(included, reason, listed by description) of a rule file for this activity."""
+    rule = entry.rendered.rule
+    if rule is None or entry.rendered.skip:
+        return False, "", False
+    if not activity.interactive and "coding-agent" in rule.exclude_agent:
+        return False, "not included: excludeAgent 'coding-agent' and profile.interactive is false", False
+    if rule.mode == "always" and not entry.rel_dir:
+        return True, REASON_ALWAYS, False
+    if rule.mode in ("always", "globs"):
+        hit = activity.rules.get(entry.abs_path)
+        if hit is not None:
+            rel, witness, _is_active = hit
+            if witness.startswith(REGEX_MARK):
+                return True, f"rule: regex '{witness[len(REGEX_MARK) :]}' matches the text of {prefix}{rel}", False
+            if rule.mode == "always":
+                return True, f"rule: {prefix}{rel} is under {prefix}{entry.rel_dir}/", False
+            return True, f"rule: glob '{witness}' matches {prefix}{rel}", False
+        if rule.listed_otherwise:
+            return False, REASON_DESCRIPTION, True
+        if rule.mode == "always":
+            return False, f"not included: no open file under {prefix}{entry.rel_dir}/", False
+        what = describe_globs(rule.globs) or "nothing"
+        if rule.regexes:
+            regexes = ", ".join(f"'{r.pattern}'" for r in rule.regexes)
+            what = f"{what} with text matching {regexes}" if rule.globs else f"text matching {regexes}"
+        return False, f"not included: no open file matches {what}", False
+    if rule.mode == "description":
+        return False, REASON_DESCRIPTION, True
+    return False, reason_manual(entry.rule_format), False
 
 
 def _drop_order(acc: _Accounts, listing: str) -> list[str]:
@@ -269,7 +349,7 @@ def listing_block(listed: list[Entry]) -> str:
     lines = [LISTING_HEADER, LISTING_INTRO]
     for entry in listed:
         rule = entry.rendered.rule
-        description = " ".join((rule.description if rule else "").split())
+        description = " ".join((rule.listing_text() if rule else "").split())
         lines.append(f"- {entry.display}: {description}")
     lines.append(LISTING_FOOTER)
     return "\n".join(lines)

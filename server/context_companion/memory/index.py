@@ -18,13 +18,12 @@ from typing import Any
 from ..exclusion import exclude_matcher
 from ..settings import MemorySettings
 from .discovery import FolderIndex, index_folder, rules_for, upward_chain
+from .formats import HOME_RULE_DIRS, VENDOR_GLOBALS, effective_names, enabled_formats
 from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
 from .paths import home_display, is_within, norm, posix
 from .render import Rendered, Renderer, RenderRequest
-from .rules import FORMAT_ORDER, RuleFormat, find_rule_files
-
-VENDOR_GLOBALS: tuple[tuple[str, str], ...] = ((".gemini", "GEMINI.md"), (".claude", "CLAUDE.md"))
+from .rules import FORMAT_ORDER, RuleFormat, find_home_rules, find_rule_files, nested_bases
 
 
 @dataclass(slots=True)
@@ -36,7 +35,7 @@ class Entry:
     tier: Tier
     folder: int | None  # index into the folders; None for global files
     rel: str = ""  # posix, relative to its folder ("" for global files and files above the folder)
-    rel_dir: str = ""  # for jit files: the directory it governs
+    rel_dir: str = ""  # for jit files and nested rules: the directory it governs
     order: tuple[Any, ...] = ()
     ignored: bool = False  # matched by an ignore file: followed, never included
     rule_format: RuleFormat | None = None
@@ -108,13 +107,17 @@ class MemoryIndex:
         self.home = home
         self.global_dir = global_dir
         self.global_real = os.path.realpath(global_dir)
-        self.names = tuple(settings.file_names)
+        self.names = effective_names(settings.file_names, settings.sources)
+        self.formats = enabled_formats(settings.sources)
+        self.home_rule_dirs = tuple((d, f) for d, f in HOME_RULE_DIRS if f in {s.format for s in self.formats})
         self.name_set = frozenset(self.names)
         self.markers = tuple(settings.boundary_markers)
         self.folders: list[FolderState] = []
         self.globals: list[Entry] = []
         self.global_candidates: list[str] = []
         self.global_paths: frozenset[str] = frozenset()  # the candidates and their directories
+        self.home_rules: list[Entry] = []  # user-level rule files, checked against every folder
+        self.home_rule_roots: tuple[str, ...] = ()
         self.policy = 0  # bumped whenever what may be imported can have changed
         self.dep_index: dict[str, set[str]] = {}  # dependency path → entry abs paths
         self.by_path: dict[str, Entry] = {}
@@ -146,7 +149,8 @@ class MemoryIndex:
     def load_globals(self) -> None:
         candidates: list[str] = []
         if self.settings.read_vendor_globals:
-            candidates += [os.path.join(self.home, sub, name) for sub, name in VENDOR_GLOBALS]
+            sources = set(self.settings.sources)
+            candidates += [os.path.join(self.home, sub, name) for sub, name, fam in VENDOR_GLOBALS if fam in sources]
         candidates += [os.path.join(self.global_dir, name) for name in self.names]
         self.global_candidates = candidates
         self.global_paths = frozenset(p for c in candidates for p in (c, os.path.dirname(c)))
@@ -155,6 +159,21 @@ class MemoryIndex:
             if os.path.lexists(path):
                 entries.append(self.rendered(Entry(path, home_display(path, self.home), "global", None, order=(0, i))))
         self.globals = entries
+        self.load_home_rules()
+        self.refresh_lookups()
+
+    def load_home_rules(self) -> None:
+        """User-level rules (``~/.claude/rules``, ``~/.kiro/steering``): rules of every folder."""
+        entries: list[Entry] = []
+        if self.settings.read_vendor_globals:
+            for abs_path, fmt in find_home_rules(self.home, self.home_rule_dirs):
+                order = (3, -1, FORMAT_ORDER.index(fmt), abs_path)
+                entry = Entry(abs_path, home_display(abs_path, self.home), "rule", None, order=order, rule_format=fmt)
+                entry = self.rendered(entry)
+                if not entry.rendered.missing:
+                    entries.append(entry)
+        self.home_rules = entries
+        self.home_rule_roots = tuple(os.path.join(self.home, *d.split("/")) for d, _f in self.home_rule_dirs)
         self.refresh_lookups()
 
     def load_folder(self, i: int) -> None:
@@ -200,9 +219,11 @@ class MemoryIndex:
     def load_rules(self, i: int) -> None:
         folder = self.folders[i]
         entries: list[Entry] = []
-        for abs_path, rel, fmt in find_rule_files(folder.path) if folder.exists else ():
+        bases = nested_bases(folder.index.dirs)
+        for abs_path, rel, fmt, base in find_rule_files(folder.path, self.formats, bases) if folder.exists else ():
             order = (3, i, FORMAT_ORDER.index(fmt), rel)
-            entry = self.rendered(Entry(abs_path, self.display(abs_path), "rule", i, rel, order=order, rule_format=fmt))
+            entry = Entry(abs_path, self.display(abs_path), "rule", i, rel, base, order=order, rule_format=fmt)
+            entry = self.rendered(entry)
             if not entry.rendered.missing:
                 entries.append(entry)
         folder.rules = entries
@@ -308,6 +329,7 @@ class MemoryIndex:
 
     def entries(self) -> Iterator[Entry]:
         yield from self.globals
+        yield from self.home_rules
         for folder in self.folders:
             yield from folder.entries()
 
@@ -330,6 +352,9 @@ class MemoryIndex:
             parent = os.path.dirname(candidate)
             if os.path.isdir(parent) and not is_within(parent, roots):
                 roots.append(parent)
+        for rule_dir in self.home_rule_roots:
+            if os.path.isdir(rule_dir) and not is_within(rule_dir, roots):
+                roots.append(rule_dir)
         return [Path(r) for r in roots]
 
     def flat_watch_roots(self) -> list[Path]:

@@ -94,6 +94,10 @@ def analyze_document(ctx: AnalysisContext, text: str) -> FileAnalysis:
     lines = text.split("\n")
     diagnostics: list[Diagnostic] = []
     skip = _size_check(ctx, text, lines, diagnostics)
+    info = ctx.last_info
+    if info is not None and info.duplicate_of is not None:
+        message = f"Same text as {info.duplicate_of}, which is already in the instruction: this copy is left out."
+        diagnostics.append(Diagnostic(_line_range(lines, 0), "hint", message, "duplicate-rule"))
     body, offset = text, 0
     rule: ParsedRule | None = None
     if ctx.rule_format is not None:
@@ -133,8 +137,10 @@ def _rule_diagnostics(
         diagnostics.append(Diagnostic(Range.on_line(line, 0, len(key)), "warning", message, "frontmatter-unknown-key"))
     if rule.error:
         return f"frontmatter: {rule.error}"
-    if rule.mode == "globs" and ctx.folder_path is not None and ctx.rule_format is not None:
-        key_line = rule.key_lines.get(GLOB_KEY[ctx.rule_format] or "", 1)
+    for message, line, code in rule.notes:
+        diagnostics.append(Diagnostic(_line_range(lines, line), "warning", message, code))
+    if rule.mode == "globs" and rule.globs and ctx.folder_path is not None and ctx.rule_format is not None:
+        key_line = rule.key_lines.get(GLOB_KEY.get(ctx.rule_format) or "", 1)
         for glob in _globs_matching_nothing(ctx.folder_path, rule, ctx.glob_cache):
             message = f"The glob '{glob}' matches no file in this workspace folder."
             rng = _glob_range(lines, key_line, rule.body_line, glob)
@@ -195,8 +201,8 @@ def _default_title(ctx: AnalysisContext, tokens: int, rule: ParsedRule | None) -
         return "not included"
     if rule.mode == "always":
         return f"{tokens} tokens · included: {REASON_ALWAYS}"
-    if rule.mode == "globs":
+    if rule.mode == "globs" and not rule.listed_otherwise:
         return f"not included: no open file matches {describe_globs(rule.globs)}"
-    if rule.mode == "description":
+    if rule.mode in ("globs", "description"):
         return REASON_DESCRIPTION
     return reason_manual(ctx.rule_format)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 Tier = Literal["global", "workspace", "jit", "rule"]
 ChangeKind = Literal["memoryChanged", "rulesChanged", "workspaceChanged"]
-Severity = Literal["error", "warning", "information"]
+Severity = Literal["error", "warning", "information", "hint"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,46 +1,59 @@
-"""Glob-scoped rule files in four conventions, and their frontmatter.
+"""Rule files of every format we read, and what their frontmatter means.
 
-Where rules live (relative to a workspace folder) and what their frontmatter means:
+Where they live is :mod:`.formats`; how each format activates (docs/memory.md has the table):
 
-================================================  =====================================================
-``.context-companion/rules/*.md``                 ``description``, ``globs``, ``alwaysApply``
-``.cursor/rules/*.mdc``                           ``description``, ``globs`` (comma-separated or list),
-                                                  ``alwaysApply``
-``.github/copilot-instructions.md``               always applies
-``.github/instructions/**/*.instructions.md``     ``applyTo`` (comma-separated or list)
-``.claude/rules/**/*.md``                         ``paths`` (list or comma-separated); none = always
-================================================  =====================================================
+=========================  ================================================================
+``context-companion``,     ``alwaysApply: true``, else ``globs`` match, else listed by its
+``cursor``                 ``description``
+``copilot``                always
+``copilot-instructions``   ``applyTo`` globs (``**`` = always); ``excludeAgent``
+``claude``, ``cline``      ``paths`` globs; none = always
+``windsurf``               ``trigger: always_on | glob | model_decision | manual`` (+ ``globs``,
+                           ``description``); the last two are listed
+``continue``               ``alwaysApply`` true = always; false = ``globs``/``regex`` match, else
+                           listed; unset = always without globs/regex, else when they match
+``kiro``                   ``inclusion: always | fileMatch | manual | auto``, ``fileMatchPattern``
+plain files                always (``.cursorrules``, ``.windsurfrules``, ``.rules``, ``AGENT.md``,
+                           ``.junie/guidelines.md``, ``.roo/rules/*``, a ``.clinerules`` file)
+=========================  ================================================================
 
 A rule applies when it is always-on or when one of its globs (gitwildmatch, relative to the
-workspace folder, ``{a,b}`` braces expanded) matches an open or active file. A rule with only a
-description is listed (path + description) without its body. Frontmatter is YAML; when YAML
-rejects it, plain ``key: value`` lines are still accepted (``globs: *.ts`` is common and is not
-valid YAML). Anything else is reported and the rule is skipped.
+workspace folder or to the sub-directory a nested rule directory governs, ``{a,b}`` braces
+expanded) matches an open or active file, and its ``regex`` (Continue) matches that file's
+content. A listed rule is shown by path and description without its body. Frontmatter is YAML;
+when YAML rejects it, plain ``key: value`` lines are still accepted (``globs: *.ts`` is common
+and is not valid YAML). Anything else is reported and the rule is skipped.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pathspec import PathSpec
 
 from ..frontmatter import Frontmatter, split_frontmatter  # noqa: F401 - re-exported
+from .formats import BY_FORMAT, FORMAT_ORDER, FORMATS, FormatSpec, RuleFormat, match_rule_path
 
-RuleFormat = Literal["context-companion", "cursor", "copilot", "copilot-instructions", "claude"]
+__all__ = ["FORMAT_ORDER", "RuleFormat"]
+
 RuleMode = Literal["always", "globs", "description", "manual"]
 
-# Order in which rule formats are listed and rendered.
-FORMAT_ORDER: tuple[RuleFormat, ...] = ("context-companion", "cursor", "copilot", "copilot-instructions", "claude")
-
+_SHARED_KEYS = ("description", "globs", "alwaysApply")
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "context-companion": ("description", "globs", "alwaysApply"),
-    "cursor": ("description", "globs", "alwaysApply"),
+    "context-companion": _SHARED_KEYS,
+    "cursor": _SHARED_KEYS,
     "copilot": ("applyTo", "description", "excludeAgent", "name"),
     "copilot-instructions": ("applyTo", "description", "excludeAgent", "name"),
     "claude": ("paths", "description"),
+    "windsurf": ("trigger", "globs", "description"),
+    "cline": ("paths", "description"),
+    "continue": ("name", "description", "globs", "regex", "alwaysApply", "version", "schema"),
+    "kiro": ("inclusion", "fileMatchPattern", "name", "description"),
 }
 GLOB_KEY: dict[str, str | None] = {
     "context-companion": "globs",
@@ -48,73 +61,78 @@ GLOB_KEY: dict[str, str | None] = {
     "copilot": None,
     "copilot-instructions": "applyTo",
     "claude": "paths",
+    "windsurf": "globs",
+    "cline": "paths",
+    "continue": "globs",
+    "kiro": "fileMatchPattern",
 }
-RULE_DIR_PREFIXES: tuple[str, ...] = (".context-companion", ".cursor", ".github", ".claude")
+RULE_DIR_PREFIXES: tuple[str, ...] = tuple(sorted({f.path.split("/", 1)[0] for f in FORMATS}))
+WINDSURF_TRIGGERS = ("always_on", "manual", "model_decision", "glob")
+KIRO_INCLUSIONS = ("always", "fileMatch", "manual", "auto")
+EXCLUDE_AGENTS = ("code-review", "coding-agent")
 _MATCH_ALL = frozenset({"*", "**", "**/*"})
 _MAX_BRACE_EXPANSIONS = 256
+_MAX_REGEX_CHARS = 1000
 
 
 def rule_format_for(rel_path: str) -> RuleFormat | None:
-    """The rule convention of a posix path relative to a workspace folder, or None."""
-    parts = rel_path.split("/")
-    name = parts[-1]
-    if name.startswith("."):
-        return None  # editor temp files, lock files, hidden files
-    if len(parts) == 3 and parts[0] == ".context-companion" and parts[1] == "rules" and name.endswith(".md"):
-        return "context-companion"
-    if len(parts) == 3 and parts[0] == ".cursor" and parts[1] == "rules" and name.endswith(".mdc"):
-        return "cursor"
-    if rel_path == ".github/copilot-instructions.md":
-        return "copilot"
-    if len(parts) >= 3 and parts[0] == ".github" and parts[1] == "instructions" and name.endswith(".instructions.md"):
-        return "copilot-instructions"
-    if len(parts) >= 3 and parts[0] == ".claude" and parts[1] == "rules" and name.endswith(".md"):
-        return "claude"
-    return None
+    """The rule format of a posix path relative to a workspace folder, or None."""
+    found = match_rule_path(rel_path)
+    return found[0] if found else None
 
 
-def find_rule_files(folder: str) -> list[tuple[str, str, RuleFormat]]:
-    """``(abs_path, rel_path, format)`` of every rule file of a workspace folder, ordered."""
-    found: list[tuple[str, str, RuleFormat]] = []
+def find_rule_files(
+    folder: str, specs: tuple[FormatSpec, ...] = FORMATS, bases: tuple[str, ...] = ()
+) -> list[tuple[str, str, RuleFormat, str]]:
+    """``(abs_path, rel_path, format, base)`` of every rule file of a workspace folder, ordered.
 
-    def flat(rel_dir: str) -> None:
-        try:
-            with os.scandir(os.path.join(folder, rel_dir)) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}"
-            fmt = rule_format_for(rel)
-            if fmt is not None and not _is_dir(entry):
-                found.append((entry.path, rel, fmt))
-
-    def deep(rel_dir: str) -> None:
-        top = os.path.join(folder, rel_dir)
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            dirnames.sort()
-            rel_base = os.path.relpath(dirpath, folder).replace(os.sep, "/")
-            for name in sorted(filenames):
-                rel = f"{rel_base}/{name}"
-                fmt = rule_format_for(rel)
-                if fmt is not None:
-                    found.append((os.path.join(dirpath, name), rel, fmt))
-
-    flat(".context-companion/rules")
-    flat(".cursor/rules")
-    copilot = os.path.join(folder, ".github", "copilot-instructions.md")
-    if os.path.lexists(copilot):
-        found.append((copilot, ".github/copilot-instructions.md", "copilot"))
-    deep(".github/instructions")
-    deep(".claude/rules")
+    ``bases`` are sub-directories holding nested rule directories (for formats that have them).
+    """
+    found: list[tuple[str, str, RuleFormat, str]] = []
+    for spec in specs:
+        for base in ("", *(b for b in bases if spec.nested)):
+            rel_top = f"{base}/{spec.path}" if base else spec.path
+            top = os.path.join(folder, *rel_top.split("/"))
+            if spec.kind in ("file", "either") and os.path.isfile(top):
+                found.append((top, rel_top, spec.format, base))
+            elif spec.kind in ("dir", "either") and os.path.isdir(top) and not os.path.islink(top):
+                found.extend((p, r, spec.format, base) for p, r in _files_in(folder, rel_top, spec))
     return found
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=False)
-    except OSError:
-        return False
+def _files_in(folder: str, rel_dir: str, spec: FormatSpec) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    top = os.path.join(folder, *rel_dir.split("/"))
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames.sort()
+        if not spec.recursive:
+            dirnames.clear()
+        rel_base = os.path.relpath(dirpath, folder).replace(os.sep, "/")
+        for name in sorted(filenames):
+            if not name.startswith(".") and name.endswith(spec.suffixes):
+                out.append((os.path.join(dirpath, name), f"{rel_base}/{name}"))
+    return out
+
+
+def find_home_rules(home: str, dirs: tuple[tuple[str, RuleFormat], ...]) -> list[tuple[str, RuleFormat]]:
+    """User-level rule files (``~/.claude/rules``, ``~/.kiro/steering``): (abs path, format)."""
+    found: list[tuple[str, RuleFormat]] = []
+    for rel, fmt in dirs:
+        spec = BY_FORMAT[fmt]
+        top = os.path.join(home, *rel.split("/"))
+        if os.path.isdir(top):
+            found.extend((p, fmt) for p, _r in _files_in(home, rel, spec))
+    return found
+
+
+def nested_bases(dirs: Iterable[str]) -> tuple[str, ...]:
+    """Sub-directories (posix, relative) that hold a nested rule directory, from walked dirs."""
+    out: set[str] = set()
+    for rel_dir in dirs:
+        for spec in FORMATS:
+            if spec.nested and rel_dir.endswith("/" + spec.path):
+                out.add(rel_dir[: -len(spec.path) - 1])
+    return tuple(sorted(out))
 
 
 # --------------------------------------------------------------------------- globs
@@ -177,12 +195,21 @@ def split_globs_raw(value: str) -> list[str]:
     return out
 
 
-def compile_globs(globs: tuple[str, ...]) -> PathSpec[Any]:
-    """A gitwildmatch spec of the globs (braces expanded, leading ``./`` dropped)."""
+def compile_globs(globs: tuple[str, ...], anchored: bool = False) -> PathSpec[Any]:
+    """A gitwildmatch spec of the globs (braces expanded, leading ``./`` dropped).
+
+    ``anchored``: a glob without ``/`` matches top-level files only, as in the picomatch-style
+    dialect of Claude Code and Cline (``*.ts`` is not ``**/*.ts`` there).
+    """
     patterns: list[str] = []
     for glob in globs:
         g = glob[2:] if glob.startswith("./") else glob
-        patterns.extend(expand_braces(g))
+        for p in expand_braces(g):
+            neg = p.startswith("!")
+            body = p[1:] if neg else p
+            if anchored and "/" not in body.rstrip("/") and body not in _MATCH_ALL:
+                body = "/" + body
+            patterns.append(("!" if neg else "") + body)
     return PathSpec.from_lines("gitignore", patterns)
 
 
@@ -203,6 +230,12 @@ class ParsedRule:
     unknown_keys: list[tuple[str, int, str]] = field(default_factory=list)  # (key, line, hint)
     key_lines: dict[str, int] = field(default_factory=dict)
     glob_specs: list[tuple[str, PathSpec[Any]]] = field(default_factory=list)  # one spec per glob, for reasons
+    name: str = ""
+    regexes: tuple[re.Pattern[str], ...] = ()  # Continue: matched against open files' content
+    listed_otherwise: bool = False  # Continue alwaysApply false: listed when no glob/regex matches
+    exclude_agent: tuple[str, ...] = ()  # Copilot excludeAgent values
+    trigger: str = ""  # the format's own word for how it activates (for explanations)
+    notes: list[tuple[str, int, str]] = field(default_factory=list)  # (message, line, code): warnings, rule kept
 
     def matching_glob(self, rel_path: str) -> str | None:
         """The first glob that matches ``rel_path`` when the rule as a whole matches it."""
@@ -212,6 +245,16 @@ class ParsedRule:
             if not glob.startswith("!") and spec.match_file(rel_path):
                 return glob
         return self.globs[0] if self.globs else None
+
+    def matching_regex(self, content: str) -> str | None:
+        for pattern in self.regexes:
+            if pattern.search(content):
+                return pattern.pattern
+        return None
+
+    def listing_text(self) -> str:
+        """How a listed rule is described: its description, else its name."""
+        return self.description or self.name
 
 
 def _as_globs(value: Any, key: str) -> tuple[tuple[str, ...], str | None]:
@@ -229,8 +272,33 @@ def _as_globs(value: Any, key: str) -> tuple[tuple[str, ...], str | None]:
     return (), f"'{key}' must be a glob string or a list of globs, not {type(value).__name__}"
 
 
+def _as_strings(value: Any, key: str) -> tuple[tuple[str, ...], str | None]:
+    if value is None or value == "":
+        return (), None
+    if isinstance(value, str):
+        return (value,), None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value), None
+    return (), f"'{key}' must be a string or a list of strings"
+
+
+def _as_bool(value: Any, key: str) -> tuple[bool | None, str | None]:
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if value is None or isinstance(value, bool):
+        return value, None
+    return None, f"'{key}' must be true or false, not {value!r}"
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    return "" if value is None else str(value).strip()
+
+
 def parse_rule(fmt: RuleFormat, text: str) -> ParsedRule:
     """Parse a rule file's text. Never raises: problems land in ``error`` / ``unknown_keys``."""
+    if not BY_FORMAT[fmt].frontmatter:
+        return ParsedRule(fmt, "always", "", (), None, text, 0, trigger="always")
     fm = split_frontmatter(text)
     rule = ParsedRule(fmt, "manual", "", (), None, fm.body, fm.body_line, key_lines=fm.key_lines)
     if fm.error:
@@ -245,44 +313,160 @@ def parse_rule(fmt: RuleFormat, text: str) -> ParsedRule:
                 close = [k for k in known if k.lower() == key.lower()]
             hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(known)}"
             rule.unknown_keys.append((key, fm.key_lines.get(key, 1), hint))
-    description = data.get("description")
-    if description is not None and not isinstance(description, str):
-        description = str(description)
-    rule.description = (description or "").strip()
-    always_raw = data.get("alwaysApply", False) if fmt in ("context-companion", "cursor") else False
-    if isinstance(always_raw, str) and always_raw.lower() in ("true", "false"):
-        always_raw = always_raw.lower() == "true"
-    if always_raw is None:
-        always_raw = False
-    if not isinstance(always_raw, bool):
-        rule.error = f"'alwaysApply' must be true or false, not {always_raw!r}"
-        rule.error_line = fm.key_lines.get("alwaysApply", 1)
+    rule.description = _text(data, "description")
+    rule.name = _text(data, "name")
+
+    def fail(message: str, key: str) -> ParsedRule:
+        rule.error, rule.error_line = message, fm.key_lines.get(key, 1)
         return rule
+
     glob_key = GLOB_KEY[fmt]
-    globs: tuple[str, ...] = ()
     if glob_key is not None:
         globs, err = _as_globs(data.get(glob_key), glob_key)
         if err:
-            rule.error, rule.error_line = err, fm.key_lines.get(glob_key, 1)
-            return rule
-    rule.globs = globs
-    if globs:
+            return fail(err, glob_key)
+        rule.globs = globs
+    if rule.globs:
+        anchored = BY_FORMAT[fmt].anchored
         try:
-            rule.spec = compile_globs(globs)
-            rule.glob_specs = [(g, compile_globs((g,))) for g in globs if not g.startswith("!")]
+            rule.spec = compile_globs(rule.globs, anchored)
+            rule.glob_specs = [(g, compile_globs((g,), anchored)) for g in rule.globs if not g.startswith("!")]
         except Exception as exc:
-            rule.error = f"'{glob_key}' has a glob that is not valid: {exc}"
-            rule.error_line = fm.key_lines.get(glob_key or "", 1)
-            return rule
-    if fmt == "copilot" or always_raw or (fmt == "claude" and not globs) or (globs and set(globs) <= _MATCH_ALL):
-        rule.mode = "always"
-    elif globs:
-        rule.mode = "globs"
-    elif rule.description and fmt in ("context-companion", "cursor"):
-        rule.mode = "description"
-    else:
-        rule.mode = "manual"
+            return fail(f"'{glob_key}' has a glob that is not valid: {exc}", glob_key or "")
+    error = _ACTIVATION[fmt](rule, data)
+    if error is not None:
+        return fail(*error)
     return rule
+
+
+def _glob_mode(rule: ParsedRule) -> RuleMode:
+    return "always" if set(rule.globs) <= _MATCH_ALL else "globs"
+
+
+def _cursor_like(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
+    always, err = _as_bool(data.get("alwaysApply"), "alwaysApply")
+    if err:
+        return err, "alwaysApply"
+    if always:
+        rule.mode, rule.trigger = "always", "alwaysApply: true"
+    elif rule.globs:
+        rule.mode, rule.trigger = _glob_mode(rule), "globs"
+    elif rule.description:
+        rule.mode, rule.trigger = "description", "description (agent decides)"
+    else:
+        rule.mode, rule.trigger = "manual", "manual"
+    return None
+
+
+def _copilot(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
+    values, err = _as_strings(data.get("excludeAgent"), "excludeAgent")
+    if err:
+        return err, "excludeAgent"
+    bad = [v for v in values if v not in EXCLUDE_AGENTS]
+    if bad:
+        return f"'excludeAgent' must be one of {', '.join(EXCLUDE_AGENTS)}, not {bad[0]!r}", "excludeAgent"
+    rule.exclude_agent = values
+    if rule.format == "copilot":
+        rule.mode, rule.trigger = "always", "always"
+    elif rule.globs:
+        rule.mode, rule.trigger = _glob_mode(rule), "applyTo"
+    else:
+        rule.mode, rule.trigger = "manual", "manual"
+    return None
+
+
+def _paths(rule: ParsedRule, _data: dict[str, Any]) -> tuple[str, str] | None:
+    if rule.globs:
+        rule.mode, rule.trigger = _glob_mode(rule), "paths"
+    else:
+        rule.mode, rule.trigger = "always", "always (no paths)"
+    return None
+
+
+def _windsurf(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
+    trigger = data.get("trigger")
+    if trigger is None:
+        # No trigger written: glob-scoped when it has globs, else always on.
+        rule.mode = _glob_mode(rule) if rule.globs else "always"
+        rule.trigger = "globs" if rule.globs else "always (no trigger)"
+        return None
+    if trigger not in WINDSURF_TRIGGERS:
+        return f"'trigger' must be one of {', '.join(WINDSURF_TRIGGERS)}, not {trigger!r}", "trigger"
+    rule.trigger = f"trigger: {trigger}"
+    if trigger == "always_on":
+        rule.mode = "always"
+    elif trigger == "glob":
+        if not rule.globs:
+            return "'trigger: glob' needs 'globs'", "trigger"
+        rule.mode = _glob_mode(rule)
+    else:
+        rule.mode = "description"  # model_decision and manual: listed, read on request
+    return None
+
+
+def _continue(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
+    always, err = _as_bool(data.get("alwaysApply"), "alwaysApply")
+    if err:
+        return err, "alwaysApply"
+    patterns, err = _as_strings(data.get("regex"), "regex")
+    if err:
+        return err, "regex"
+    compiled: list[re.Pattern[str]] = []
+    for p in patterns:
+        if len(p) > _MAX_REGEX_CHARS:
+            return f"'regex' is longer than {_MAX_REGEX_CHARS} characters", "regex"
+        try:
+            compiled.append(re.compile(p, re.MULTILINE))
+        except re.error as exc:
+            return f"'regex' {p!r} is not a valid regular expression: {exc}", "regex"
+    rule.regexes = tuple(compiled)
+    if not rule.name:
+        rule.notes.append(("Continue requires 'name' in a rule's frontmatter.", 0, "frontmatter-missing-name"))
+    scoped = bool(rule.globs or rule.regexes)
+    if always:
+        rule.mode, rule.trigger = "always", "alwaysApply: true"
+    elif always is False:
+        rule.trigger = "alwaysApply: false"
+        if scoped:
+            rule.mode, rule.listed_otherwise = "globs", bool(rule.listing_text())
+        else:
+            rule.mode = "description" if rule.listing_text() else "manual"
+    elif scoped:
+        rule.mode, rule.trigger = "globs", "globs/regex"
+    else:
+        rule.mode, rule.trigger = "always", "always (no globs or regex)"
+    if rule.mode == "globs" and rule.globs and not rule.regexes and set(rule.globs) <= _MATCH_ALL:
+        rule.mode = "always"
+    return None
+
+
+def _kiro(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
+    inclusion = data.get("inclusion", "always")
+    if inclusion not in KIRO_INCLUSIONS:
+        return f"'inclusion' must be one of {', '.join(KIRO_INCLUSIONS)}, not {inclusion!r}", "inclusion"
+    rule.trigger = f"inclusion: {inclusion}"
+    if inclusion == "always":
+        rule.mode = "always"
+    elif inclusion == "fileMatch":
+        if not rule.globs:
+            return "'inclusion: fileMatch' needs 'fileMatchPattern'", "inclusion"
+        rule.mode = _glob_mode(rule)
+    else:
+        rule.mode = "description"  # manual and auto: listed by name/description
+    return None
+
+
+_ACTIVATION: dict[str, Any] = {
+    "context-companion": _cursor_like,
+    "cursor": _cursor_like,
+    "copilot": _copilot,
+    "copilot-instructions": _copilot,
+    "claude": _paths,
+    "cline": _paths,
+    "windsurf": _windsurf,
+    "continue": _continue,
+    "kiro": _kiro,
+}
 
 
 def describe_globs(globs: tuple[str, ...]) -> str:

@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
+from .agents import AGENTS
 from .changes import apply_plan, classify, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, compose_memory, find_activity
+from .explain import Explanation, explain
 from .index import MemoryIndex
 from .language import AnalysisContext, analyze_document
 from .model import ChangeSummary, FileAnalysis, MemoryFileInfo, MemoryResult
@@ -92,23 +94,51 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ composing
 
-    def compose(self, open_paths: Sequence[Path | str], active_path: Path | str | None = None) -> MemoryResult:
-        """The memory part of the instruction for these open files (cached by what is active)."""
+    def compose(
+        self, open_paths: Sequence[Path | str], active_path: Path | str | None = None, *, interactive: bool = True
+    ) -> MemoryResult:
+        """The memory part of the instruction for these open files (cached by what is active).
+
+        ``interactive`` is the profile's: rules Copilot marks ``excludeAgent: coding-agent`` are
+        left out for an agent working on its own."""
         with self._lock:
             if not self._loaded:
                 self.load()
-            raw = (self._generation, tuple(os.fspath(p) for p in open_paths), active_path and os.fspath(active_path))
+            raw = (
+                self._generation,
+                tuple(os.fspath(p) for p in open_paths),
+                active_path and os.fspath(active_path),
+                interactive,
+            )
             if self._last_call is not None and self._last_call[0] == raw:
                 return self._last_call[1]  # the very same call as last time: nothing to work out
             active = norm(active_path) if active_path is not None else None
             opened = {norm(p) for p in open_paths} | ({active} if active else set())
             if len(self._match_memo) > _MATCH_MEMO_SIZE:
                 self._match_memo.clear()
-            activity = find_activity(self._index, sorted(opened), active, self._match_memo)
+            activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
             result = self._cached_result(activity)
             self._last_infos = {info.abs_path: info for info in result.files}
             self._last_call = (raw, result)
             return result
+
+    def explain(
+        self,
+        agent: str,
+        open_paths: Sequence[Path | str],
+        active_path: Path | str | None = None,
+        *,
+        interactive: bool = True,
+    ) -> Explanation:
+        """What ``agent`` (an id of :data:`.agents.AGENTS`) would load for these open files, and why."""
+        with self._lock:
+            if not self._loaded:
+                self.load()
+            active = norm(active_path) if active_path is not None else None
+            opened = {norm(p) for p in open_paths} | ({active} if active else set())
+            activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
+            result = self._cached_result(activity)
+            return explain(self._index, activity, result, AGENTS[agent], self.settings.file_names)
 
     def _cached_result(self, activity: Activity) -> MemoryResult:
         key = activity.key()

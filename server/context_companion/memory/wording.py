@@ -26,3 +26,7 @@ def reason_dropped(cap: int) -> str:
 def reason_manual(rule_format: str | None) -> str:
     keys = "applyTo" if rule_format == "copilot-instructions" else "globs, alwaysApply or description"
     return REASON_MANUAL.format(keys=keys)
+
+
+def reason_shadowed(winner: str) -> str:
+    return f"not included: {winner} in the same folder takes its place"

@@ -236,7 +236,11 @@ class InstructionEngine:
     def _inputs(self, profile: AgentProfile, open_paths: Sequence[Path], active_path: Path | None) -> _Inputs:
         settings = self.settings
         today = self.today()
-        memory_result = self.memory.compose(list(open_paths), active_path) if self.memory is not None else None
+        memory_result = (
+            self.memory.compose(list(open_paths), active_path, interactive=profile.interactive)
+            if self.memory is not None
+            else None
+        )
         memory_text = "\n\n".join(
             t for t in ((memory_result.text.strip() if memory_result else ""), profile.mcp_instructions.strip()) if t
         )

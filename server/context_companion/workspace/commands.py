@@ -105,6 +105,10 @@ def _add_memory(c: Companion, p: P.AddMemoryParams, _: Texts) -> Outcome:
     return Outcome({"path": str(path)}, change)
 
 
+def _explain_memory(c: Companion, p: P.ExplainMemoryParams, _: Texts) -> dict[str, Any]:
+    return c.explain_memory(p.agent, p.active_file).to_wire()
+
+
 def _get_compression_prompt(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
     return {"text": c.compression_prompt()}
 
@@ -120,6 +124,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("contextCompanion.showMemory", "EmptyParams", _show_memory),
     Command("contextCompanion.addMemory", "AddMemoryParams", _add_memory),
     Command("contextCompanion.getCompressionPrompt", "EmptyParams", _get_compression_prompt),
+    Command("contextCompanion.explainMemory", "ExplainMemoryParams", _explain_memory),
 )
 
 # Notifications of the custom protocol, for the docs check (the handlers live with each bridge).

@@ -21,8 +21,9 @@ from typing import Any, Literal
 from ..context.messages import build_messages
 from ..context.state import Baseline, EditorState, RawPosition
 from ..context.turn import TurnContext, next_turn
-from ..errors import ContextCompanionError
+from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
+from ..memory.explain import Explanation
 from ..prompt.compression import compression_prompt
 from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
@@ -262,6 +263,28 @@ class Companion:
     def show_memory(self) -> MemoryResult:
         paths, active = self._open_paths()
         return self.memory.compose(paths, active)
+
+    def explain_memory(self, agent: str, active_file: str | None = None) -> Explanation:
+        """Which files ``agent`` would load for the open files (``active_file``, a path or file URI,
+        relative to the first folder when not absolute, is taken as the active file)."""
+        paths, active = self._open_paths()
+        if active_file is not None:
+            active = self._resolve_file(active_file)
+            paths = [*paths, active]
+        interactive = self.snapshot.settings.profile.interactive
+        return self.memory.explain(agent, paths, active, interactive=interactive)
+
+    def _resolve_file(self, raw: str) -> Path:
+        if raw.startswith("file:"):
+            from urllib.parse import unquote, urlparse
+
+            raw = unquote(urlparse(raw).path)
+        path = Path(raw).expanduser()
+        if not path.is_absolute():
+            if not self.snapshot.folders:
+                raise ParamsError(f"activeFile: {raw!r} is relative and there is no workspace folder")
+            path = self.snapshot.folders[0] / path
+        return path
 
     def add_memory(self, fact: str, scope: Literal["global", "workspace"]) -> tuple[Path, MemoryChange]:
         """Append a fact to the global or workspace AGENTS.md and apply the change at once (a

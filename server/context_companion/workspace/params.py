@@ -83,6 +83,26 @@ class AddMemoryParams(_Params):
         return fact
 
 
+AgentName = Literal[
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "cursor",
+    "copilot",
+    "windsurf",
+    "cline",
+    "continue",
+    "kiro",
+    "zed",
+    "context-companion",
+]
+
+
+class ExplainMemoryParams(_Params):
+    agent: AgentName
+    active_file: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
 class Position(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     line: int = Field(ge=0, le=2**31 - 1)

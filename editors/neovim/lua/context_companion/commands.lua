@@ -122,6 +122,77 @@ local function describe(file)
 end
 
 --- :ContextCompanionMemory: every memory and rule file, whether it is included and why.
+--- Agents :ContextCompanionExplain knows (the server's explainMemory ids).
+M.AGENTS = {
+  'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed',
+  'context-companion',
+}
+
+--- The Markdown of an explainMemory answer.
+---@param r table
+---@return string
+function M.format_explanation(r)
+  local name = tostring(r.name or r.agent or '?')
+  local lines = { ('# What %s would load'):format(name), '' }
+  if type(r.docs) == 'table' and #r.docs > 0 then
+    vim.list_extend(lines, { 'Rules from: ' .. table.concat(r.docs, ', '), '' })
+  end
+  local files = type(r.files) == 'table' and r.files or {}
+  if #files == 0 then
+    vim.list_extend(lines, { ('_%s would load no memory or rule file here._'):format(name), '' })
+  end
+  for _, f in ipairs(files) do
+    table.insert(lines, ('- `%s` (%s, %s tokens): %s'):format(f.path, f.tier or '', tostring(f.tokens or 0), f.why or ''))
+  end
+  if #files > 0 then
+    vim.list_extend(lines, { '', ('%s, %s tokens'):format(plural(#files, 'file'), tostring(r.tokens or 0)), '' })
+  end
+  local function section(title, items, text)
+    if type(items) == 'table' and #items > 0 then
+      vim.list_extend(lines, { '## ' .. title, '' })
+      for _, item in ipairs(items) do
+        table.insert(lines, text(item))
+      end
+      table.insert(lines, '')
+    end
+  end
+  section('Offered by description only', r.listed, function(f)
+    return ('- `%s`: %s'):format(f.path, f.why or '')
+  end)
+  section('Not loaded', r.notLoaded, function(f)
+    return ('- `%s`: %s'):format(f.path, f.reason or '')
+  end)
+  section(('Loaded by %s, not by Context Companion'):format(name), r.onlyAgent, function(p)
+    return ('- `%s`'):format(p)
+  end)
+  section(('Loaded by Context Companion, not by %s'):format(name), r.onlyContextCompanion, function(p)
+    return ('- `%s`'):format(p)
+  end)
+  return table.concat(lines, '\n')
+end
+
+--- :ContextCompanionExplain {agent}: which files that agent would load, and why, in a markdown view.
+---@param agent string
+---@param smods table?
+function M.explain(agent, smods)
+  agent = vim.trim(agent or '')
+  if not vim.tbl_contains(M.AGENTS, agent) then
+    return lsp.message(('unknown agent %q; known agents: %s'):format(agent, table.concat(M.AGENTS, ', ')), ERROR)
+  end
+  local args = { agent = agent }
+  local file = vim.api.nvim_buf_get_name(0)
+  if file ~= '' and vim.bo.buftype == '' then
+    args.activeFile = vim.uri_from_fname(file)
+  end
+  lsp.execute('explainMemory', args, {}, function(err, result, client)
+    if err then
+      return failed('explaining memory', err)
+    end
+    views.show('explain', agent, client.id, M.format_explanation(type(result) == 'table' and result or {}), smods, {})
+    lsp.message(('%s would load %s'):format(tostring(result.name or agent), plural(#(result.files or {}), 'file')))
+  end)
+end
+
 function M.memory()
   lsp.execute('showMemory', {}, {}, function(err, result, client)
     if err then

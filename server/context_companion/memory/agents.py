@@ -1,0 +1,195 @@
+"""What each agent loads, from its public documentation: one data table per agent.
+
+Each table says which memory file names the agent reads and where (folders above the workspace,
+sub-folders), its global files, the rule formats it reads and any rule of its own (Codex reads
+one file per folder, Zed only the first file of a list, Cline reads other tools' rules only
+without its own). :mod:`.explain` applies a table to the files we found; no agent has a code
+branch of its own. Checked against each page as of 2026-11.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .formats import RuleFormat
+
+AgentId = Literal[
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "cursor",
+    "copilot",
+    "windsurf",
+    "cline",
+    "continue",
+    "kiro",
+    "zed",
+    "context-companion",
+]
+Subfolders = Literal["never", "when-open", "always"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRules:
+    id: str
+    name: str
+    docs: tuple[str, ...]
+    names: tuple[str, ...] = ()  # project memory file names, in the agent's order
+    upward: bool = False  # also in folders above the workspace folder (up to the repository root)
+    subfolders: Subfolders = "never"  # memory files in sub-folders: never, while a file there is open, always
+    root_only: tuple[str, ...] = ()  # names read only in the workspace folder itself
+    one_per_folder: bool = False  # the first name of ``names`` found in a folder, no other
+    fallback_names: bool = False  # names added to memory.fileNames count as extra names (after ``names``)
+    globals: tuple[str, ...] = ()  # global memory files ("~/..."), in order
+    rules: tuple[RuleFormat, ...] = ()  # rule formats read, in order
+    fallback_rules: tuple[RuleFormat, ...] = ()  # read only when none of ``rules`` exists
+    first_of: tuple[str, ...] = ()  # only the first of these files in the workspace folder
+
+
+# https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md up the tree, sub-folder CLAUDE.md
+# when Claude reads files there, .claude/rules with `paths`, ~/.claude/CLAUDE.md and ~/.claude/rules)
+CLAUDE_CODE = AgentRules(
+    "claude-code",
+    "Claude Code",
+    ("https://docs.anthropic.com/en/docs/claude-code/memory",),
+    names=("CLAUDE.md", "CLAUDE.local.md"),
+    upward=True,
+    subfolders="when-open",
+    globals=("~/.claude/CLAUDE.md",),
+    rules=("claude",),
+)
+
+# https://developers.openai.com/codex/guides/agents-md and
+# https://github.com/openai/codex/blob/main/docs/agents_md.md (one file per folder from the repository
+# root down to the working directory: AGENTS.override.md, else AGENTS.md, else
+# project_doc_fallback_filenames; ~/.codex/AGENTS.override.md or ~/.codex/AGENTS.md globally)
+CODEX = AgentRules(
+    "codex",
+    "Codex",
+    (
+        "https://developers.openai.com/codex/guides/agents-md",
+        "https://github.com/openai/codex/blob/main/docs/agents_md.md",
+    ),
+    names=("AGENTS.override.md", "AGENTS.md"),
+    upward=True,
+    one_per_folder=True,
+    fallback_names=True,
+    globals=("~/.codex/AGENTS.override.md", "~/.codex/AGENTS.md"),
+)
+
+# https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/gemini-md.md (~/.gemini/GEMINI.md, then
+# GEMINI.md from the project root down to the working directory and in the folders below it)
+GEMINI_CLI = AgentRules(
+    "gemini-cli",
+    "Gemini CLI",
+    ("https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/gemini-md.md",),
+    names=("GEMINI.md",),
+    upward=True,
+    subfolders="always",
+    globals=("~/.gemini/GEMINI.md",),
+)
+
+# https://cursor.com/docs/context/rules (.cursor/rules/*.mdc incl. nested directories, legacy
+# .cursorrules, AGENTS.md at the root and in sub-folders)
+CURSOR = AgentRules(
+    "cursor",
+    "Cursor",
+    ("https://cursor.com/docs/context/rules",),
+    names=("AGENTS.md",),
+    subfolders="when-open",
+    rules=("cursor", "cursor-legacy"),
+)
+
+# https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions
+# (.github/copilot-instructions.md, .github/instructions/*.instructions.md with applyTo and excludeAgent,
+# AGENTS.md files (the nearest wins), or one CLAUDE.md or GEMINI.md at the repository root)
+COPILOT = AgentRules(
+    "copilot",
+    "GitHub Copilot",
+    ("https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions",),
+    names=("AGENTS.md", "CLAUDE.md", "GEMINI.md"),
+    subfolders="when-open",
+    root_only=("CLAUDE.md", "GEMINI.md"),
+    rules=("copilot", "copilot-instructions"),
+)
+
+# https://docs.windsurf.com/windsurf/cascade/memories#rules (.windsurf/rules with trigger, also in
+# sub-directories; legacy .windsurfrules) and https://docs.windsurf.com/windsurf/cascade/agents-md
+# (AGENTS.md: the root one always on, a sub-folder one as a glob rule for that folder)
+WINDSURF = AgentRules(
+    "windsurf",
+    "Windsurf",
+    (
+        "https://docs.windsurf.com/windsurf/cascade/memories#rules",
+        "https://docs.windsurf.com/windsurf/cascade/agents-md",
+    ),
+    names=("AGENTS.md",),
+    subfolders="when-open",
+    rules=("windsurf", "windsurf-legacy"),
+)
+
+# https://docs.cline.bot/features/cline-rules/overview (.clinerules folder or file, `paths` conditionals;
+# .cursor/rules, .cursorrules, .windsurf/rules, .windsurfrules only without .clinerules; AGENTS.md
+# searched recursively)
+CLINE = AgentRules(
+    "cline",
+    "Cline",
+    (
+        "https://docs.cline.bot/features/cline-rules/overview",
+        "https://docs.cline.bot/features/cline-rules/conditional-rules",
+    ),
+    names=("AGENTS.md",),
+    subfolders="always",
+    rules=("cline",),
+    fallback_rules=("cursor", "cursor-legacy", "windsurf", "windsurf-legacy"),
+)
+
+# https://docs.continue.dev/customize/deep-dives/rules (.continue/rules with name, globs, regex,
+# alwaysApply) and the project-root AGENTS.md it reads as a rule
+CONTINUE = AgentRules(
+    "continue",
+    "Continue",
+    ("https://docs.continue.dev/customize/deep-dives/rules",),
+    names=("AGENTS.md",),
+    root_only=("AGENTS.md",),
+    rules=("continue",),
+)
+
+# https://kiro.dev/docs/steering/ (.kiro/steering and ~/.kiro/steering with inclusion and
+# fileMatchPattern; AGENTS.md at the workspace root, always included)
+KIRO = AgentRules(
+    "kiro",
+    "Kiro",
+    ("https://kiro.dev/docs/steering/",),
+    names=("AGENTS.md",),
+    root_only=("AGENTS.md",),
+    rules=("kiro",),
+)
+
+# https://zed.dev/docs/ai/rules (only the first file of this list at the project root)
+ZED = AgentRules(
+    "zed",
+    "Zed",
+    ("https://zed.dev/docs/ai/rules",),
+    first_of=(
+        ".rules",
+        ".cursorrules",
+        ".windsurfrules",
+        ".clinerules",
+        ".github/copilot-instructions.md",
+        "AGENT.md",
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+    ),
+)
+
+# Ourselves: docs/memory.md. Explained from the composition itself, not from a table.
+CONTEXT_COMPANION = AgentRules("context-companion", "Context Companion", ("docs/memory.md",))
+
+AGENTS: dict[str, AgentRules] = {
+    a.id: a
+    for a in (CLAUDE_CODE, CODEX, GEMINI_CLI, CURSOR, COPILOT, WINDSURF, CLINE, CONTINUE, KIRO, ZED, CONTEXT_COMPANION)
+}
+AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
