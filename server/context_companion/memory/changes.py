@@ -51,7 +51,10 @@ def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
             plan.reglobal = True
         plan.rerender.update(index.dep_index.get(path, ()))
         for i, folder in enumerate(index.folders):
-            if is_within(path, [folder.path]):
+            if path in folder.ignore_sources:
+                plan.reindex.add(i)  # an ignore file above the folder: verdicts inside may differ
+                plan.structural = True
+            elif is_within(path, [folder.path]):
                 _plan_in_folder(index, plan, i, folder, path)
             elif os.path.dirname(path) in folder.chain[:-1]:
                 name = os.path.basename(path)
@@ -158,7 +161,7 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
     if index.global_dir.startswith(norm_path + os.sep):
         return True  # a parent of the global dir appeared or vanished (see flat_watch_roots)
     for folder in index.folders:
-        if norm_path == folder.path:
+        if norm_path == folder.path or norm_path in folder.ignore_sources:
             return True
         if norm_path.startswith(folder.prefix_path):
             if relevant_in_folder(index, folder, norm_path):

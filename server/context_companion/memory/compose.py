@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ..ignore import ignore_warnings
 from .index import Entry, FolderState, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
@@ -175,6 +176,8 @@ def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
     for folder in index.folders:
         if not folder.exists:
             acc.warnings.append(f"workspace folder {folder.path} does not exist or is not a directory")
+        # An ignore file cut at memory.maxIgnorePatterns changes what is discovered: say so.
+        acc.warnings.extend(ignore_warnings(folder.index.dirs.values()))
         for entry in folder.workspace:
             if not entry.rendered.missing:
                 acc.consider(entry, True, REASON_WORKSPACE)

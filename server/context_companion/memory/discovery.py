@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ignore import IgnoreRules, walk
+from ..settings import MemorySettings
 
 
 def upward_chain(folder: str, markers: Sequence[str]) -> list[str]:
@@ -51,13 +52,13 @@ class FolderIndex:
     verdicts: dict[str, bool] = field(default_factory=dict)  # unindexed dir → relevant (memo, see the store)
 
 
-def index_folder(folder: str, names: Sequence[str]) -> FolderIndex:
+def index_folder(folder: str, settings: MemorySettings) -> FolderIndex:
     """Walk ``folder`` once; record memory files below its root and every directory entered."""
-    wanted = frozenset(names)
+    wanted = frozenset(settings.file_names)
     index = FolderIndex()
     files = index.files
     dirs = index.dirs
-    for listing in walk(Path(folder)):
+    for listing in walk(Path(folder), max_patterns=settings.max_ignore_patterns):
         rel_dir = listing.rel_dir
         dirs[rel_dir] = listing.rules
         if not rel_dir:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..ignore import ignore_sources
 from ..settings import MemorySettings
 from .discovery import FolderIndex, index_folder, rules_for, upward_chain
 from .exclusion import exclude_matcher
@@ -73,6 +74,9 @@ class FolderState:
     rules: list[Entry] = field(default_factory=list)
     exists: bool = True
     prefix_path: str = ""  # path + separator, for fast "is under" tests
+    # Ignore files outside the folder (repository root down to its parent, info/exclude, the global
+    # excludes file, git's config files): a change to one re-walks the folder.
+    ignore_sources: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self.prefix_path = self.path.rstrip(os.sep) + os.sep
@@ -183,7 +187,8 @@ class MemoryIndex:
     def reindex(self, i: int) -> None:
         """Walk the folder again (JIT tier); unchanged files render from the cache."""
         folder = self.folders[i]
-        folder.index = index_folder(folder.path, self.names) if folder.exists else FolderIndex()
+        folder.index = index_folder(folder.path, self.settings) if folder.exists else FolderIndex()
+        folder.ignore_sources = frozenset(str(p) for p in ignore_sources(folder.path)) if folder.exists else frozenset()
         self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
         old = folder.jit
         jit: dict[str, Entry] = {}
@@ -333,11 +338,17 @@ class MemoryIndex:
         return [Path(r) for r in roots]
 
     def flat_watch_roots(self) -> list[Path]:
-        """Directories worth watching without recursion: the workspace tier above each folder, and
-        the nearest existing parent of a global dir that does not exist yet (to see it appear)."""
+        """Directories worth watching without recursion: the workspace tier above each folder, the
+        directories holding ignore files outside a folder (``ignore_sources``), and the nearest
+        existing parent of a global dir that does not exist yet (to see it appear)."""
         roots: list[str] = []
         for folder in self.folders:
             roots += [d for d in folder.chain[:-1] if d not in roots and os.path.isdir(d)]
+        for folder in self.folders:
+            for source in sorted(folder.ignore_sources):
+                parent = os.path.dirname(source)
+                if parent not in roots and os.path.isdir(parent) and not is_within(parent, [folder.path]):
+                    roots.append(parent)
         if not os.path.isdir(self.global_dir):
             parent = os.path.dirname(self.global_dir)
             while parent and not os.path.isdir(parent) and os.path.dirname(parent) != parent:
