@@ -109,3 +109,21 @@ def test_compression_prompt_and_usage_errors(env, tmp_path):
     assert run("instruction", "--workspace", str(tmp_path / "nope"), env=env).returncode == 2
     assert run(env=env).returncode == 2
     assert run("serve", "--help", env=env).returncode == 0
+
+
+def test_repeated_files_are_listed_with_duplicate_of(tmp_path, env):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Shared rules.\n")
+    (ws / "CLAUDE.md").write_text("@AGENTS.md\n")
+    os.link(ws / "AGENTS.md", ws / "GEMINI.md")
+    memory = run("memory", "--workspace", str(ws), "--json", env=env)
+    instruction = run("instruction", "--workspace", str(ws), "--json", env=env)
+    assert memory.returncode == 0 and instruction.returncode == 0, memory.stderr + instruction.stderr
+    for files in (json.loads(memory.stdout)["files"], json.loads(instruction.stdout)["memoryFiles"]):
+        by_path = {f["path"]: f for f in files}
+        assert by_path["AGENTS.md"]["included"] and "duplicateOf" not in by_path["AGENTS.md"]
+        assert by_path["GEMINI.md"]["duplicateOf"] == "AGENTS.md"  # a hard link: the same file
+        assert by_path["CLAUDE.md"]["duplicateOf"] == "AGENTS.md"
+        assert by_path["CLAUDE.md"]["repeatedImports"] == [{"path": "AGENTS.md", "duplicateOf": "AGENTS.md"}]
+    assert json.loads(instruction.stdout)["text"].count("Shared rules.") == 1

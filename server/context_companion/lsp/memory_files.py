@@ -28,6 +28,7 @@ SEVERITY = {
     "error": t.DiagnosticSeverity.Error,
     "warning": t.DiagnosticSeverity.Warning,
     "information": t.DiagnosticSeverity.Information,
+    "hint": t.DiagnosticSeverity.Hint,
 }
 PUBLISH_DELAY = 0.15  # seconds of quiet typing before diagnostics are recomputed
 

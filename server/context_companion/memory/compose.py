@@ -104,8 +104,9 @@ class _Accounts:
     order: list[Entry] = field(default_factory=list)
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)  # abs path → (included, reason)
     warnings: list[str] = field(default_factory=list)
-    included_real: dict[str, str] = field(default_factory=dict)
+    included_real: dict[str, str] = field(default_factory=dict)  # file key → display of its first inclusion
     listed: list[Entry] = field(default_factory=list)
+    seen_at: dict[str, int] = field(default_factory=dict)  # abs path → len(included_real) when it was considered
 
     index: MemoryIndex | None = None
     rendered: dict[str, Rendered] = field(default_factory=dict)  # abs path → rendering used
@@ -125,7 +126,9 @@ class _Accounts:
             return False, f"skipped: {r.skip}"
         if not wants:
             return False, reason
-        twin = self.included_real.get(r.real)
+        self.seen_at[entry.abs_path] = len(self.included_real)
+        key = r.key or r.real
+        twin = self.included_real.get(key)
         if twin is not None:
             self.duplicates[entry.abs_path] = twin
             return False, f"not included: same file as {twin}"
@@ -133,8 +136,12 @@ class _Accounts:
             # An import repeats a file already in the instruction: render without it.
             r = self.rendered[entry.abs_path] = self.index.without_seen(entry, tuple(self.included_real.items()))
         if not r.block:
+            if r.repeats:
+                firsts = list(dict.fromkeys(d for _p, d in r.repeats))
+                self.duplicates[entry.abs_path] = firsts[0]
+                return False, f"not included: only repeats {', '.join(firsts)}"
             return False, REASON_EMPTY
-        self.included_real[r.real] = entry.display
+        self.included_real[key] = entry.display
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
         return True, reason
@@ -161,11 +168,17 @@ def compose_memory(
             acc.rendered[e.abs_path].tokens,
             *acc.verdicts[e.abs_path],
             duplicate_of=acc.duplicates.get(e.abs_path),
+            repeats=acc.rendered[e.abs_path].repeats,
         )
         for e in acc.order
     )
     return MemoryResult(
-        join_blocks(acc.order, blocks, listing), files, tuple(dropped), tuple(dict.fromkeys(acc.warnings))
+        join_blocks(acc.order, blocks, listing),
+        files,
+        tuple(dropped),
+        tuple(dict.fromkeys(acc.warnings)),
+        seen=tuple(acc.included_real.items()),
+        seen_at=acc.seen_at,
     )
 
 

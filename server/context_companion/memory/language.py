@@ -3,7 +3,7 @@
 Diagnostics (codes): ``import-not-found``, ``import-cycle``, ``import-outside-roots``,
 ``import-too-deep``, ``import-failed`` (the target was skipped: binary, too big, unreadable),
 ``file-too-large``, ``frontmatter-invalid``, ``frontmatter-unknown-key``,
-``glob-matches-nothing``. Links and hovers sit on each ``@path``; the code lens sits on line 0.
+``glob-matches-nothing``, and the hint ``import-repeated`` (the file is already in the instruction). Links and hovers sit on each ``@path``; the code lens sits on line 0.
 """
 
 from __future__ import annotations
@@ -161,6 +161,9 @@ def _import_features(
                 links.append(DocumentLink(rng, outcome.resolved))
             continue
         links.append(DocumentLink(rng, outcome.resolved))
+        if outcome.duplicate_of is not None:
+            message = f"Already included from {outcome.duplicate_of}: this import adds nothing."
+            diagnostics.append(Diagnostic(rng, "hint", message, "import-repeated"))
         tokens = ctx.count(outcome.content) if outcome.content else 0
         hovers.append(Hover(rng, f"Imports `{display(outcome.resolved)}`\n\n`{outcome.resolved}`\n\n{tokens} tokens"))
         for failure in outcome.nested:

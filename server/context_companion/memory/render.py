@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .imports import ExpandOptions, expand_imports
-from .paths import is_within
+from .paths import file_key, is_within
 from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
 from .rules import ParsedRule, RuleFormat, parse_rule
 from .wording import render_block
@@ -37,7 +37,9 @@ class Rendered:
     skip: str | None = None  # why it is skipped
     missing: bool = False
     rule: ParsedRule | None = None
-    imported: tuple[tuple[str, str], ...] = ()  # (real path, display) of every file inlined, in order
+    imported: tuple[tuple[str, str], ...] = ()  # (file key, display) of every file inlined, in order
+    key: str = ""  # paths.file_key of ``real``: hard links and symlinks to one file share it
+    repeats: tuple[tuple[str, str], ...] = ()  # (import as written, display of the first inclusion) left out
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +151,24 @@ class Renderer:
         content = expansion.text.strip("\n").rstrip()
         block = render_block(name, content) if content.strip() else ""
         tokens = self.count(block) if block else 0
-        imported = tuple((p, d) for p, d in expansion.included.items() if p != real)
+        key = file_key(real)
+        imported = tuple((p, d) for p, d in expansion.included.items() if p != key)
         deps = frozenset(expansion.deps)
-        return Rendered(real, content, block, tokens, deps, tuple(warnings), None, False, rule, imported)
+        warnings += [f"{name}: import {p} already included from {d}" for p, d in expansion.repeats]
+        return Rendered(
+            real,
+            content,
+            block,
+            tokens,
+            deps,
+            tuple(warnings),
+            None,
+            False,
+            rule,
+            imported,
+            key,
+            tuple(expansion.repeats),
+        )
 
     def render_without(
         self,
@@ -183,4 +200,6 @@ class Renderer:
             False,
             rendered.rule,
             rendered.imported,
+            rendered.key,
+            tuple(expansion.repeats),
         )
