@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..ignore import IGNORE_FILE_NAMES
+from .discovery import CLAUDE_SUBDIR, memory_dir_of
 from .index import Entry, FolderState, MemoryIndex
 from .model import ChangedFile, ChangeKind, ChangeSummary, Tier
 from .paths import is_within, norm, posix
 from .rules import RULE_DIR_PREFIXES, rule_format_for
 
+NESTED_CLAUDE = ".claude/CLAUDE.md"  # workspace tier, like CLAUDE.md
 RULE_DIRS = frozenset({".context-companion/rules", ".cursor/rules", ".github/instructions", ".claude/rules"})
 _RECURSIVE_RULE_DIRS = ([".github", "instructions"], [".claude", "rules"])
 
@@ -56,9 +58,11 @@ def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
                 plan.structural = True
             elif is_within(path, [folder.path]):
                 _plan_in_folder(index, plan, i, folder, path)
-            elif os.path.dirname(path) in folder.chain[:-1]:
+            elif memory_dir_of(path) in folder.chain[:-1] or os.path.dirname(path) in folder.chain[:-1]:
                 name = os.path.basename(path)
-                if name in index.markers:
+                if name == CLAUDE_SUBDIR:
+                    plan.reupward.add(i)  # may hold a CLAUDE.md: watch it (flat roots) and look inside
+                elif name in index.markers:
                     plan.reupward.add(i)
                     plan.structural = True
                 elif name in index.name_set and _presence_changed(index, path):
@@ -87,7 +91,7 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
     elif name in index.name_set and not os.path.isdir(path):
         if not _presence_changed(index, path):
             return
-        if len(parts) == 1:
+        if len(parts) == 1 or rel == NESTED_CLAUDE:
             plan.reupward.add(i)
         else:
             plan.jit_files.add((i, rel))
@@ -169,8 +173,10 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
             continue
         if os.path.dirname(norm_path) in folder.chain[:-1]:
             name = os.path.basename(norm_path)
-            if name in index.name_set or name in index.markers:
+            if name in index.name_set or name in index.markers or name == CLAUDE_SUBDIR:
                 return True
+        if memory_dir_of(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
+            return True
     return False
 
 
@@ -235,8 +241,8 @@ def classify(index: MemoryIndex, norm_path: str) -> tuple[Tier, int | None, str,
                 return ("rule", i, rel, fmt)
             parts = rel.split("/")
             if parts[-1] in index.name_set:
-                return ("workspace" if len(parts) == 1 else "jit", i, rel, None)
+                return ("workspace" if len(parts) == 1 or rel == NESTED_CLAUDE else "jit", i, rel, None)
             continue
-        if os.path.dirname(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
+        if memory_dir_of(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
             return ("workspace", i, "", None)
     return None

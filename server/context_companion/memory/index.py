@@ -17,7 +17,17 @@ from typing import Any
 
 from ..ignore import ignore_sources
 from ..settings import MemorySettings
-from .discovery import FolderIndex, index_folder, rules_for, upward_chain
+from .discovery import (
+    CLAUDE_SUBDIR,
+    FolderIndex,
+    dir_candidates,
+    governed_dir,
+    index_folder,
+    is_nested_claude,
+    memory_dir_of,
+    rules_for,
+    upward_chain,
+)
 from .exclusion import exclude_matcher
 from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
@@ -175,11 +185,10 @@ class MemoryIndex:
         folder.top_real = os.path.realpath(folder.chain[0])
         entries: list[Entry] = []
         for depth, d in enumerate(folder.chain if folder.exists else ()):
-            for n, name in enumerate(self.names):
-                path = os.path.join(d, name)
+            for n, (path, _name) in enumerate(dir_candidates(d, self.names)):
                 if os.path.lexists(path):
                     entry = Entry(path, self.display(path), "workspace", i, order=(1, i, depth, n))
-                    entry.rel = name if d == folder.path else ""
+                    entry.rel = posix(os.path.relpath(path, d)) if d == folder.path else ""
                     entries.append(self.rendered(entry))
         folder.workspace = entries
         self.refresh_lookups()
@@ -226,7 +235,8 @@ class MemoryIndex:
         if not os.path.lexists(abs_path):
             folder.jit.pop(rel, None)
         else:
-            entry = folder.jit.get(rel) or self._jit_entry(i, abs_path, rel, rel.rsplit("/", 1)[0])
+            rel_dir, name = rel.rsplit("/", 1)
+            entry = folder.jit.get(rel) or self._jit_entry(i, abs_path, rel, governed_dir(rel_dir, name))
             entry.ignored = rules.is_ignored(rel, False) if rules is not None else False
             folder.jit[rel] = self.rendered(entry)
         self._group_jit(folder)
@@ -305,7 +315,7 @@ class MemoryIndex:
         if best is not None:
             return best.prefix + posix(os.path.relpath(abs_path, best.path))
         for folder in self.folders:
-            if os.path.dirname(abs_path) in folder.chain:
+            if memory_dir_of(abs_path) in folder.chain:
                 return folder.prefix + posix(os.path.relpath(abs_path, folder.path))
         return home_display(abs_path, self.home)
 
@@ -344,6 +354,8 @@ class MemoryIndex:
         roots: list[str] = []
         for folder in self.folders:
             roots += [d for d in folder.chain[:-1] if d not in roots and os.path.isdir(d)]
+            nested = [os.path.join(d, CLAUDE_SUBDIR) for d in folder.chain[:-1]]
+            roots += [d for d in nested if d not in roots and os.path.isdir(d)]
         for folder in self.folders:
             for source in sorted(folder.ignore_sources):
                 parent = os.path.dirname(source)
@@ -364,7 +376,7 @@ class MemoryIndex:
     def _jit_entry(self, i: int, abs_path: str, rel: str, rel_dir: str) -> Entry:
         name = rel.rsplit("/", 1)[-1]
         n = self.names.index(name) if name in self.names else len(self.names)
-        order = (2, i, tuple(rel_dir.split("/")), n)
+        order = (2, i, tuple(rel_dir.split("/")), n, is_nested_claude(abs_path))
         return Entry(abs_path, self.display(abs_path), "jit", i, rel=rel, rel_dir=rel_dir, order=order)
 
     @staticmethod

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ignore import walk
+from .discovery import governed_dir
 from .imports import CYCLE, FAILURE_CODES, NOT_FOUND, OUTSIDE, ExpandOptions, Expansion, expand_imports, looks_like_path
 from .model import CodeLens, Diagnostic, DocumentLink, FileAnalysis, Hover, MemoryFileInfo, Range, Severity, Tier
 from .reading import normalise_newlines
@@ -193,7 +194,8 @@ def _default_title(ctx: AnalysisContext, tokens: int, rule: ParsedRule | None) -
     if ctx.tier == "workspace":
         return f"{tokens} tokens · included: {REASON_WORKSPACE}"
     if ctx.tier == "jit":
-        return f"not included: no open file under {ctx.folder_prefix}{ctx.rel.rsplit('/', 1)[0]}/"
+        rel_dir, name = ctx.rel.rsplit("/", 1)
+        return f"not included: no open file under {ctx.folder_prefix}{governed_dir(rel_dir, name)}/"
     if rule is None:
         return "not included"
     if rule.mode == "always":
