@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..ignore import ignore_warnings
 from .index import Entry, FolderState, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
+from .reading import cut_at_line
 from .render import Rendered
 from .rules import describe_globs
 from .wording import (
@@ -26,8 +27,11 @@ from .wording import (
     REASON_EMPTY,
     REASON_GLOBAL,
     REASON_WORKSPACE,
+    cut_marker,
     reason_dropped,
+    reason_dropped_bytes,
     reason_manual,
+    render_block,
 )
 
 JitActivity = dict[str, tuple[str, bool]]  # entry path → (witness rel path, witness is active)
@@ -158,6 +162,10 @@ def compose_memory(
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
     dropped: list[str] = []
+    cuts = {e.abs_path: c for e in acc.order if (c := acc.rendered[e.abs_path].cut) is not None}
+    max_total = index.settings.max_total_bytes
+    if max_total > 0:
+        listing = _apply_byte_cap(acc, blocks, listing, dropped, cuts, max_total, count)
     if max_tokens > 0:
         listing = _apply_cap(acc, blocks, listing, dropped, max_tokens, count)
     files = tuple(
@@ -169,6 +177,7 @@ def compose_memory(
             *acc.verdicts[e.abs_path],
             duplicate_of=acc.duplicates.get(e.abs_path),
             repeats=acc.rendered[e.abs_path].repeats,
+            cut=cuts.get(e.abs_path),
         )
         for e in acc.order
     )
@@ -231,6 +240,61 @@ def _consider_rules(index: MemoryIndex, acc: _Accounts, active: RuleActivity) ->
                     acc.listed.append(entry)
             else:
                 acc.consider(entry, False, reason_manual(entry.rule_format))
+
+
+def _apply_byte_cap(
+    acc: _Accounts,
+    blocks: dict[str, str],
+    listing: str,
+    dropped: list[str],
+    cuts: dict[str, str],
+    cap: int,
+    count: Callable[[str], int],
+) -> str:
+    """Keep the memory text within ``cap`` bytes: the block that crosses it is cut at a line end with a
+    marker line, later blocks are dropped. Returns the listing (maybe emptied)."""
+    used = 0
+    for entry in acc.order:
+        block = blocks.get(entry.abs_path)
+        if block is None:
+            continue
+        sep = 2 if used else 0
+        size = len(block.encode("utf-8"))
+        if used + sep + size <= cap:
+            used += sep + size
+            continue
+        rendered = acc.rendered[entry.abs_path]
+        cut = _cut_block(entry.display, rendered.content, cap - used - sep, cap)
+        if cut is None:
+            blocks.pop(entry.abs_path)
+            acc.verdicts[entry.abs_path] = (False, reason_dropped_bytes(cap))
+            dropped.append(entry.display)
+            acc.warnings.append(f"{entry.display}: {reason_dropped_bytes(cap)}")
+        else:
+            blocks[entry.abs_path] = cut
+            acc.rendered[entry.abs_path] = replace(rendered, block=cut, tokens=count(cut))
+            cuts[entry.abs_path] = f"memory.maxTotalBytes ({cap})"
+            acc.warnings.append(f"{entry.display}: cut at memory.maxTotalBytes ({cap})")
+        used = cap  # whatever comes after the cut is dropped, even when small
+    if listing and used + 2 + len(listing.encode("utf-8")) > cap:
+        for entry in acc.listed:
+            acc.verdicts[entry.abs_path] = (False, reason_dropped_bytes(cap))
+            dropped.append(entry.display)
+        listing = ""
+    return listing
+
+
+def _cut_block(display: str, content: str, budget: int, cap: int) -> str | None:
+    """``display``'s block holding as many whole lines of ``content`` as fit ``budget`` bytes with the
+    marker line; None when not even one line fits."""
+    marker = cut_marker(f"memory.maxTotalBytes ({cap})")
+    room = budget - len(render_block(display, marker).encode("utf-8")) - 1
+    if room <= 0:
+        return None
+    head = cut_at_line(content.encode("utf-8") + b"\n", room).decode("utf-8").rstrip("\n")
+    if not head.strip():
+        return None
+    return render_block(display, head + "\n" + marker)
 
 
 def _drop_order(acc: _Accounts, listing: str) -> list[str]:

@@ -28,6 +28,7 @@ NOT_FOUND = "not found"
 CYCLE = "cycle"
 OUTSIDE = "outside allowed roots"
 TOO_DEEP = "too deep"
+OVER_TOTAL = "over memory.maxTotalBytes"
 EXCLUDED = "excluded by context.exclude"
 IGNORED = "ignored by an ignore file"
 
@@ -36,6 +37,7 @@ FAILURE_CODES: dict[str, str] = {
     CYCLE: "import-cycle",
     OUTSIDE: "import-outside-roots",
     TOO_DEEP: "import-too-deep",
+    OVER_TOTAL: "import-over-total",
     EXCLUDED: "import-excluded",
     IGNORED: "import-ignored",
 }
@@ -202,6 +204,7 @@ class Expansion:
     failures: list[ImportFailure]  # failures of path-like tokens, top-level and nested
     repeats: list[tuple[str, str]] = field(default_factory=list)  # (path as written, display of first)
     included: dict[str, str] = field(default_factory=dict)  # file key → display, in inclusion order
+    inlined: int = 0  # characters inlined so far (bounded by ExpandOptions.max_bytes)
 
 
 def _allow_all(_path: str) -> str | None:
@@ -219,6 +222,7 @@ class ExpandOptions:
     display: Callable[[str], str]  # display path of an absolute path
     blocked: Callable[[str], str | None] = _allow_all  # why an absolute path may not be imported
     seen: tuple[tuple[str, str], ...] = ()  # (file key, display) already in the instruction (paths.file_key)
+    max_bytes: int = 0  # memory.maxTotalBytes: inline no more than this in one expansion (0: no cap)
 
 
 @dataclass(slots=True)
@@ -328,4 +332,7 @@ def _target_text(
     outcome = options.read(real)
     if outcome.text is None:
         return (NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)), None
+    if options.max_bytes and walk.result.inlined + len(outcome.text) > options.max_bytes:
+        return OVER_TOTAL, None  # bounded work: the token stays as written, with a diagnostic
+    walk.result.inlined += len(outcome.text)
     return None, outcome.text

@@ -281,7 +281,17 @@ class MemoryIndex:
     def expand_options(self, abs_path: str, folder: int | None) -> ExpandOptions:
         """How imports of a file at ``abs_path`` (of this folder, None: global) are expanded."""
         roots = self.allowed_roots(Entry(abs_path, "", "global", folder))
-        return ExpandOptions(roots, self.home, self.renderer.max_depth, self.renderer.read, self.display, self.blocked)
+        renderer = self.renderer
+        return ExpandOptions(
+            roots,
+            self.home,
+            renderer.max_depth,
+            renderer.read,
+            self.display,
+            self.blocked,
+            (),
+            renderer.max_total_bytes,
+        )
 
     def blocked(self, abs_path: str) -> str | None:
         """Why a file may not be imported: excluded by ``context.exclude`` or ignored by an ignore file."""

@@ -27,6 +27,7 @@ class MemoryFileInfo:
     reason: str
     duplicate_of: str | None = None  # display path of the first inclusion of the same file
     repeats: tuple[tuple[str, str], ...] = ()  # (import as written, display of its first inclusion) left out
+    cut: str | None = None  # the cap that cut this file's text ("memory.maxFileBytes (262144): ...")
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {
@@ -38,6 +39,8 @@ class MemoryFileInfo:
         }
         if self.duplicate_of is not None:
             wire["duplicateOf"] = self.duplicate_of
+        if self.cut is not None:
+            wire["cut"] = self.cut
         if self.repeats:
             wire["repeatedImports"] = [{"path": p, "duplicateOf": d} for p, d in self.repeats]
         return wire

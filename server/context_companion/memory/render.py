@@ -40,6 +40,7 @@ class Rendered:
     imported: tuple[tuple[str, str], ...] = ()  # (file key, display) of every file inlined, in order
     key: str = ""  # paths.file_key of ``real``: hard links and symlinks to one file share it
     repeats: tuple[tuple[str, str], ...] = ()  # (import as written, display of the first inclusion) left out
+    cut: str | None = None  # how the file itself was cut at memory.maxFileBytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,7 @@ class Renderer:
     max_depth: int
     home: str
     count: Callable[[str], int]
+    max_total_bytes: int = 0  # an expansion inlines no more than this (0: no cap)
     _reads: dict[str, ReadOutcome] = field(default_factory=dict)
     _renders: dict[RenderRequest, _Cached] = field(default_factory=dict)
 
@@ -96,6 +98,8 @@ class Renderer:
             log.warning("memory file %s skipped: %s", path, outcome.skip)
         elif outcome.warning:
             log.warning("memory file %s: %s", path, outcome.warning)
+        if outcome.cut:
+            log.warning("memory file %s cut at %s", path, outcome.cut)
         return outcome
 
     def render(
@@ -136,6 +140,8 @@ class Renderer:
                 return Rendered(real, skip="not found", missing=True)
             return Rendered(real, skip=outcome.skip, warnings=(f"{name}: skipped: {outcome.skip}",))
         warnings = [f"{name}: {outcome.warning}"] if outcome.warning else []
+        if outcome.cut:
+            warnings.append(f"{name}: cut at {outcome.cut}")
         text = outcome.text
         rule = None
         if request.rule_format is not None:
@@ -145,7 +151,9 @@ class Renderer:
                 return Rendered(real, rule=rule, skip=skip, warnings=(*warnings, f"{name}: skipped: {skip}"))
             warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
             text = rule.body
-        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked)
+        options = ExpandOptions(
+            request.roots, self.home, self.max_depth, self.read, display, blocked, max_bytes=self.max_total_bytes
+        )
         expansion = expand_imports(text, request.abs_path, options, real)
         warnings += [f"{name}: import {f.path} failed: {f.reason}" for f in expansion.failures]
         content = expansion.text.strip("\n").rstrip()
@@ -168,6 +176,7 @@ class Renderer:
             imported,
             key,
             tuple(expansion.repeats),
+            outcome.cut,
         )
 
     def render_without(
@@ -183,7 +192,9 @@ class Renderer:
         if outcome.text is None:
             return rendered
         text = rendered.rule.body if rendered.rule is not None else outcome.text
-        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked, seen)
+        options = ExpandOptions(
+            request.roots, self.home, self.max_depth, self.read, display, blocked, seen, self.max_total_bytes
+        )
         expansion = expand_imports(text, request.abs_path, options, rendered.real)
         content = expansion.text.strip("\n").rstrip()
         block = render_block(request.display, content) if content.strip() else ""
@@ -202,4 +213,5 @@ class Renderer:
             rendered.imported,
             rendered.key,
             tuple(expansion.repeats),
+            rendered.cut,
         )

@@ -61,7 +61,9 @@ class MemoryStore:
         self.settings = settings
         self._count = count_tokens
         home_path = norm(home if home is not None else Path.home())
-        renderer = Renderer(settings.max_file_bytes, settings.import_max_depth, home_path, count_tokens)
+        renderer = Renderer(
+            settings.max_file_bytes, settings.import_max_depth, home_path, count_tokens, settings.max_total_bytes
+        )
         patterns = ContextSettings().exclude if exclude is None else exclude
         self._index = MemoryIndex(settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns)
         self._index.set_folders(workspace_folders, loaded=False)

@@ -19,6 +19,15 @@ def render_block(display: str, content: str) -> str:
     return f"--- Context from: {display} ---\n{content}\n--- End of Context from: {display} ---"
 
 
+def cut_marker(what: str) -> str:
+    """The one line that shows where memory was cut, in the instruction itself."""
+    return f"[… cut here by {what}; the rest is not included]"
+
+
+def reason_dropped_bytes(cap: int) -> str:
+    return f"dropped: memory.maxTotalBytes ({cap}) reached"
+
+
 def reason_dropped(cap: int) -> str:
     return f"dropped: memory.maxTokens ({cap}) reached"
 
