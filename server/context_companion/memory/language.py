@@ -26,6 +26,7 @@ from .wording import (
     REASON_GLOBAL,
     REASON_WORKSPACE,
     cut_marker,
+    frontmatter_problem,
     reason_manual,
     render_block,
 )
@@ -164,7 +165,7 @@ def _rule_diagnostics(
         message = f"Unknown frontmatter key '{key}'{hint}"
         diagnostics.append(Diagnostic(Range.on_line(line, 0, len(key)), "warning", message, "frontmatter-unknown-key"))
     if rule.error:
-        return f"frontmatter: {rule.error}"
+        return frontmatter_problem(rule.error)
     if rule.mode == "globs" and ctx.folder_path is not None and ctx.rule_format is not None:
         key_line = rule.key_lines.get(GLOB_KEY[ctx.rule_format] or "", 1)
         for glob in _globs_matching_nothing(ctx.folder_path, rule, ctx.glob_cache):

@@ -17,7 +17,7 @@ from .imports import ExpandOptions, expand_imports
 from .paths import file_key, is_within
 from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
 from .rules import ParsedRule, RuleFormat, parse_rule
-from .wording import render_block
+from .wording import frontmatter_problem, render_block
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class Renderer:
         if request.rule_format is not None:
             rule = parse_rule(request.rule_format, text)
             if rule.error:
-                skip = f"frontmatter: {rule.error}"
+                skip = frontmatter_problem(rule.error)
                 return Rendered(real, rule=rule, skip=skip, warnings=(*warnings, f"{name}: skipped: {skip}"))
             warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
             text = rule.body

@@ -28,6 +28,11 @@ def reason_dropped_bytes(cap: int) -> str:
     return f"dropped: memory.maxTotalBytes ({cap}) reached"
 
 
+def frontmatter_problem(error: str) -> str:
+    """A rule's frontmatter error as a skip reason, said once ("frontmatter: ...", never twice)."""
+    return error if error.startswith("frontmatter") else f"frontmatter: {error}"
+
+
 def reason_dropped(cap: int) -> str:
     return f"dropped: memory.maxTokens ({cap}) reached"
 
