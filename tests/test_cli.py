@@ -162,3 +162,19 @@ def test_a_bad_open_or_active_path_exits_2_with_one_line(project, env, tmp_path,
 def test_help_documents_how_relative_paths_resolve(env):
     out = run("instruction", "--help", env=env)
     assert "--active" in out.stdout and "like git -C" in out.stdout
+
+
+def test_memory_token_totals_equal_the_memory_part_of_the_instruction(tmp_path, env):
+    ws = tmp_path / "repo"
+    (ws / ".cursor" / "rules").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("Rules.\n\n\n\n\nMore rules after blank lines.\n")
+    (ws / ".cursor" / "rules" / "db.mdc").write_text(
+        "---\ndescription: Database migrations\n---\n" + "Long body that is never sent. " * 200 + "\n"
+    )
+    memory = json.loads(run("memory", "--workspace", str(ws), "--json", env=env).stdout)
+    instruction = json.loads(run("instruction", "--workspace", str(ws), "--json", env=env).stdout)
+    sections = {s["id"]: s["tokens"] for s in instruction["tokens"]["sections"]}
+    assert memory["tokens"] == sections["memory"]
+    listed = next(f for f in memory["files"] if f["path"] == ".cursor/rules/db.mdc")
+    assert "Long body" not in memory["text"] and listed["reason"].endswith("(listed)")
+    assert 0 < listed["tokens"] < 30  # its listing line, not its 1,200-word body

@@ -182,7 +182,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
             "files": [f.to_wire() for f in result.files],
             "dropped": list(result.dropped),
             "warnings": list(result.warnings),
-            "tokens": companion.tokenizer.count(result.text),
+            "tokens": companion.memory_tokens(result),
             "text": result.text,
         }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
@@ -198,7 +198,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
     sys.stdout.write(
-        f"{len(included)} of {len(result.files)} files included, {companion.tokenizer.count(result.text)} tokens\n"
+        f"{len(included)} of {len(result.files)} files included, {companion.memory_tokens(result)} tokens\n"
     )
     return 0
 

@@ -97,3 +97,5 @@ async def test_an_import_that_only_repeats_an_included_file_gets_a_hint(start, w
     assert claude["included"] is True  # its heading stays; only the repeated import is left out
     instruction = await h.command("contextCompanion.getSystemInstruction", {})
     assert instruction["text"].count("Shared rules.") == 1
+    sections = {s["id"]: s["tokens"] for s in instruction["tokens"]["sections"]}
+    assert shown["tokens"] == sections["memory"] > 0

@@ -168,12 +168,14 @@ def compose_memory(
         listing = _apply_byte_cap(acc, blocks, listing, dropped, cuts, max_total, count)
     if max_tokens > 0:
         listing = _apply_cap(acc, blocks, listing, dropped, max_tokens, count)
+    # A rule that is only listed costs its listing line, not its body.
+    listed_tokens = {e.abs_path: count(listing_line(e)) for e in acc.listed} if listing else {}
     files = tuple(
         MemoryFileInfo(
             e.display,
             e.abs_path,
             e.tier,
-            acc.rendered[e.abs_path].tokens,
+            listed_tokens.get(e.abs_path, acc.rendered[e.abs_path].tokens),
             *acc.verdicts[e.abs_path],
             duplicate_of=acc.duplicates.get(e.abs_path),
             repeats=acc.rendered[e.abs_path].repeats,
@@ -346,10 +348,12 @@ def listing_block(listed: list[Entry]) -> str:
     """The description-only rules, listed by display path and description."""
     if not listed:
         return ""
-    lines = [LISTING_HEADER, LISTING_INTRO]
-    for entry in listed:
-        rule = entry.rendered.rule
-        description = " ".join((rule.description if rule else "").split())
-        lines.append(f"- {entry.display}: {description}")
-    lines.append(LISTING_FOOTER)
+    lines = [LISTING_HEADER, LISTING_INTRO, *(listing_line(entry) for entry in listed), LISTING_FOOTER]
     return "\n".join(lines)
+
+
+def listing_line(entry: Entry) -> str:
+    """One description-only rule as the listing shows it."""
+    rule = entry.rendered.rule
+    description = " ".join((rule.description if rule else "").split())
+    return f"- {entry.display}: {description}"
