@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +294,80 @@ def fig_huge_ignore(ctx: Context) -> list[Figure]:
     return [f.wrong(bad) if bad else f.finish()]
 
 
+# --------------------------------------------------------------------------- import bomb
+
+TARGET_BOMB_TIME = Target("abs_le", 1000.0, "≤ 1 s")
+TARGET_BOMB_MEMORY = Target("abs_le", 50.0, "≤ 50 MB")
+BOMB_FILES = 12
+BOMB_PAYLOAD_LINES = 3_000  # ~120 KB per file: all of them together are over memory.maxTotalBytes
+
+
+def import_bomb_tree(work: Path) -> Path:
+    """Memory files that import each other: naive expansion grows as files^depth; every file also
+    carries ~120 KB of text so that the unique content alone is over the 1 MiB total cap."""
+    root = work / "import-bomb"
+    if not (root / "AGENTS.md").is_file():
+        (root / ".git").mkdir(parents=True, exist_ok=True)
+        every = " ".join(f"@b{j}.md" for j in range(BOMB_FILES))
+        for i in range(BOMB_FILES):
+            payload = "".join(f"B{i} payload line {n} of the import bomb.\n" for n in range(BOMB_PAYLOAD_LINES))
+            (root / f"b{i}.md").write_text(f"{every}\n{every}\n{payload}")
+        (root / "AGENTS.md").write_text(f"{every}\n")
+        (root / "CLAUDE.md").write_text(f"{every}\n@AGENTS.md\n")
+        (root / "GEMINI.md").write_text(f"{every}\n@CLAUDE.md\n")
+    return root
+
+
+def _bomb_once(settings: Any, root: Path, tok: Any) -> Any:
+    return new_store(settings, root, tok).compose([], None)
+
+
+def fig_import_bomb(ctx: Context) -> list[Figure]:
+    """Load and compose memory on the import bomb: time, and memory allocated (tracemalloc peak)."""
+    timed = Figure("import_bomb.load", "import-bomb", "import bomb: load + compose", "ms", target=TARGET_BOMB_TIME)
+    memory = Figure(
+        "import_bomb.memory", "import-bomb", "import bomb: extra memory (peak)", "MiB", target=TARGET_BOMB_MEMORY
+    )
+    root = import_bomb_tree(ctx.work)
+    try:
+        settings = bench_settings(ctx.settings_data)
+        tok = bench_tokenizer(settings)
+        memory_store_class()
+    except Unavailable as exc:
+        return [timed.unavailable(str(exc)), memory.unavailable(str(exc))]
+    cap = settings.memory.max_total_bytes
+    times: list[float] = []
+    peaks: list[float] = []
+    result = None
+    for _ in range(1 if ctx.quick else max(3, ctx.repeat)):
+        gc.collect()
+        t, result = _timed(lambda: _bomb_once(settings, root, tok))
+        times.append(t)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            _bomb_once(settings, root, tok)
+            peaks.append(tracemalloc.get_traced_memory()[1] / (1024 * 1024))
+        finally:
+            tracemalloc.stop()
+    timed.set_samples(_ms(times))
+    memory.set_samples(peaks)
+    bad = None
+    text = result.text if result is not None else ""
+    if cap and len(text.encode("utf-8")) > cap:
+        bad = f"memory text {len(text.encode('utf-8'))} bytes, over memory.maxTotalBytes {cap}"
+    elif any(text.count(f"B{i} payload line 0 of") > 1 for i in range(BOMB_FILES)):
+        bad = "a file was inlined twice"
+    elif cap and not any("memory.maxTotalBytes" in w for w in (result.warnings if result is not None else ())):
+        bad = "no warning names memory.maxTotalBytes although the content is over it"
+    note = (
+        f"{BOMB_FILES} files of ~120 KB, each importing every other one twice, from 3 memory files; "
+        "fresh store each run (walk, reads, expansion, compose, token counts); memory = tracemalloc peak"
+    )
+    timed.note = memory.note = note
+    return [f.wrong(bad) if bad else f.finish() for f in (timed, memory)]
+
+
 # --------------------------------------------------------------------------- folder tree
 
 
@@ -478,6 +553,7 @@ FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
     "discovery": fig_discovery,
     "folder-tree": fig_folder_tree,
     "huge-ignore": fig_huge_ignore,
+    "import-bomb": fig_import_bomb,
     "build": fig_build,
     "tokens": fig_tokens,
 }

@@ -131,3 +131,72 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
         "context-companion: unknown agent 'vim'; known agents: claude-code, codex, gemini-cli, cursor, copilot,"
         " windsurf, cline, continue, kiro, zed, context-companion"
     ]
+
+
+def test_repeated_files_are_listed_with_duplicate_of(tmp_path, env):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Shared rules.\n")
+    (ws / "CLAUDE.md").write_text("@AGENTS.md\n")
+    os.link(ws / "AGENTS.md", ws / "GEMINI.md")
+    memory = run("memory", "--workspace", str(ws), "--json", env=env)
+    instruction = run("instruction", "--workspace", str(ws), "--json", env=env)
+    assert memory.returncode == 0 and instruction.returncode == 0, memory.stderr + instruction.stderr
+    for files in (json.loads(memory.stdout)["files"], json.loads(instruction.stdout)["memoryFiles"]):
+        by_path = {f["path"]: f for f in files}
+        assert by_path["AGENTS.md"]["included"] and "duplicateOf" not in by_path["AGENTS.md"]
+        assert by_path["GEMINI.md"]["duplicateOf"] == "AGENTS.md"  # a hard link: the same file
+        assert by_path["CLAUDE.md"]["duplicateOf"] == "AGENTS.md"
+        assert by_path["CLAUDE.md"]["repeatedImports"] == [{"path": "AGENTS.md", "duplicateOf": "AGENTS.md"}]
+    assert json.loads(instruction.stdout)["text"].count("Shared rules.") == 1
+
+
+def test_relative_open_and_active_paths_resolve_against_the_workspace_like_git_c(project, env, tmp_path):
+    # From elsewhere, "api/x.py" means <workspace>/api/x.py because --workspace is given.
+    out = run("memory", "--workspace", str(project), "--active", "api/x.py", "--json", cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert all(f["included"] for f in json.loads(out.stdout)["files"])
+    # Without --workspace they resolve against the current directory (the workspace is the cwd too).
+    out = run("instruction", "--open", "api/x.py", "--json", cwd=project, env=env)
+    assert out.returncode == 0 and "Handlers return JSON errors." in json.loads(out.stdout)["text"]
+    # With --workspace, a path relative to the cwd alone is not what is meant.
+    out = run("memory", "--workspace", str(project), "--open", "x.py", cwd=project / "api", env=env)
+    assert out.returncode == 2 and "no such file" in out.stderr and out.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["memory", "instruction"])
+@pytest.mark.parametrize(
+    ("flag", "value", "reason"),
+    [
+        ("--open", "api/missing.py", "no such file"),
+        ("--active", "../elsewhere.py", "outside the workspace folder"),
+        ("--open", "nope/", "no such file"),
+    ],
+)
+def test_a_bad_open_or_active_path_exits_2_with_one_line(project, env, tmp_path, command, flag, value, reason):
+    (tmp_path / "elsewhere.py").write_text("")
+    out = run(command, "--workspace", str(project), flag, value, cwd=tmp_path, env=env)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and value in lines[0] and reason in lines[0] and flag in lines[0], out.stderr
+
+
+def test_help_documents_how_relative_paths_resolve(env):
+    out = run("instruction", "--help", env=env)
+    assert "--active" in out.stdout and "like git -C" in out.stdout
+
+
+def test_memory_token_totals_equal_the_memory_part_of_the_instruction(tmp_path, env):
+    ws = tmp_path / "repo"
+    (ws / ".cursor" / "rules").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("Rules.\n\n\n\n\nMore rules after blank lines.\n")
+    (ws / ".cursor" / "rules" / "db.mdc").write_text(
+        "---\ndescription: Database migrations\n---\n" + "Long body that is never sent. " * 200 + "\n"
+    )
+    memory = json.loads(run("memory", "--workspace", str(ws), "--json", env=env).stdout)
+    instruction = json.loads(run("instruction", "--workspace", str(ws), "--json", env=env).stdout)
+    sections = {s["id"]: s["tokens"] for s in instruction["tokens"]["sections"]}
+    assert memory["tokens"] == sections["memory"]
+    listed = next(f for f in memory["files"] if f["path"] == ".cursor/rules/db.mdc")
+    assert "Long body" not in memory["text"] and listed["reason"].endswith("(listed)")
+    assert 0 < listed["tokens"] < 30  # its listing line, not its 1,200-word body

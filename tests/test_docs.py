@@ -38,6 +38,42 @@ def test_every_setting_is_in_the_example_and_the_configuration_doc():
         assert f"`{key}`" in doc, f"{key} missing from docs/configuration.md"
 
 
+def documented_settings() -> list[str]:
+    """Keys in the first column of docs/configuration.md's tables."""
+    import re
+
+    doc = (DOCS / "configuration.md").read_text()
+    return re.findall(r"^\| `([A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*)` \|", doc, re.MULTILINE)
+
+
+def test_every_documented_setting_exists_in_the_model():
+    keys = set(leaf_keys(Settings))
+    documented = documented_settings()
+    assert len(documented) >= len(keys) // 2, "the table format of docs/configuration.md changed: fix this test"
+    assert [k for k in documented if k not in keys] == [], "documented in docs/configuration.md but not a setting"
+    assert len(documented) == len(set(documented)), "a setting is documented twice"
+
+
+def server_methods() -> set[str]:
+    """Commands and custom methods the real server handles or sends."""
+    from context_companion.lsp.push import SYSTEM_INSTRUCTION_CHANGED
+    from context_companion.lsp.server import create_server
+
+    fm = create_server().protocol.fm
+    custom = {name for name in fm.features if name.startswith("contextCompanion")}
+    return set(fm.commands) | custom | {SYSTEM_INSTRUCTION_CHANGED}
+
+
+def test_the_protocol_doc_and_the_server_list_the_same_commands_and_notifications():
+    import re
+
+    doc = (DOCS / "protocol.md").read_text()
+    documented = set(re.findall(r"^### `(contextCompanion[./][A-Za-z]+)`", doc, re.MULTILINE))
+    served = server_methods()
+    assert sorted(served - documented) == [], "handled or sent by the server but missing from docs/protocol.md"
+    assert sorted(documented - served) == [], "in docs/protocol.md but not handled or sent by the server"
+
+
 def test_every_command_and_notification_is_documented_in_the_protocol_doc():
     from context_companion.workspace.commands import COMMANDS, NOTIFICATIONS
 

@@ -8,12 +8,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 EXIT_USAGE = 2
+
+
+_PATHS_EPILOG = (
+    "Relative --open/--active paths resolve against --workspace when it is given (like git -C), otherwise "
+    "against the current directory. A path that does not exist or lies outside the workspace folder is an "
+    "error (exit status 2)."
+)
+
+
+def _editor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", default=None, help="workspace folder (default: current directory)")
+    parser.add_argument(
+        "--open",
+        nargs="*",
+        default=[],
+        metavar="FILE",
+        help="treat these files as open in the editor (relative to --workspace when given, else the current directory)",
+    )
+    parser.add_argument(
+        "--active",
+        default=None,
+        metavar="FILE",
+        help="the active file (also open; default: the last --open file; resolved like --open)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,24 +79,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     serve.add_argument("--clientProcessId", default=None, help=argparse.SUPPRESS)  # some clients append it
 
-    instr = sub.add_parser("instruction", help="print the system instruction for a workspace")
-    instr.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
+    instr = sub.add_parser("instruction", help="print the system instruction for a workspace", epilog=_PATHS_EPILOG)
+    _editor_arguments(instr)
     instr.add_argument("--profile", default=None, help="agent profile JSON file (model, tools, approvalMode, ...)")
-    instr.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
     instr.add_argument("--json", action="store_true", help="print JSON with text, etag, tokens, memoryFiles, ...")
     _add_quiet(instr)
 
-    mem = sub.add_parser("memory", help="show the memory files found, which are included and why")
-    mem.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
-    mem.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
+    mem = sub.add_parser("memory", help="show the memory files found, which are included and why", epilog=_PATHS_EPILOG)
+    _editor_arguments(mem)
     mem.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(mem)
 
-    exp = sub.add_parser("explain", help="which memory and rule files an agent would load, and why")
+    exp = sub.add_parser(
+        "explain", help="which memory and rule files an agent would load, and why", epilog=_PATHS_EPILOG
+    )
     exp.add_argument("--agent", required=True, help="claude-code, codex, gemini-cli, cursor, copilot, windsurf, ...")
-    exp.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
-    exp.add_argument("--open", nargs="*", default=[], metavar="FILE", help="treat these files as open in the editor")
+    _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")
+    _add_quiet(exp)
 
     sub.add_parser("compression-prompt", help="print the prompt for compressing a conversation")
     return parser
@@ -96,10 +121,10 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _workspace(raw: str) -> Path:
+def _workspace(raw: str | None) -> Path:
     from .errors import ContextCompanionError
 
-    path = Path(raw).expanduser()
+    path = Path(raw if raw is not None else ".").expanduser()
     if not path.is_dir():
         raise ContextCompanionError(f"--workspace {raw}: not a directory")
     return path.resolve()
@@ -122,22 +147,39 @@ def _profile(raw: str | None) -> Any:
     return parse_profile(data, raw)
 
 
-def _open_paths(workspace: Path, files: Sequence[str]) -> list[Path]:
-    out = []
-    for f in files:
-        p = Path(f).expanduser()
-        out.append((p if p.is_absolute() else (Path.cwd() / p)).resolve())
-    return out
+def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
+    """An --open/--active path, absolute; one clear error when it does not exist or is outside the folder."""
+    from .errors import ContextCompanionError
+
+    p = Path(raw).expanduser()
+    full = Path(os.path.normpath(p if p.is_absolute() else base / p))  # a symlink keeps the name the editor uses
+    if not full.exists():
+        raise ContextCompanionError(f"{flag} {raw}: no such file ({full})")
+    if full.is_relative_to(workspace):
+        return full
+    if full.resolve().is_relative_to(workspace):
+        return full.resolve()
+    raise ContextCompanionError(f"{flag} {raw}: outside the workspace folder {workspace}")
+
+
+def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path], Path | None]:
+    """The open files and the active one; relative paths resolve like ``git -C``."""
+    base = workspace if args.workspace is not None else Path.cwd()
+    opened = [_editor_path("--open", f, base, workspace) for f in args.open]
+    active = _editor_path("--active", args.active, base, workspace) if args.active is not None else None
+    if active is not None and active not in opened:
+        opened.append(active)
+    return opened, active if active is not None else (opened[-1] if opened else None)
 
 
 def _cmd_instruction(args: argparse.Namespace) -> int:
     from .workspace.companion import Companion
 
     workspace = _workspace(args.workspace)
+    open_paths, active = _editor_files(args, workspace)
     profile = _profile(args.profile)
     companion = Companion.open([workspace])
-    open_paths = _open_paths(workspace, args.open)
-    instruction = companion.engine.build(profile, open_paths, open_paths[-1] if open_paths else None)
+    instruction = companion.engine.build(profile, open_paths, active)
     instruction = companion.export(instruction)
     for warning in instruction.warnings:
         _warn(args, warning)
@@ -156,15 +198,15 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     from .workspace.companion import Companion
 
     workspace = _workspace(args.workspace)
+    open_paths, active = _editor_files(args, workspace)
     companion = Companion.open([workspace])
-    open_paths = _open_paths(workspace, args.open)
-    result = companion.memory.compose(open_paths, open_paths[-1] if open_paths else None)
+    result = companion.memory.compose(open_paths, active)
     if args.json:
         payload = {
             "files": [f.to_wire() for f in result.files],
             "dropped": list(result.dropped),
             "warnings": list(result.warnings),
-            "tokens": companion.tokenizer.count(result.text),
+            "tokens": companion.memory_tokens(result),
             "text": result.text,
         }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
@@ -180,7 +222,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
     sys.stdout.write(
-        f"{len(included)} of {len(result.files)} files included, {companion.tokenizer.count(result.text)} tokens\n"
+        f"{len(included)} of {len(result.files)} files included, {companion.memory_tokens(result)} tokens\n"
     )
     return 0
 
@@ -194,9 +236,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     workspace = _workspace(args.workspace)
     companion = Companion.open([workspace])
-    open_paths = _open_paths(workspace, args.open)
+    open_paths, active = _editor_files(args, workspace)
     interactive = companion.snapshot.settings.profile.interactive
-    active = open_paths[-1] if open_paths else None
     wire = companion.memory.explain(args.agent, open_paths, active, interactive=interactive).to_wire()
     if args.json:
         sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")

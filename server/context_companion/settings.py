@@ -214,6 +214,7 @@ class MemorySettings(_Model):
     read_vendor_globals: bool = True
     boundary_markers: list[str] = Field(default_factory=lambda: [".git"])
     max_file_bytes: int = Field(default=256 * 1024, ge=1)
+    max_total_bytes: int = Field(default=1024 * 1024, ge=0)
     max_tokens: int = Field(default=0, ge=0)
     debounce_ms: int = Field(default=100, ge=0, le=10_000)
     import_max_depth: int = Field(default=5, ge=0, le=20)

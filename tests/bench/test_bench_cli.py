@@ -60,6 +60,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "discovery",
         "folder-tree",
         "huge-ignore",
+        "import-bomb",
         "build",
         "tokens",
         "startup",

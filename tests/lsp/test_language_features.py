@@ -78,3 +78,24 @@ async def test_rule_frontmatter_errors_and_non_memory_files_get_nothing(start, w
     )
     assert not links
     assert other not in h.client.diagnostics
+
+
+async def test_an_import_that_only_repeats_an_included_file_gets_a_hint(start, workspace):
+    (workspace / "AGENTS.md").write_text("Shared rules.\n")
+    text = "# Claude\n@AGENTS.md\n"
+    (workspace / "CLAUDE.md").write_text(text)
+    h = await start(workspace, settings=NO_ENV)
+    uri = h.open("CLAUDE.md", text, "markdown")
+    diags = await wait_diagnostics(h, uri)
+    assert [(d.severity, d.code, d.range.start.line) for d in diags] == [
+        (t.DiagnosticSeverity.Hint, "import-repeated", 1)
+    ]
+    assert diags[0].message.startswith("Already included from AGENTS.md")
+    shown = await h.command("contextCompanion.showMemory", {})
+    claude = next(f for f in shown["files"] if f["path"] == "CLAUDE.md")
+    assert claude["repeatedImports"] == [{"path": "AGENTS.md", "duplicateOf": "AGENTS.md"}]
+    assert claude["included"] is True  # its heading stays; only the repeated import is left out
+    instruction = await h.command("contextCompanion.getSystemInstruction", {})
+    assert instruction["text"].count("Shared rules.") == 1
+    sections = {s["id"]: s["tokens"] for s in instruction["tokens"]["sections"]}
+    assert shown["tokens"] == sections["memory"] > 0

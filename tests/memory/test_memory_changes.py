@@ -184,7 +184,7 @@ def test_watch_roots(tmp_path, tree, make_store, home, global_dir):
     assert store.flat_watch_roots() == [home]
     global_dir.mkdir(parents=True)
     assert store.watch_roots() == [ws, home / ".claude", global_dir]
-    assert store.flat_watch_roots() == []
+    assert store.flat_watch_roots() == [home]  # still: ~/.gitconfig may name a global excludes file
 
 
 def test_set_workspace_folders_keeps_existing_index(tmp_path, tree, make_store, helpers):
@@ -217,3 +217,25 @@ def test_global_dir_created_with_its_parents(tmp_path, tree, make_store, global_
     summary = store.apply_changes([global_dir.parent])  # all a flat watch of home can see
     assert summary.changed_files == ("~/.config/context-companion/AGENTS.md",) and summary.roots_changed
     assert "born with its dir" in store.compose([]).text
+
+
+def test_an_ignore_file_above_the_folder_is_watched_and_reindexes(tmp_path, tree, make_store, helpers):
+    repo = tmp_path / "repo"
+    tree(repo, {".git/": "", "app/AGENTS.md": "app", "app/gen/AGENTS.md": "generated", "app/gen/x.py": ""})
+    ws = repo / "app"
+    store = make_store(ws)
+    assert "gen/AGENTS.md" in helpers.included(store.compose([ws / "gen/x.py"]))
+    gitignore = repo / ".gitignore"
+    assert store.is_relevant_path(gitignore) and store.is_relevant_path(repo / ".git/info/exclude")
+    assert repo in store.flat_watch_roots()
+    gitignore.write_text("app/gen/\n")
+    summary = store.apply_changes([gitignore])
+    assert summary.kind == "workspaceChanged" and "gen/AGENTS.md" in summary.changed_files
+    assert "gen/AGENTS.md" not in helpers.included(store.compose([ws / "gen/x.py"]))
+
+
+def test_an_ignore_file_cut_at_the_pattern_cap_warns_in_the_composition(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {".gitignore": "".join(f"p{i}\n" for i in range(30)), "AGENTS.md": "x"})
+    warnings = make_store(ws, max_ignore_patterns=10).compose([]).warnings
+    assert [w for w in warnings if ".gitignore" in w and "10" in w], warnings

@@ -123,9 +123,13 @@ def test_workspace_files_may_import_from_the_global_memory_dir(tmp_path, tree, m
     assert "TEAM" in make_store(ws).compose([]).text
 
 
-def test_imported_binary_or_huge_file_is_refused_not_read(tmp_path, tree, make_store):
+def test_imported_binary_is_refused_and_a_huge_file_is_cut(tmp_path, tree, make_store):
     ws = tmp_path / "ws"
-    tree(ws, {"AGENTS.md": "@bin.dat @big.md", "bin.dat": b"\x00\x01binary", "big.md": "x" * 2000})
+    tree(ws, {"AGENTS.md": "@bin.dat\n@big.md", "bin.dat": b"\x00\x01binary", "big.md": "line\n" * 400})
     result = make_store(ws, max_file_bytes=1000).compose([])
-    assert "\n@bin.dat @big.md\n" in result.text
-    assert any("import big.md failed: over memory.maxFileBytes" in w for w in result.warnings)
+    assert "\n@bin.dat\n" in result.text
+    assert result.text.count("line\n") == 200  # 1000 bytes of whole lines, then the marker line
+    assert (
+        "line\n[… cut here by memory.maxFileBytes (1000): 1000 of 2000 bytes included; the rest is not included]\n"
+        in (result.text)
+    )

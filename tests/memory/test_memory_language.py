@@ -89,8 +89,23 @@ def test_file_too_large(tmp_path, tree, make_store):
     big = "line\n" * 30
     a = store.analyze(ws / "AGENTS.md", big)
     assert codes(a) == ["file-too-large"]
-    assert a.diagnostics[0].range == Range(Position(0, 0), Position(0, 4))
-    assert a.lens.title.startswith("not included: skipped: over memory.maxFileBytes (150 bytes")
+    assert a.diagnostics[0].range == Range(Position(20, 0), Position(20, 4))  # the first line left out
+    assert "cut at memory.maxFileBytes (100): 100 of 150 bytes included" in a.diagnostics[0].message
+    assert a.lens.title.endswith("tokens · included: workspace memory (root → leaf)")
+
+
+def test_a_file_cut_by_the_total_cap_says_so(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "a\n" * 300, "CLAUDE.md": "c\n" * 300, "GEMINI.md": "g\n" * 300})
+    store = make_store(ws, max_total_bytes=900)
+    store.compose([])
+    assert codes(store.analyze(ws / "AGENTS.md", "a\n" * 300)) == []
+    gemini = store.analyze(ws / "GEMINI.md", "g\n" * 300).diagnostics
+    assert [d.code for d in gemini] == ["memory-total-cap"] and "this file is cut" in gemini[0].message
+    claude = store.analyze(ws / "CLAUDE.md", "c\n" * 300).diagnostics
+    assert [d.code for d in claude] == ["memory-total-cap"] and "dropped: memory.maxTotalBytes (900)" in claude[
+        0
+    ].message
 
 
 def test_frontmatter_diagnostics(tmp_path, tree, make_store):

@@ -11,15 +11,47 @@ from pathlib import Path
 import pytest
 
 
-def test_file_at_or_over_max_file_bytes_is_skipped(tmp_path, tree, make_store, helpers):
+def test_a_file_over_max_file_bytes_is_cut_at_a_line_with_a_marker(tmp_path, tree, make_store, helpers):
     ws = tmp_path / "ws"
-    tree(ws, {"AGENTS.md": "a" * 99, "CLAUDE.md": "b" * 100, "GEMINI.md": "c" * 500})
+    tree(ws, {"AGENTS.md": "a" * 100, "GEMINI.md": "".join(f"line {i:03d}\n" for i in range(50))})
     result = make_store(ws, max_file_bytes=100).compose([])
-    assert helpers.included(result) == ["AGENTS.md"]
-    for name, size in (("CLAUDE.md", 100), ("GEMINI.md", 500)):
-        f = helpers.info(result, name)
-        assert f.reason == f"skipped: over memory.maxFileBytes ({size} bytes, limit 100)"
-        assert f"{name}: skipped: over memory.maxFileBytes ({size} bytes, limit 100)" in result.warnings
+    assert helpers.included(result) == ["AGENTS.md", "GEMINI.md"]
+    assert "a" * 100 + "\n--- End" in result.text and helpers.info(result, "AGENTS.md").cut is None  # at the cap
+    gemini = helpers.info(result, "GEMINI.md")
+    assert gemini.cut == "memory.maxFileBytes (100): 99 of 450 bytes included"
+    assert gemini.to_wire()["cut"] == gemini.cut
+    kept = "".join(f"line {i:03d}\n" for i in range(11))  # 11 whole lines = 99 bytes
+    marker = "[… cut here by memory.maxFileBytes (100): 99 of 450 bytes included; the rest is not included]"
+    assert f"--- Context from: GEMINI.md ---\n{kept}{marker}\n--- End of Context from: GEMINI.md ---" in result.text
+    assert "GEMINI.md: cut at memory.maxFileBytes (100): 99 of 450 bytes included" in result.warnings
+
+
+def test_a_global_file_over_the_cap_is_cut_never_dropped(tmp_path, tree, make_store, helpers, global_dir):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    tree(global_dir, {"AGENTS.md": "- fact\n" * 50_000})  # 350 kB: an addMemory file grown over the years
+    result = make_store(ws).compose([])
+    info = helpers.info(result, "~/.config/context-companion/AGENTS.md")
+    assert info.included and info.cut is not None and info.cut.startswith("memory.maxFileBytes (262144)")
+    assert 262_000 < len(result.text.encode()) < 263_000 and "[… cut here by memory.maxFileBytes" in result.text
+    assert any(w.startswith("~/.config/context-companion/AGENTS.md: cut at") for w in result.warnings)
+
+
+def test_max_total_bytes_cuts_the_block_that_crosses_it_and_drops_the_rest(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "A line.\n" * 50, "GEMINI.md": "B line.\n" * 50, "CLAUDE.md": "C"})
+    result = make_store(ws, max_total_bytes=800).compose([])
+    assert len(result.text.encode()) <= 800
+    assert helpers.included(result) == ["AGENTS.md", "GEMINI.md"]
+    gemini = helpers.info(result, "GEMINI.md")
+    assert gemini.cut == "memory.maxTotalBytes (800)" and gemini.tokens > 0
+    assert result.text.endswith(
+        "B line.\n[… cut here by memory.maxTotalBytes (800); the rest is not included]\n"
+        "--- End of Context from: GEMINI.md ---"
+    )
+    assert helpers.info(result, "CLAUDE.md").reason == "dropped: memory.maxTotalBytes (800) reached"
+    assert "GEMINI.md: cut at memory.maxTotalBytes (800)" in result.warnings
+    assert result.dropped == ("CLAUDE.md",)
 
 
 def test_binary_file_is_skipped(tmp_path, tree, make_store, helpers):
@@ -188,3 +220,15 @@ def test_max_tokens_drops_the_description_listing_first(tmp_path, tree, make_sto
     r = make_store(ws, max_tokens=cap).compose([])
     assert "Rules available on request" not in r.text and "keep me" in r.text
     assert r.dropped == (".cursor/rules/db.mdc",)
+
+
+def test_one_expansion_stops_inlining_at_max_total_bytes(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "@a.md\n@b.md\n@c.md\n", "a.md": "a\n" * 200, "b.md": "b\n" * 200, "c.md": "c\n" * 200})
+    store = make_store(ws, max_total_bytes=1000)
+    result = store.compose([])
+    assert result.text.count("a\n") == 200 and result.text.count("b\n") == 200
+    assert "\n@c.md\n" in result.text and "c\nc\n" not in result.text  # the token stays as written
+    assert "AGENTS.md: import c.md failed: over memory.maxTotalBytes" in result.warnings
+    codes = [d.code for d in store.analyze(ws / "AGENTS.md", "@a.md\n@b.md\n@c.md\n").diagnostics]
+    assert codes == ["import-over-total"]

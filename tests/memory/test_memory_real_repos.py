@@ -104,3 +104,40 @@ def test_an_import_bomb_expands_each_file_once(tmp_path, tree, make_store):
     text = make_store(ws).compose([]).text
     assert len(text) < 5_000
     assert all(text.count(f"B{i}") == 1 for i in range(10))
+
+
+def test_a_hard_link_counts_as_the_file_it_links(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "Once.\n", "docs/rules.md": "Imported once."})
+    os.link(ws / "AGENTS.md", ws / "GEMINI.md")  # discovered twice under two names
+    os.link(ws / "docs/rules.md", ws / "docs/same.md")
+    (ws / "CLAUDE.md").write_text("@docs/rules.md\n@docs/same.md\nTail.\n")
+    result = make_store(ws).compose([])
+    assert result.text.count("Once.") == 1 and result.text.count("Imported once.") == 1
+    gemini = helpers.info(result, "GEMINI.md")
+    assert not gemini.included and gemini.duplicate_of == "AGENTS.md"
+    claude = helpers.info(result, "CLAUDE.md")
+    assert claude.included and claude.to_wire()["repeatedImports"] == [
+        {"path": "docs/same.md", "duplicateOf": "docs/rules.md"}
+    ]
+
+
+def test_a_file_that_only_repeats_an_included_one_says_so(tmp_path, tree, make_store, helpers):
+    ws = tmp_path / "ws"
+    tree(ws, {"AGENTS.md": "Shared rules.\n", "CLAUDE.md": "@AGENTS.md\n"})
+    store = make_store(ws)
+    claude = helpers.info(store.compose([]), "CLAUDE.md")
+    assert claude.to_wire() == {
+        "path": "CLAUDE.md",
+        "tier": "workspace",
+        "tokens": 0,
+        "included": False,
+        "reason": "not included: only repeats AGENTS.md",
+        "duplicateOf": "AGENTS.md",
+        "repeatedImports": [{"path": "AGENTS.md", "duplicateOf": "AGENTS.md"}],
+    }
+    diagnostics = store.analyze(ws / "CLAUDE.md", "@AGENTS.md\n").diagnostics
+    assert [(d.severity, d.code, d.range.start.line) for d in diagnostics] == [("hint", "import-repeated", 0)]
+    assert diagnostics[0].message.startswith("Already included from AGENTS.md")
+    # AGENTS.md itself imports nothing twice: no hint there.
+    assert store.analyze(ws / "AGENTS.md", "Shared rules.\n").diagnostics == ()

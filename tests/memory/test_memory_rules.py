@@ -179,3 +179,15 @@ def test_rules_of_a_gitignored_rules_dir_are_still_read(tmp_path, tree, make_sto
     ws = tmp_path / "ws"
     tree(ws, {".gitignore": ".cursor/\n", ".cursor/rules/x.mdc": "---\nalwaysApply: true\n---\nLOCAL RULE\n"})
     assert "LOCAL RULE" in make_store(ws).compose([]).text
+
+
+def test_frontmatter_skip_reasons_say_frontmatter_once(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    bad = {"yaml": "---\nglobs: [x\n---\nbody\n", "open": "---\nglobs: x\n", "list": "---\n- a\n---\nb\n"}
+    tree(ws, {f".cursor/rules/{k}.mdc": v for k, v in bad.items()})
+    store = make_store(ws)
+    result = store.compose([])
+    reasons = [f.reason for f in result.files] + list(result.warnings)
+    reasons += [store.analyze(ws / f".cursor/rules/{k}.mdc", v).lens.title for k, v in bad.items()]
+    assert len(reasons) == 9 and all("frontmatter" in r for r in reasons), reasons
+    assert not [r for r in reasons if "frontmatter: frontmatter" in r]

@@ -236,3 +236,57 @@ def test_global_dir_defaults_to_the_user_config_dir(tmp_path, tree, tokenizer, m
     store = MemoryStore(MemorySettings(), [], count_tokens=tokenizer.count, home=Path(tmp_path / "home"))
     store.load()
     assert "from the config dir" in store.compose([]).text
+
+
+def test_dot_claude_claude_md_is_project_memory_in_every_tier(tmp_path, tree, make_store, helpers):
+    repo = tmp_path / "repo"
+    tree(
+        repo,
+        {
+            ".git/": "",
+            ".claude/CLAUDE.md": "repo claude",  # above the folder: workspace tier
+            "app/CLAUDE.md": "app claude",
+            "app/.claude/CLAUDE.md": "app dot claude",  # the folder's own: workspace tier, after CLAUDE.md
+            "app/AGENTS.md": "app agents",
+            "app/api/.claude/CLAUDE.md": "api dot claude",  # governs api/: JIT
+            "app/api/h.py": "",
+            "app/.claude/rules/r.md": "a rule",
+        },
+    )
+    ws = repo / "app"
+    store = make_store(ws)
+    closed = store.compose([])
+    assert helpers.included(closed) == [
+        "../.claude/CLAUDE.md",
+        "AGENTS.md",
+        "CLAUDE.md",
+        ".claude/CLAUDE.md",
+        ".claude/rules/r.md",
+    ]
+    assert helpers.info(closed, "../.claude/CLAUDE.md").tier == "workspace"
+    api = helpers.info(closed, "api/.claude/CLAUDE.md")
+    assert (api.tier, api.reason) == ("jit", "not included: no open file under api/")
+    opened = store.compose([ws / "api/h.py"])
+    assert helpers.info(opened, "api/.claude/CLAUDE.md").reason == "open file api/h.py is under api/"
+    assert opened.text.index("app dot claude") < opened.text.index("api dot claude")
+    assert store.is_memory_document(ws / ".claude/CLAUDE.md") and store.is_memory_document(repo / ".claude/CLAUDE.md")
+    assert store.analyze(ws / ".claude/CLAUDE.md", "x").lens.title.endswith("workspace memory (root → leaf)")
+
+
+def test_dot_claude_claude_md_changes_are_followed(tmp_path, tree, make_store, helpers):
+    repo = tmp_path / "repo"
+    tree(repo, {".git/": "", "app/AGENTS.md": "a", "app/api/h.py": ""})
+    ws = repo / "app"
+    store = make_store(ws)
+    for path in (ws / ".claude/CLAUDE.md", repo / ".claude/CLAUDE.md", ws / "api/.claude/CLAUDE.md"):
+        tree(path.parent, {path.name: f"new {path}"})
+        assert store.is_relevant_path(path) and store.is_relevant_path(path.parent)
+        summary = store.apply_changes([path.parent, path])
+        assert summary.changed_files, path
+    assert repo / ".claude" in store.flat_watch_roots()
+    text = store.compose([ws / "api/h.py"]).text
+    assert all(f"new {p}" in text for p in (ws / ".claude/CLAUDE.md", repo / ".claude/CLAUDE.md"))
+    assert f"new {ws / 'api/.claude/CLAUDE.md'}" in text
+    os.remove(ws / ".claude/CLAUDE.md")
+    assert store.apply_changes([ws / ".claude/CLAUDE.md"]).changed_files == (".claude/CLAUDE.md",)
+    assert ".claude/CLAUDE.md" not in helpers.included(store.compose([]))

@@ -227,3 +227,26 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
         rec.until(global_dir / "AGENTS.md")
     finally:
         w.stop()
+
+
+def test_editing_the_repository_root_gitignore_removes_a_nested_file(tmp_path, tree, make_store, helpers):
+    repo = tmp_path / "repo"
+    tree(repo, {".git/": "", "app/AGENTS.md": "app", "app/gen/AGENTS.md": "generated", "app/gen/x.py": ""})
+    ws = repo / "app"
+    store = make_store(ws)
+    rec = Recorder()
+    w = MemoryWatcher(
+        store.watch_roots(),
+        rec,
+        is_relevant=store.is_relevant_path,
+        flat_roots=store.flat_watch_roots(),
+        debounce_ms=50,
+    )
+    w.start()
+    try:
+        (repo / ".gitignore").write_text("gen/\n")
+        seen = rec.until(repo / ".gitignore")
+    finally:
+        w.stop()
+    store.apply_changes(seen)
+    assert helpers.included(store.compose([ws / "gen/x.py"])) == ["AGENTS.md"]

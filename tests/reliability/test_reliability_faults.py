@@ -172,7 +172,7 @@ def test_non_utf8_memory_is_read_with_replacements_and_binary_memory_is_skipped(
     assert "not valid UTF-8" in visible, "the replacement is not reported anywhere the user can see"
 
 
-def test_50_mb_memory_file_is_skipped_with_a_warning_and_the_server_stays_responsive(spawn, tmp_path, figures):
+def test_50_mb_memory_file_is_cut_with_a_marker_and_the_server_stays_responsive(spawn, tmp_path, figures):
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     line = "Remember to keep the build green, always and forever. " * 2 + "\n"
@@ -187,9 +187,10 @@ def test_50_mb_memory_file_is_skipped_with_a_warning_and_the_server_stays_respon
     proc = spawn([ws], NO_ENV)
     proc.open((ws / "docs" / "guide.md").as_uri(), "guide\n")
     files = memory_files(proc)
-    assert files["docs/AGENTS.md"]["included"] is False
-    assert files["docs/AGENTS.md"]["reason"].startswith("skipped: over memory.maxFileBytes (")
-    assert "keep the build green" not in proc.command(GET, {})["text"]
+    assert files["docs/AGENTS.md"]["included"] is True  # JIT under docs/: cut, not dropped
+    assert files["docs/AGENTS.md"]["cut"].startswith("memory.maxFileBytes (262144): ")
+    text = proc.command(GET, {})["text"]
+    assert "[… cut here by memory.maxFileBytes (262144)" in text and len(text.encode()) < 400_000
 
     # The user opens the 50 MB file in the editor: the server keeps answering.
     text = big.read_text(encoding="utf-8")

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..ignore import IGNORE_FILE_NAMES
+from .discovery import CLAUDE_SUBDIR, memory_dir_of
 from .formats import FORMATS
 from .index import Entry, FolderState, MemoryIndex
 from .model import ChangedFile, ChangeKind, ChangeSummary, Tier
 from .paths import is_within, norm, posix
 from .rules import RULE_DIR_PREFIXES, rule_format_for
 
+NESTED_CLAUDE = ".claude/CLAUDE.md"  # workspace tier, like CLAUDE.md
 RULE_DIRS = frozenset(f.path for f in FORMATS if f.kind != "file")
 _RECURSIVE_RULE_DIRS = [f.path.split("/") for f in FORMATS if f.recursive]
 
@@ -54,11 +56,16 @@ def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
             plan.reglobal = True  # a user-level rule file or its directory
         plan.rerender.update(index.dep_index.get(path, ()))
         for i, folder in enumerate(index.folders):
-            if is_within(path, [folder.path]):
+            if path in folder.ignore_sources:
+                plan.reindex.add(i)  # an ignore file above the folder: verdicts inside may differ
+                plan.structural = True
+            elif is_within(path, [folder.path]):
                 _plan_in_folder(index, plan, i, folder, path)
-            elif os.path.dirname(path) in folder.chain[:-1]:
+            elif memory_dir_of(path) in folder.chain[:-1] or os.path.dirname(path) in folder.chain[:-1]:
                 name = os.path.basename(path)
-                if name in index.markers:
+                if name == CLAUDE_SUBDIR:
+                    plan.reupward.add(i)  # may hold a CLAUDE.md: watch it (flat roots) and look inside
+                elif name in index.markers:
                     plan.reupward.add(i)
                     plan.structural = True
                 elif name in index.name_set and _presence_changed(index, path):
@@ -87,7 +94,7 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
     elif name in index.name_set and not os.path.isdir(path):
         if not _presence_changed(index, path):
             return
-        if len(parts) == 1:
+        if len(parts) == 1 or rel == NESTED_CLAUDE:
             plan.reupward.add(i)
         else:
             plan.jit_files.add((i, rel))
@@ -163,7 +170,7 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
     if any(norm_path.startswith(r + os.sep) or norm_path == r for r in index.home_rule_roots):
         return True
     for folder in index.folders:
-        if norm_path == folder.path:
+        if norm_path == folder.path or norm_path in folder.ignore_sources:
             return True
         if norm_path.startswith(folder.prefix_path):
             if relevant_in_folder(index, folder, norm_path):
@@ -171,8 +178,10 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
             continue
         if os.path.dirname(norm_path) in folder.chain[:-1]:
             name = os.path.basename(norm_path)
-            if name in index.name_set or name in index.markers:
+            if name in index.name_set or name in index.markers or name == CLAUDE_SUBDIR:
                 return True
+        if memory_dir_of(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
+            return True
     return False
 
 
@@ -237,8 +246,8 @@ def classify(index: MemoryIndex, norm_path: str) -> tuple[Tier, int | None, str,
                 return ("rule", i, rel, fmt)
             parts = rel.split("/")
             if parts[-1] in index.name_set:
-                return ("workspace" if len(parts) == 1 else "jit", i, rel, None)
+                return ("workspace" if len(parts) == 1 or rel == NESTED_CLAUDE else "jit", i, rel, None)
             continue
-        if os.path.dirname(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
+        if memory_dir_of(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
             return ("workspace", i, "", None)
     return None

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..ignore import ignore_warnings
 from .formats import SHADOWS
-from .index import Entry, MemoryIndex
+from .index import Entry, FolderState, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
-from .reading import read_text_file
+from .reading import cut_at_line, read_text_file
 from .render import Rendered
 from .rules import describe_globs
 from .wording import (
@@ -27,9 +28,12 @@ from .wording import (
     REASON_EMPTY,
     REASON_GLOBAL,
     REASON_WORKSPACE,
+    cut_marker,
     reason_dropped,
+    reason_dropped_bytes,
     reason_manual,
     reason_shadowed,
+    render_block,
 )
 
 JitActivity = dict[str, tuple[str, bool]]  # entry path → (witness rel path, witness is active)
@@ -134,8 +138,9 @@ class _Accounts:
     order: list[Entry] = field(default_factory=list)
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)  # abs path → (included, reason)
     warnings: list[str] = field(default_factory=list)
-    included_real: dict[str, str] = field(default_factory=dict)
+    included_real: dict[str, str] = field(default_factory=dict)  # file key → display of its first inclusion
     listed: list[Entry] = field(default_factory=list)
+    seen_at: dict[str, int] = field(default_factory=dict)  # abs path → len(included_real) when it was considered
 
     index: MemoryIndex | None = None
     rendered: dict[str, Rendered] = field(default_factory=dict)  # abs path → rendering used
@@ -156,7 +161,9 @@ class _Accounts:
             return False, f"skipped: {r.skip}"
         if not wants:
             return False, reason
-        twin = self.included_real.get(r.real)
+        self.seen_at[entry.abs_path] = len(self.included_real)
+        key = r.key or r.real
+        twin = self.included_real.get(key)
         if twin is not None:
             self.duplicates[entry.abs_path] = twin
             return False, f"not included: same file as {twin}"
@@ -164,6 +171,10 @@ class _Accounts:
             # An import repeats a file already in the instruction: render without it.
             r = self.rendered[entry.abs_path] = self.index.without_seen(entry, tuple(self.included_real.items()))
         if not r.block:
+            if r.repeats:
+                firsts = list(dict.fromkeys(d for _p, d in r.repeats))
+                self.duplicates[entry.abs_path] = firsts[0]
+                return False, f"not included: only repeats {', '.join(firsts)}"
             return False, REASON_EMPTY
         body = normalised_body(r.content)
         copy_of = self.included_bodies.get(body)
@@ -172,7 +183,7 @@ class _Accounts:
             self.duplicates[entry.abs_path] = copy_of
             return False, f"not included: same text as {copy_of}"
         self.included_bodies[body] = entry.display
-        self.included_real[r.real] = entry.display
+        self.included_real[key] = entry.display
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
         return True, reason
@@ -205,21 +216,34 @@ def compose_memory(
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
     dropped: list[str] = []
+    cuts = {e.abs_path: c for e in acc.order if (c := acc.rendered[e.abs_path].cut) is not None}
+    max_total = index.settings.max_total_bytes
+    if max_total > 0:
+        listing = _apply_byte_cap(acc, blocks, listing, dropped, cuts, max_total, count)
     if max_tokens > 0:
         listing = _apply_cap(acc, blocks, listing, dropped, max_tokens, count)
+    # A rule that is only listed costs its listing line, not its body.
+    listed_tokens = {e.abs_path: count(listing_line(e)) for e in acc.listed} if listing else {}
     files = tuple(
         MemoryFileInfo(
             e.display,
             e.abs_path,
             e.tier,
-            acc.rendered[e.abs_path].tokens,
+            listed_tokens.get(e.abs_path, acc.rendered[e.abs_path].tokens),
             *acc.verdicts[e.abs_path],
             duplicate_of=acc.duplicates.get(e.abs_path),
+            repeats=acc.rendered[e.abs_path].repeats,
+            cut=cuts.get(e.abs_path),
         )
         for e in acc.order
     )
     return MemoryResult(
-        join_blocks(acc.order, blocks, listing), files, tuple(dropped), tuple(dict.fromkeys(acc.warnings))
+        join_blocks(acc.order, blocks, listing),
+        files,
+        tuple(dropped),
+        tuple(dict.fromkeys(acc.warnings)),
+        seen=tuple(acc.included_real.items()),
+        seen_at=acc.seen_at,
     )
 
 
@@ -231,6 +255,8 @@ def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
     for folder in index.folders:
         if not folder.exists:
             acc.warnings.append(f"workspace folder {folder.path} does not exist or is not a directory")
+        # An ignore file cut at memory.maxIgnorePatterns changes what is discovered: say so.
+        acc.warnings.extend(ignore_warnings(folder.index.dirs.values()))
         for entry in folder.workspace:
             if not entry.rendered.missing:
                 shadow = shadowed_by(index, entry)
@@ -297,6 +323,61 @@ def rule_verdict(entry: Entry, prefix: str, activity: Activity) -> tuple[bool, s
     return False, reason_manual(entry.rule_format), False
 
 
+def _apply_byte_cap(
+    acc: _Accounts,
+    blocks: dict[str, str],
+    listing: str,
+    dropped: list[str],
+    cuts: dict[str, str],
+    cap: int,
+    count: Callable[[str], int],
+) -> str:
+    """Keep the memory text within ``cap`` bytes: the block that crosses it is cut at a line end with a
+    marker line, later blocks are dropped. Returns the listing (maybe emptied)."""
+    used = 0
+    for entry in acc.order:
+        block = blocks.get(entry.abs_path)
+        if block is None:
+            continue
+        sep = 2 if used else 0
+        size = len(block.encode("utf-8"))
+        if used + sep + size <= cap:
+            used += sep + size
+            continue
+        rendered = acc.rendered[entry.abs_path]
+        cut = _cut_block(entry.display, rendered.content, cap - used - sep, cap)
+        if cut is None:
+            blocks.pop(entry.abs_path)
+            acc.verdicts[entry.abs_path] = (False, reason_dropped_bytes(cap))
+            dropped.append(entry.display)
+            acc.warnings.append(f"{entry.display}: {reason_dropped_bytes(cap)}")
+        else:
+            blocks[entry.abs_path] = cut
+            acc.rendered[entry.abs_path] = replace(rendered, block=cut, tokens=count(cut))
+            cuts[entry.abs_path] = f"memory.maxTotalBytes ({cap})"
+            acc.warnings.append(f"{entry.display}: cut at memory.maxTotalBytes ({cap})")
+        used = cap  # whatever comes after the cut is dropped, even when small
+    if listing and used + 2 + len(listing.encode("utf-8")) > cap:
+        for entry in acc.listed:
+            acc.verdicts[entry.abs_path] = (False, reason_dropped_bytes(cap))
+            dropped.append(entry.display)
+        listing = ""
+    return listing
+
+
+def _cut_block(display: str, content: str, budget: int, cap: int) -> str | None:
+    """``display``'s block holding as many whole lines of ``content`` as fit ``budget`` bytes with the
+    marker line; None when not even one line fits."""
+    marker = cut_marker(f"memory.maxTotalBytes ({cap})")
+    room = budget - len(render_block(display, marker).encode("utf-8")) - 1
+    if room <= 0:
+        return None
+    head = cut_at_line(content.encode("utf-8") + b"\n", room).decode("utf-8").rstrip("\n")
+    if not head.strip():
+        return None
+    return render_block(display, head + "\n" + marker)
+
+
 def _drop_order(acc: _Accounts, listing: str) -> list[str]:
     """Rules (last first) and the listing go first, then JIT files, then the farthest workspace files."""
     included = [e for e in acc.order if acc.verdicts[e.abs_path][0]]
@@ -346,10 +427,12 @@ def listing_block(listed: list[Entry]) -> str:
     """The description-only rules, listed by display path and description."""
     if not listed:
         return ""
-    lines = [LISTING_HEADER, LISTING_INTRO]
-    for entry in listed:
-        rule = entry.rendered.rule
-        description = " ".join((rule.listing_text() if rule else "").split())
-        lines.append(f"- {entry.display}: {description}")
-    lines.append(LISTING_FOOTER)
+    lines = [LISTING_HEADER, LISTING_INTRO, *(listing_line(entry) for entry in listed), LISTING_FOOTER]
     return "\n".join(lines)
+
+
+def listing_line(entry: Entry) -> str:
+    """One description-only rule as the listing shows it."""
+    rule = entry.rendered.rule
+    description = " ".join((rule.listing_text() if rule else "").split())
+    return f"- {entry.display}: {description}"

@@ -18,6 +18,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ignore import IgnoreRules, walk
+from ..settings import MemorySettings
+
+CLAUDE_SUBDIR = ".claude"
+CLAUDE_NAME = "CLAUDE.md"
+
+
+def dir_candidates(directory: str, names: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, name) of the memory files a directory may hold, in precedence order.
+
+    ``<dir>/.claude/CLAUDE.md`` is project memory exactly like ``<dir>/CLAUDE.md`` (Claude Code
+    reads either) and comes right after it.
+    """
+    out: list[tuple[str, str]] = []
+    for name in names:
+        out.append((os.path.join(directory, name), name))
+        if name == CLAUDE_NAME:
+            out.append((os.path.join(directory, CLAUDE_SUBDIR, name), name))
+    return out
+
+
+def governed_dir(rel_dir: str, name: str) -> str:
+    """The directory (posix, relative; "" for the folder) a memory file at ``rel_dir/name`` governs."""
+    if name == CLAUDE_NAME and (rel_dir == CLAUDE_SUBDIR or rel_dir.endswith("/" + CLAUDE_SUBDIR)):
+        return rel_dir[: -len(CLAUDE_SUBDIR)].rstrip("/")
+    return rel_dir
+
+
+def is_nested_claude(path: str) -> bool:
+    """Whether an absolute path is a ``.claude/CLAUDE.md`` (it governs the directory above ``.claude``)."""
+    return os.path.basename(path) == CLAUDE_NAME and os.path.basename(os.path.dirname(path)) == CLAUDE_SUBDIR
+
+
+def memory_dir_of(path: str) -> str:
+    """The directory whose memory ``path`` is: its parent, or for ``<dir>/.claude/CLAUDE.md``, ``<dir>``."""
+    parent = os.path.dirname(path)
+    return os.path.dirname(parent) if is_nested_claude(path) else parent
 
 
 def upward_chain(folder: str, markers: Sequence[str]) -> list[str]:
@@ -40,7 +76,7 @@ def upward_chain(folder: str, markers: Sequence[str]) -> list[str]:
 class IndexedFile:
     abs_path: str
     rel_path: str  # posix, relative to the folder
-    rel_dir: str
+    rel_dir: str  # the directory it governs (for x/.claude/CLAUDE.md: x)
     ignored: bool  # matched by an ignore file (listed, never included)
 
 
@@ -51,21 +87,24 @@ class FolderIndex:
     verdicts: dict[str, bool] = field(default_factory=dict)  # unindexed dir → relevant (memo, see the store)
 
 
-def index_folder(folder: str, names: Sequence[str]) -> FolderIndex:
+def index_folder(folder: str, settings: MemorySettings) -> FolderIndex:
     """Walk ``folder`` once; record memory files below its root and every directory entered."""
-    wanted = frozenset(names)
+    wanted = frozenset(settings.file_names)
     index = FolderIndex()
     files = index.files
     dirs = index.dirs
-    for listing in walk(Path(folder)):
+    for listing in walk(Path(folder), max_patterns=settings.max_ignore_patterns):
         rel_dir = listing.rel_dir
         dirs[rel_dir] = listing.rules
         if not rel_dir:
             continue  # the folder's own files are the workspace tier
         for entry in listing.files:
             if entry.name in wanted:
+                governs = governed_dir(rel_dir, entry.name)
+                if not governs:
+                    continue  # .claude/CLAUDE.md of the folder itself: the workspace tier
                 rel = rel_dir + "/" + entry.name
-                files.append(IndexedFile(entry.path, rel, rel_dir, listing.rules.is_ignored(rel, False)))
+                files.append(IndexedFile(entry.path, rel, governs, listing.rules.is_ignored(rel, False)))
     return index
 
 

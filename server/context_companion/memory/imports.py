@@ -21,13 +21,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .paths import is_within
+from .paths import file_key, is_within
 from .reading import ReadOutcome
 
 NOT_FOUND = "not found"
 CYCLE = "cycle"
 OUTSIDE = "outside allowed roots"
 TOO_DEEP = "too deep"
+OVER_TOTAL = "over memory.maxTotalBytes"
 EXCLUDED = "excluded by context.exclude"
 IGNORED = "ignored by an ignore file"
 
@@ -36,6 +37,7 @@ FAILURE_CODES: dict[str, str] = {
     CYCLE: "import-cycle",
     OUTSIDE: "import-outside-roots",
     TOO_DEEP: "import-too-deep",
+    OVER_TOTAL: "import-over-total",
     EXCLUDED: "import-excluded",
     IGNORED: "import-ignored",
 }
@@ -201,7 +203,8 @@ class Expansion:
     outcomes: list[ImportOutcome]
     failures: list[ImportFailure]  # failures of path-like tokens, top-level and nested
     repeats: list[tuple[str, str]] = field(default_factory=list)  # (path as written, display of first)
-    included: dict[str, str] = field(default_factory=dict)  # real path → display, in inclusion order
+    included: dict[str, str] = field(default_factory=dict)  # file key → display, in inclusion order
+    inlined: int = 0  # characters inlined so far (bounded by ExpandOptions.max_bytes)
 
 
 def _allow_all(_path: str) -> str | None:
@@ -218,7 +221,8 @@ class ExpandOptions:
     read: Callable[[str], ReadOutcome]  # the caller's cached reader
     display: Callable[[str], str]  # display path of an absolute path
     blocked: Callable[[str], str | None] = _allow_all  # why an absolute path may not be imported
-    seen: tuple[tuple[str, str], ...] = ()  # (real path, display) already in the instruction
+    seen: tuple[tuple[str, str], ...] = ()  # (file key, display) already in the instruction (paths.file_key)
+    max_bytes: int = 0  # memory.maxTotalBytes: inline no more than this in one expansion (0: no cap)
 
 
 @dataclass(slots=True)
@@ -233,7 +237,7 @@ def expand_imports(text: str, file_path: str, options: ExpandOptions, real_path:
     """Expand the imports of ``text`` (the content of ``file_path``); never raises."""
     real = real_path or os.path.realpath(file_path)
     result = Expansion("", set(), [], [], [], dict(options.seen))
-    result.included.setdefault(real, options.display(file_path))
+    result.included.setdefault(file_key(real), options.display(file_path))
     walk = _Walk(options, result)
     result.text = _expand(walk, text, file_path, 1, (real,), result.outcomes, ())
     return result
@@ -287,11 +291,12 @@ def _one_import(
     here = (*chain, display)
     nested_start = len(result.failures)
     real = os.path.realpath(resolved)
-    failure, text = _target_text(walk, resolved, real, depth, stack)
-    first = result.included.get(real) if failure is None else None
+    key = file_key(real)  # a hard link is the same file as its other names
+    failure, text = _target_text(walk, resolved, real, key, depth, stack)
+    first = result.included.get(key) if failure is None else None
     content = ""
     if failure is None and first is None:
-        result.included[real] = display
+        result.included[key] = display
         content = _expand(walk, text or "", resolved, depth + 1, (*stack, real), None, here).rstrip("\n")
     if first is not None:
         result.repeats.append((ref.path, first))
@@ -308,7 +313,7 @@ def _one_import(
 
 
 def _target_text(
-    walk: _Walk, resolved: str, real: str, depth: int, stack: tuple[str, ...]
+    walk: _Walk, resolved: str, real: str, key: str, depth: int, stack: tuple[str, ...]
 ) -> tuple[str | None, str | None]:
     """(failure, text) of an import target; exactly one of them is None."""
     options = walk.options
@@ -317,7 +322,7 @@ def _target_text(
     walk.result.deps.update((resolved, real))
     if real in stack:
         return CYCLE, None
-    if real in walk.result.included:
+    if key in walk.result.included:
         return None, ""  # a repeat: no need to read it again
     if depth > options.max_depth:
         return TOO_DEEP, None
@@ -327,4 +332,7 @@ def _target_text(
     outcome = options.read(real)
     if outcome.text is None:
         return (NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)), None
+    if options.max_bytes and walk.result.inlined + len(outcome.text) > options.max_bytes:
+        return OVER_TOTAL, None  # bounded work: the token stays as written, with a diagnostic
+    walk.result.inlined += len(outcome.text)
     return None, outcome.text

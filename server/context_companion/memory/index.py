@@ -16,8 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from ..exclusion import exclude_matcher
+from ..ignore import ignore_sources
 from ..settings import MemorySettings
-from .discovery import FolderIndex, index_folder, rules_for, upward_chain
+from .discovery import (
+    CLAUDE_SUBDIR,
+    FolderIndex,
+    dir_candidates,
+    governed_dir,
+    index_folder,
+    is_nested_claude,
+    memory_dir_of,
+    rules_for,
+    upward_chain,
+)
 from .formats import HOME_RULE_DIRS, VENDOR_GLOBALS, effective_names, enabled_formats
 from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
@@ -72,6 +83,9 @@ class FolderState:
     rules: list[Entry] = field(default_factory=list)
     exists: bool = True
     prefix_path: str = ""  # path + separator, for fast "is under" tests
+    # Ignore files outside the folder (repository root down to its parent, info/exclude, the global
+    # excludes file, git's config files): a change to one re-walks the folder.
+    ignore_sources: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self.prefix_path = self.path.rstrip(os.sep) + os.sep
@@ -190,11 +204,10 @@ class MemoryIndex:
         folder.top_real = os.path.realpath(folder.chain[0])
         entries: list[Entry] = []
         for depth, d in enumerate(folder.chain if folder.exists else ()):
-            for n, name in enumerate(self.names):
-                path = os.path.join(d, name)
+            for n, (path, _name) in enumerate(dir_candidates(d, self.names)):
                 if os.path.lexists(path):
                     entry = Entry(path, self.display(path), "workspace", i, order=(1, i, depth, n))
-                    entry.rel = name if d == folder.path else ""
+                    entry.rel = posix(os.path.relpath(path, d)) if d == folder.path else ""
                     entries.append(self.rendered(entry))
         folder.workspace = entries
         self.refresh_lookups()
@@ -202,7 +215,8 @@ class MemoryIndex:
     def reindex(self, i: int) -> None:
         """Walk the folder again (JIT tier); unchanged files render from the cache."""
         folder = self.folders[i]
-        folder.index = index_folder(folder.path, self.names) if folder.exists else FolderIndex()
+        folder.index = index_folder(folder.path, self.settings) if folder.exists else FolderIndex()
+        folder.ignore_sources = frozenset(str(p) for p in ignore_sources(folder.path)) if folder.exists else frozenset()
         self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
         old = folder.jit
         jit: dict[str, Entry] = {}
@@ -242,7 +256,8 @@ class MemoryIndex:
         if not os.path.lexists(abs_path):
             folder.jit.pop(rel, None)
         else:
-            entry = folder.jit.get(rel) or self._jit_entry(i, abs_path, rel, rel.rsplit("/", 1)[0])
+            rel_dir, name = rel.rsplit("/", 1)
+            entry = folder.jit.get(rel) or self._jit_entry(i, abs_path, rel, governed_dir(rel_dir, name))
             entry.ignored = rules.is_ignored(rel, False) if rules is not None else False
             folder.jit[rel] = self.rendered(entry)
         self._group_jit(folder)
@@ -287,7 +302,17 @@ class MemoryIndex:
     def expand_options(self, abs_path: str, folder: int | None) -> ExpandOptions:
         """How imports of a file at ``abs_path`` (of this folder, None: global) are expanded."""
         roots = self.allowed_roots(Entry(abs_path, "", "global", folder))
-        return ExpandOptions(roots, self.home, self.renderer.max_depth, self.renderer.read, self.display, self.blocked)
+        renderer = self.renderer
+        return ExpandOptions(
+            roots,
+            self.home,
+            renderer.max_depth,
+            renderer.read,
+            self.display,
+            self.blocked,
+            (),
+            renderer.max_total_bytes,
+        )
 
     def blocked(self, abs_path: str) -> str | None:
         """Why a file may not be imported: excluded by ``context.exclude`` or ignored by an ignore file."""
@@ -321,7 +346,7 @@ class MemoryIndex:
         if best is not None:
             return best.prefix + posix(os.path.relpath(abs_path, best.path))
         for folder in self.folders:
-            if os.path.dirname(abs_path) in folder.chain:
+            if memory_dir_of(abs_path) in folder.chain:
                 return folder.prefix + posix(os.path.relpath(abs_path, folder.path))
         return home_display(abs_path, self.home)
 
@@ -358,11 +383,19 @@ class MemoryIndex:
         return [Path(r) for r in roots]
 
     def flat_watch_roots(self) -> list[Path]:
-        """Directories worth watching without recursion: the workspace tier above each folder, and
-        the nearest existing parent of a global dir that does not exist yet (to see it appear)."""
+        """Directories worth watching without recursion: the workspace tier above each folder, the
+        directories holding ignore files outside a folder (``ignore_sources``), and the nearest
+        existing parent of a global dir that does not exist yet (to see it appear)."""
         roots: list[str] = []
         for folder in self.folders:
             roots += [d for d in folder.chain[:-1] if d not in roots and os.path.isdir(d)]
+            nested = [os.path.join(d, CLAUDE_SUBDIR) for d in folder.chain[:-1]]
+            roots += [d for d in nested if d not in roots and os.path.isdir(d)]
+        for folder in self.folders:
+            for source in sorted(folder.ignore_sources):
+                parent = os.path.dirname(source)
+                if parent not in roots and os.path.isdir(parent) and not is_within(parent, [folder.path]):
+                    roots.append(parent)
         if not os.path.isdir(self.global_dir):
             parent = os.path.dirname(self.global_dir)
             while parent and not os.path.isdir(parent) and os.path.dirname(parent) != parent:
@@ -378,7 +411,7 @@ class MemoryIndex:
     def _jit_entry(self, i: int, abs_path: str, rel: str, rel_dir: str) -> Entry:
         name = rel.rsplit("/", 1)[-1]
         n = self.names.index(name) if name in self.names else len(self.names)
-        order = (2, i, tuple(rel_dir.split("/")), n)
+        order = (2, i, tuple(rel_dir.split("/")), n, is_nested_claude(abs_path))
         return Entry(abs_path, self.display(abs_path), "jit", i, rel=rel, rel_dir=rel_dir, order=order)
 
     @staticmethod

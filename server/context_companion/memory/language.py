@@ -1,9 +1,10 @@
 """Language features of an open memory or rule file, computed from its current (unsaved) text.
 
 Diagnostics (codes): ``import-not-found``, ``import-cycle``, ``import-outside-roots``,
-``import-too-deep``, ``import-failed`` (the target was skipped: binary, too big, unreadable),
-``file-too-large``, ``frontmatter-invalid``, ``frontmatter-unknown-key``,
-``glob-matches-nothing``. Links and hovers sit on each ``@path``; the code lens sits on line 0.
+``import-too-deep``, ``import-over-total``, ``import-failed`` (the target was skipped: binary,
+unreadable), ``file-too-large`` (cut at memory.maxFileBytes), ``memory-total-cap`` (cut or dropped at
+memory.maxTotalBytes), ``frontmatter-invalid``, ``frontmatter-unknown-key``,
+``glob-matches-nothing``, and the hint ``import-repeated`` (the file is already in the instruction). Links and hovers sit on each ``@path``; the code lens sits on line 0.
 """
 
 from __future__ import annotations
@@ -14,11 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ignore import walk
+from .discovery import governed_dir
 from .imports import CYCLE, FAILURE_CODES, NOT_FOUND, OUTSIDE, ExpandOptions, Expansion, expand_imports, looks_like_path
 from .model import CodeLens, Diagnostic, DocumentLink, FileAnalysis, Hover, MemoryFileInfo, Range, Severity, Tier
-from .reading import normalise_newlines
+from .reading import cut_at_line, normalise_newlines
 from .rules import GLOB_KEY, ParsedRule, RuleFormat, describe_globs, parse_rule
-from .wording import REASON_ALWAYS, REASON_DESCRIPTION, REASON_GLOBAL, REASON_WORKSPACE, reason_manual, render_block
+from .wording import (
+    REASON_ALWAYS,
+    REASON_DESCRIPTION,
+    REASON_GLOBAL,
+    REASON_WORKSPACE,
+    cut_marker,
+    frontmatter_problem,
+    reason_manual,
+    render_block,
+)
 
 _ERRORS = frozenset({NOT_FOUND, CYCLE, OUTSIDE})
 
@@ -93,9 +104,11 @@ def analyze_document(ctx: AnalysisContext, text: str) -> FileAnalysis:
     text = normalise_newlines(text)
     lines = text.split("\n")
     diagnostics: list[Diagnostic] = []
-    skip = _size_check(ctx, text, lines, diagnostics)
+    text = _size_check(ctx, text, lines, diagnostics)
+    _total_cap_check(ctx, lines, diagnostics)
+    skip: str | None = None
     info = ctx.last_info
-    if info is not None and info.duplicate_of is not None:
+    if info is not None and info.duplicate_of is not None and info.reason.startswith("not included: same text"):
         message = f"Same text as {info.duplicate_of}, which is already in the instruction: this copy is left out."
         diagnostics.append(Diagnostic(_line_range(lines, 0), "hint", message, "duplicate-rule"))
     body, offset = text, 0
@@ -115,14 +128,34 @@ def analyze_document(ctx: AnalysisContext, text: str) -> FileAnalysis:
     return FileAnalysis(tuple(diagnostics), tuple(links), tuple(hovers), lens)
 
 
-def _size_check(ctx: AnalysisContext, text: str, lines: list[str], diagnostics: list[Diagnostic]) -> str | None:
+def _size_check(ctx: AnalysisContext, text: str, lines: list[str], diagnostics: list[Diagnostic]) -> str:
+    """The text as memory reads it: over ``memory.maxFileBytes`` it is cut at a line end (with a
+    diagnostic on the first line left out) and ends with the marker line."""
     limit = ctx.max_file_bytes
-    size = len(text.encode("utf-8"))
-    if size < limit:
-        return None
-    message = f"This file is {size} bytes; files of memory.maxFileBytes ({limit}) or more are skipped."
-    diagnostics.append(Diagnostic(_line_range(lines, 0), "warning", message, "file-too-large"))
-    return f"over memory.maxFileBytes ({size} bytes, limit {limit})"
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    kept = cut_at_line(data, limit)
+    cut = f"memory.maxFileBytes ({limit}): {len(kept)} of {len(data)} bytes included"
+    head = kept.decode("utf-8")
+    first_out = head.count("\n")
+    message = f"This file is {len(data)} bytes: it is cut at {cut}; from this line on nothing is included."
+    diagnostics.append(Diagnostic(_line_range(lines, first_out), "warning", message, "file-too-large"))
+    return head.rstrip("\n") + "\n" + cut_marker(cut) + "\n"
+
+
+def _total_cap_check(ctx: AnalysisContext, lines: list[str], diagnostics: list[Diagnostic]) -> None:
+    """The last composition cut or dropped this file at ``memory.maxTotalBytes``: say so on line 1."""
+    info = ctx.last_info
+    if info is None:
+        return
+    if info.cut is not None and info.cut.startswith("memory.maxTotalBytes"):
+        message = f"All memory together reached {info.cut}: this file is cut; its last lines are not included."
+    elif info.reason.startswith("dropped: memory.maxTotalBytes"):
+        message = f"All memory together reached memory.maxTotalBytes: this file is {info.reason}."
+    else:
+        return
+    diagnostics.append(Diagnostic(_line_range(lines, 0), "warning", message, "memory-total-cap"))
 
 
 def _rule_diagnostics(
@@ -136,7 +169,7 @@ def _rule_diagnostics(
         message = f"Unknown frontmatter key '{key}'{hint}"
         diagnostics.append(Diagnostic(Range.on_line(line, 0, len(key)), "warning", message, "frontmatter-unknown-key"))
     if rule.error:
-        return f"frontmatter: {rule.error}"
+        return frontmatter_problem(rule.error)
     for message, line, code in rule.notes:
         diagnostics.append(Diagnostic(_line_range(lines, line), "warning", message, code))
     if rule.mode == "globs" and rule.globs and ctx.folder_path is not None and ctx.rule_format is not None:
@@ -167,6 +200,9 @@ def _import_features(
                 links.append(DocumentLink(rng, outcome.resolved))
             continue
         links.append(DocumentLink(rng, outcome.resolved))
+        if outcome.duplicate_of is not None:
+            message = f"Already included from {outcome.duplicate_of}: this import adds nothing."
+            diagnostics.append(Diagnostic(rng, "hint", message, "import-repeated"))
         tokens = ctx.count(outcome.content) if outcome.content else 0
         hovers.append(Hover(rng, f"Imports `{display(outcome.resolved)}`\n\n`{outcome.resolved}`\n\n{tokens} tokens"))
         for failure in outcome.nested:
@@ -196,7 +232,8 @@ def _default_title(ctx: AnalysisContext, tokens: int, rule: ParsedRule | None) -
     if ctx.tier == "workspace":
         return f"{tokens} tokens · included: {REASON_WORKSPACE}"
     if ctx.tier == "jit":
-        return f"not included: no open file under {ctx.folder_prefix}{ctx.rel.rsplit('/', 1)[0]}/"
+        rel_dir, name = ctx.rel.rsplit("/", 1)
+        return f"not included: no open file under {ctx.folder_prefix}{governed_dir(rel_dir, name)}/"
     if rule is None:
         return "not included"
     if rule.mode == "always":

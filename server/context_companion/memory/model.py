@@ -6,7 +6,8 @@ points (Python string indices); the LSP layer converts them to the client's enco
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Tier = Literal["global", "workspace", "jit", "rule"]
@@ -25,6 +26,8 @@ class MemoryFileInfo:
     included: bool
     reason: str
     duplicate_of: str | None = None  # display path of the first inclusion of the same file
+    repeats: tuple[tuple[str, str], ...] = ()  # (import as written, display of its first inclusion) left out
+    cut: str | None = None  # the cap that cut this file's text ("memory.maxFileBytes (262144): ...")
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {
@@ -36,6 +39,10 @@ class MemoryFileInfo:
         }
         if self.duplicate_of is not None:
             wire["duplicateOf"] = self.duplicate_of
+        if self.cut is not None:
+            wire["cut"] = self.cut
+        if self.repeats:
+            wire["repeatedImports"] = [{"path": p, "duplicateOf": d} for p, d in self.repeats]
         return wire
 
 
@@ -47,6 +54,15 @@ class MemoryResult:
     files: tuple[MemoryFileInfo, ...]
     dropped: tuple[str, ...]  # display paths dropped by memory.maxTokens
     warnings: tuple[str, ...]
+    # For the editor's hints: every file in the instruction as (file key, display), in order, and per
+    # considered file how many of them came before it.
+    seen: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    seen_at: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+    def seen_before(self, abs_path: str) -> tuple[tuple[str, str], ...]:
+        """The files already in the instruction when ``abs_path`` was considered."""
+        n = self.seen_at.get(abs_path)
+        return () if n is None else self.seen[:n]
 
     def files_to_wire(self) -> list[dict[str, Any]]:
         return [f.to_wire() for f in self.files]

@@ -21,6 +21,15 @@ def is_within(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
+def file_key(real: str) -> str:
+    """What makes two paths the same file: device and inode (hard links too), else the real path."""
+    try:
+        st = os.stat(real)
+    except OSError:
+        return real
+    return f"{st.st_dev}:{st.st_ino}"
+
+
 def home_display(abs_path: str, home: str) -> str:
     """``~/...`` for a path under ``home``, else the posix absolute path."""
     if is_within(abs_path, [home]) and abs_path != home:

@@ -11,6 +11,8 @@ import os
 import stat
 from dataclasses import dataclass
 
+from .wording import cut_marker
+
 BINARY_SNIFF_BYTES = 8192
 
 
@@ -28,7 +30,8 @@ class ReadOutcome:
     """The text of a file, or why it was skipped.
 
     ``text`` is None when the file is skipped (``skip`` says why, in a few words) or missing
-    (``missing`` is True). ``warning`` is set when the text was read with replacements.
+    (``missing`` is True). ``warning`` is set when the text was read with replacements. ``cut``
+    says how a file over ``memory.maxFileBytes`` was cut; its text then ends with the marker line.
     """
 
     text: str | None
@@ -37,6 +40,7 @@ class ReadOutcome:
     missing: bool = False
     signature: FileSignature | None = None
     size: int = 0
+    cut: str | None = None
 
 
 def signature_of(path: str) -> FileSignature | None:
@@ -66,29 +70,20 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         return ReadOutcome(None, skip="not a regular file (a directory)", signature=sig)
     if not stat.S_ISREG(st.st_mode):
         return ReadOutcome(None, skip="not a regular file", signature=sig)
-    if st.st_size >= max_bytes:
-        return ReadOutcome(
-            None,
-            skip=f"over memory.maxFileBytes ({st.st_size} bytes, limit {max_bytes})",
-            signature=sig,
-            size=st.st_size,
-        )
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
     try:
         with os.fdopen(fd, "rb") as fh:
-            data = fh.read(max_bytes)
+            data = fh.read(max_bytes + 1)  # never more than the cap (a file may grow meanwhile)
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
-    if len(data) >= max_bytes:
-        return ReadOutcome(
-            None,
-            skip=f"over memory.maxFileBytes (at least {len(data)} bytes, limit {max_bytes})",
-            signature=sig,
-            size=len(data),
-        )
+    cut = None
+    if len(data) > max_bytes:
+        size = max(st.st_size, len(data))
+        data = cut_at_line(data, max_bytes)
+        cut = f"memory.maxFileBytes ({max_bytes}): {len(data)} of {size} bytes included"
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         return ReadOutcome(None, skip="binary file (NUL byte)", signature=sig, size=len(data))
     warning = None
@@ -99,4 +94,17 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         warning = f"not valid UTF-8 (first bad byte at offset {exc.start}); bad bytes replaced"
     if text.startswith("\ufeff"):
         text = text[1:]
-    return ReadOutcome(normalise_newlines(text), warning=warning, signature=sig, size=len(data))
+    text = normalise_newlines(text)
+    if cut is not None:
+        text = text.rstrip("\n") + "\n" + cut_marker(cut) + "\n"
+    return ReadOutcome(text, warning=warning, signature=sig, size=len(data), cut=cut)
+
+
+def cut_at_line(data: bytes, limit: int) -> bytes:
+    """The longest prefix of ``data`` of at most ``limit`` bytes that ends at a line end (or, for one
+    long line, at a character boundary)."""
+    head = data[:limit]
+    end = head.rfind(b"\n")
+    if end >= 0:
+        return head[: end + 1]
+    return head.decode("utf-8", errors="ignore").encode("utf-8")

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .imports import ExpandOptions, expand_imports
-from .paths import is_within
+from .paths import file_key, is_within
 from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
 from .rules import ParsedRule, RuleFormat, parse_rule
-from .wording import render_block
+from .wording import frontmatter_problem, render_block
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,10 @@ class Rendered:
     skip: str | None = None  # why it is skipped
     missing: bool = False
     rule: ParsedRule | None = None
-    imported: tuple[tuple[str, str], ...] = ()  # (real path, display) of every file inlined, in order
+    imported: tuple[tuple[str, str], ...] = ()  # (file key, display) of every file inlined, in order
+    key: str = ""  # paths.file_key of ``real``: hard links and symlinks to one file share it
+    repeats: tuple[tuple[str, str], ...] = ()  # (import as written, display of the first inclusion) left out
+    cut: str | None = None  # how the file itself was cut at memory.maxFileBytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ class Renderer:
     max_depth: int
     home: str
     count: Callable[[str], int]
+    max_total_bytes: int = 0  # an expansion inlines no more than this (0: no cap)
     _reads: dict[str, ReadOutcome] = field(default_factory=dict)
     _renders: dict[RenderRequest, _Cached] = field(default_factory=dict)
 
@@ -94,6 +98,8 @@ class Renderer:
             log.warning("memory file %s skipped: %s", path, outcome.skip)
         elif outcome.warning:
             log.warning("memory file %s: %s", path, outcome.warning)
+        if outcome.cut:
+            log.warning("memory file %s cut at %s", path, outcome.cut)
         return outcome
 
     def render(
@@ -134,24 +140,44 @@ class Renderer:
                 return Rendered(real, skip="not found", missing=True)
             return Rendered(real, skip=outcome.skip, warnings=(f"{name}: skipped: {outcome.skip}",))
         warnings = [f"{name}: {outcome.warning}"] if outcome.warning else []
+        if outcome.cut:
+            warnings.append(f"{name}: cut at {outcome.cut}")
         text = outcome.text
         rule = None
         if request.rule_format is not None:
             rule = parse_rule(request.rule_format, text)
             if rule.error:
-                skip = f"frontmatter: {rule.error}"
+                skip = frontmatter_problem(rule.error)
                 return Rendered(real, rule=rule, skip=skip, warnings=(*warnings, f"{name}: skipped: {skip}"))
             warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
             text = rule.body
-        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked)
+        options = ExpandOptions(
+            request.roots, self.home, self.max_depth, self.read, display, blocked, max_bytes=self.max_total_bytes
+        )
         expansion = expand_imports(text, request.abs_path, options, real)
         warnings += [f"{name}: import {f.path} failed: {f.reason}" for f in expansion.failures]
         content = expansion.text.strip("\n").rstrip()
         block = render_block(name, content) if content.strip() else ""
         tokens = self.count(block) if block else 0
-        imported = tuple((p, d) for p, d in expansion.included.items() if p != real)
+        key = file_key(real)
+        imported = tuple((p, d) for p, d in expansion.included.items() if p != key)
         deps = frozenset(expansion.deps)
-        return Rendered(real, content, block, tokens, deps, tuple(warnings), None, False, rule, imported)
+        warnings += [f"{name}: import {p} already included from {d}" for p, d in expansion.repeats]
+        return Rendered(
+            real,
+            content,
+            block,
+            tokens,
+            deps,
+            tuple(warnings),
+            None,
+            False,
+            rule,
+            imported,
+            key,
+            tuple(expansion.repeats),
+            outcome.cut,
+        )
 
     def render_without(
         self,
@@ -166,7 +192,9 @@ class Renderer:
         if outcome.text is None:
             return rendered
         text = rendered.rule.body if rendered.rule is not None else outcome.text
-        options = ExpandOptions(request.roots, self.home, self.max_depth, self.read, display, blocked, seen)
+        options = ExpandOptions(
+            request.roots, self.home, self.max_depth, self.read, display, blocked, seen, self.max_total_bytes
+        )
         expansion = expand_imports(text, request.abs_path, options, rendered.real)
         content = expansion.text.strip("\n").rstrip()
         block = render_block(request.display, content) if content.strip() else ""
@@ -183,4 +211,7 @@ class Renderer:
             False,
             rendered.rule,
             rendered.imported,
+            rendered.key,
+            tuple(expansion.repeats),
+            rendered.cut,
         )

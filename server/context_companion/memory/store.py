@@ -26,6 +26,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,9 @@ class MemoryStore:
         self.settings = settings
         self._count = count_tokens
         home_path = norm(home if home is not None else Path.home())
-        renderer = Renderer(settings.max_file_bytes, settings.import_max_depth, home_path, count_tokens)
+        renderer = Renderer(
+            settings.max_file_bytes, settings.import_max_depth, home_path, count_tokens, settings.max_total_bytes
+        )
         patterns = ContextSettings().exclude if exclude is None else exclude
         self._index = MemoryIndex(settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns)
         self._index.set_folders(workspace_folders, loaded=False)
@@ -73,6 +76,7 @@ class MemoryStore:
         self._match_memo: MatchMemo = {}
         self._last_call: tuple[tuple[Any, ...], MemoryResult] | None = None
         self._last_infos: dict[str, MemoryFileInfo] = {}
+        self._last_result: MemoryResult | None = None
         self._glob_cache: dict[tuple[str, str], bool] = {}  # (folder, glob) → matches a file
         self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
 
@@ -119,6 +123,7 @@ class MemoryStore:
             activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
             result = self._cached_result(activity)
             self._last_infos = {info.abs_path: info for info in result.files}
+            self._last_result = result
             self._last_call = (raw, result)
             return result
 
@@ -203,6 +208,10 @@ class MemoryStore:
             tier, folder_i, rel, fmt = where
             index = self._index
             folder = index.folders[folder_i] if folder_i is not None else None
+            # Imports of files the instruction already holds before this one are repeats (before any
+            # composition: what the always-included tiers hold).
+            last = self._last_result or self._cached_result(find_activity(index, [], None, self._match_memo))
+            options = replace(index.expand_options(path, folder_i), seen=last.seen_before(path))
             context = AnalysisContext(
                 path=path,
                 tier=tier,
@@ -212,7 +221,7 @@ class MemoryStore:
                 folder_path=folder.path if folder else None,
                 folder_prefix=folder.prefix if folder else "",
                 max_file_bytes=self.settings.max_file_bytes,
-                expand_options=index.expand_options(path, folder_i),
+                expand_options=options,
                 count=self._count,
                 last_info=self._last_infos.get(path),
                 glob_cache=self._glob_cache,

@@ -19,6 +19,20 @@ def render_block(display: str, content: str) -> str:
     return f"--- Context from: {display} ---\n{content}\n--- End of Context from: {display} ---"
 
 
+def cut_marker(what: str) -> str:
+    """The one line that shows where memory was cut, in the instruction itself."""
+    return f"[… cut here by {what}; the rest is not included]"
+
+
+def reason_dropped_bytes(cap: int) -> str:
+    return f"dropped: memory.maxTotalBytes ({cap}) reached"
+
+
+def frontmatter_problem(error: str) -> str:
+    """A rule's frontmatter error as a skip reason, said once ("frontmatter: ...", never twice)."""
+    return error if error.startswith("frontmatter") else f"frontmatter: {error}"
+
+
 def reason_dropped(cap: int) -> str:
     return f"dropped: memory.maxTokens ({cap}) reached"
 

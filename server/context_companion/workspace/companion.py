@@ -260,6 +260,12 @@ class Companion:
 
     # ------------------------------------------------------------------ memory
 
+    def memory_tokens(self, result: MemoryResult) -> int:
+        """Tokens of the memory text as the instruction holds it (the same count as its token report)."""
+        from ..prompt.engine import collapse_newlines
+
+        return self.tokenizer.count(collapse_newlines(result.text)) if result.text else 0
+
     def show_memory(self) -> MemoryResult:
         paths, active = self._open_paths()
         return self.memory.compose(paths, active)
