@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="port for --tcp/--ws (default 2087)")
     serve.add_argument("--log-file", default=None, help="also write the log to this file")
     serve.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    serve.add_argument(
+        "--mcp-endpoint",
+        action="store_true",
+        help="also serve MCP on 127.0.0.1 from the editor's state, for `context-companion mcp --attach`",
+    )
     serve.add_argument("--clientProcessId", default=None, help=argparse.SUPPRESS)  # some clients append it
 
     instr = sub.add_parser("instruction", help="print the system instruction for a workspace")
