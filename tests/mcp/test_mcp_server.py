@@ -62,6 +62,7 @@ async def test_every_tool_is_listed_with_its_schema_and_answers(stdio_client: An
         shown = _structured(await client.call_tool("show_memory", {}))
         [agents] = [f for f in shown["files"] if f["path"] == "AGENTS.md"]
         assert agents["tier"] == "workspace" and agents["included"] and agents["reason"] and agents["tokens"] > 0
+        assert shown["dropped"] == [] and shown["tokens"] > 0 and "Indent with tabs." in shown["text"]
 
         added = _structured(
             await client.call_tool("add_memory", {"text": "Run the tests with tox.", "scope": "workspace"})

@@ -97,7 +97,13 @@ def _get_initial_history(c: Companion, p: P.SessionOnlyParams, _: Texts) -> dict
 
 def _show_memory(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
     result = c.show_memory()
-    return {"files": [f.to_wire() for f in result.files], "text": result.text, "warnings": list(result.warnings)}
+    return {
+        "files": [f.to_wire() for f in result.files],
+        "text": result.text,
+        "warnings": list(result.warnings),
+        "dropped": list(result.dropped),
+        "tokens": c.tokenizer.count(result.text),
+    }
 
 
 def _add_memory(c: Companion, p: P.AddMemoryParams, _: Texts) -> Outcome:
