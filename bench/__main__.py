@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import core_figures, lsp_figures
+from . import core_figures, lsp_figures, mcp_figures
 from .bpe import ensure_ranks_file
 from .core_figures import Context, env_for_children
 from .generate import DEFAULT_SEED, TREES, WORK_DIR, ensure_tree
@@ -30,7 +30,8 @@ from .report import (
     write_json,
 )
 
-GROUPS: list[str] = [*core_figures.FIGURES, *lsp_figures.FIGURES]
+GROUPS: list[str] = [*core_figures.FIGURES, *lsp_figures.FIGURES, *mcp_figures.FIGURES]
+ASYNC_FIGURES = {**lsp_figures.FIGURES, **mcp_figures.FIGURES}  # run on one event loop
 CORE_TIMEOUT = 900.0  # seconds for one in-process group (all its trees)
 LSP_TIMEOUT = 900.0
 
@@ -135,7 +136,7 @@ async def _run_lsp(groups: list[str], ctx: Context) -> list[Figure]:
     for group in groups:
         say(f"· {group}")
         try:
-            out += await asyncio.wait_for(lsp_figures.FIGURES[group](ctx), LSP_TIMEOUT)
+            out += await asyncio.wait_for(ASYNC_FIGURES[group](ctx), LSP_TIMEOUT)
         except asyncio.TimeoutError:
             out.append(_error_figure(group, TimeoutError(f"not finished after {LSP_TIMEOUT:.0f} s")))
         except Exception as exc:
@@ -189,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         figures += figs
         if aborted:
             break
-    lsp_groups = [g for g in GROUPS if g in args.groups and g in lsp_figures.FIGURES]
+    lsp_groups = [g for g in GROUPS if g in args.groups and g in ASYNC_FIGURES]
     if lsp_groups and not aborted:
         figures += asyncio.run(_run_lsp(lsp_groups, ctx))
 

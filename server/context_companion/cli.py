@@ -1,7 +1,7 @@
 """The ``context-companion`` command line.
 
 Subcommands: ``serve`` (the language server), ``instruction``, ``memory``, ``explain``,
-``compression-prompt``. User errors print one line to stderr and exit with status 2.
+``compression-prompt``, ``mcp`` (the MCP server). User errors print one line to stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -77,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-file", default=None, help="also write the log to this file")
     serve.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    serve.add_argument(
+        "--mcp-endpoint",
+        action="store_true",
+        help="also serve MCP on 127.0.0.1 from the editor's state, for `context-companion mcp --attach`",
+    )
     serve.add_argument("--clientProcessId", default=None, help=argparse.SUPPRESS)  # some clients append it
 
     instr = sub.add_parser("instruction", help="print the system instruction for a workspace", epilog=_PATHS_EPILOG)
@@ -99,6 +104,28 @@ def _parser() -> argparse.ArgumentParser:
     _add_quiet(exp)
 
     sub.add_parser("compression-prompt", help="print the prompt for compressing a conversation")
+
+    mcp = sub.add_parser("mcp", help="serve MCP (tools, resources, a prompt) to an agent over stdio or HTTP")
+    mcp.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
+    mcp.add_argument(
+        "--http",
+        nargs="?",
+        type=int,
+        const=0,
+        default=None,
+        metavar="PORT",
+        help="serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (no PORT or 0: a free port)",
+    )
+    attach = mcp.add_mutually_exclusive_group()
+    attach.add_argument(
+        "--attach",
+        action="store_true",
+        default=None,
+        help="be a view of the running language server for this workspace (default: when exactly one runs)",
+    )
+    attach.add_argument("--no-attach", dest="attach", action="store_false", help="always read the workspace itself")
+    mcp.add_argument("--read-only", action="store_true", help="refuse add_memory")
+    mcp.add_argument("-v", "--verbose", action="count", default=0, help="log more on stderr")
     return parser
 
 
@@ -275,6 +302,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from .bridges.mcp_main import run
+
+    return run(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -287,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "memory": _cmd_memory,
         "explain": _cmd_explain,
         "compression-prompt": _cmd_compression,
+        "mcp": _cmd_mcp,
     }
     from .errors import ContextCompanionError
 

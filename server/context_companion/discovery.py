@@ -45,6 +45,7 @@ class Entry:
     transport: str
     workspace_folders: tuple[str, ...]
     token: str | None
+    url: str | None = None  # for HTTP transports (an MCP endpoint): where to connect
 
 
 def runtime_dir() -> Path:
@@ -92,8 +93,15 @@ class DiscoveryFile:
     """The discovery file of this process for one listening socket."""
 
     def __init__(
-        self, port: int, transport: str, token: str | None, directory: Path | None = None, pid: int | None = None
+        self,
+        port: int,
+        transport: str,
+        token: str | None,
+        directory: Path | None = None,
+        pid: int | None = None,
+        url: str | None = None,
     ) -> None:
+        self.url = url
         self.port = port
         self.transport = transport
         self.token = token
@@ -113,6 +121,8 @@ class DiscoveryFile:
             "workspaceFolders": [str(f) for f in workspace_folders],
             "token": self.token,
         }
+        if self.url is not None:
+            payload["url"] = self.url
         data = json.dumps(payload, indent=2).encode("utf-8") + b"\n"
         temp = self.directory / f".server-{self.pid}-{self.port}.{secrets.token_urlsafe(6)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -169,6 +179,7 @@ def read(path: Path) -> Entry | None:
         transport=str(raw.get("transport", "")),
         workspace_folders=tuple(str(f) for f in folders),
         token=token if isinstance(token, str) else None,
+        url=raw["url"] if isinstance(raw.get("url"), str) else None,
     )
 
 

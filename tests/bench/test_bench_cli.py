@@ -69,6 +69,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "round-trip",
         "save-push",
         "rss",
+        "mcp-round-trip",
     }
     for f in figures:
         assert f["verdict"] in VERDICTS, f

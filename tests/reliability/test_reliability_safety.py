@@ -273,6 +273,10 @@ ALLOWED = {
     ("lsp/transport.py", "import websockets"): "checks the optional package is there before --ws listens",
     ("lsp/sockets.py", "import websockets"): "the --ws listener (serve, ConnectionClosed); it never connects out",
     (
+        "bridges/http_host.py",
+        "import socket",
+    ): "binds the MCP HTTP endpoint to 127.0.0.1 itself (a bind error is a clear message, not uvicorn's exit); every request needs the bearer token and a loopback Host",
+    (
         "tokens/__init__.py",
         "call get_encoding",
     ): "tiktoken download, only under `if self.allow_download` (tokens.allowDownload)",

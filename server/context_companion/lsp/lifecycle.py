@@ -63,6 +63,11 @@ async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding
     ls.publisher.forget()
     ls.ready.set()
     ls.watch.start(companion, ls.files_changed)
+    if ls.mcp is not None:
+        try:
+            await ls.mcp.start(ls)
+        except Exception:
+            log.exception("the MCP endpoint could not start")
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -95,6 +100,8 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
 def shutdown(ls: CompanionServer, *_: Any) -> None:
     ls.watch.stop()
     ls.publisher.cancel()
+    if ls.mcp is not None:
+        ls.mcp.stop()
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:

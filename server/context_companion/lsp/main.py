@@ -41,6 +41,10 @@ def serve(args: argparse.Namespace) -> int:
     from .server import create_server
 
     server = create_server()
+    if getattr(args, "mcp_endpoint", False):
+        from .mcp_endpoint import McpEndpoint
+
+        server.mcp = McpEndpoint()
     if args.tcp:
         serve_tcp(server, args.host, args.port, token)
     elif args.ws:

@@ -59,6 +59,8 @@ class Publisher:
         for changed in companion.rebuild_sessions():
             companion.export(changed.instruction)
             self._server.protocol.notify(SYSTEM_INSTRUCTION_CHANGED, changed.to_wire(reasons, files))
+        if self._server.mcp is not None:  # its resources follow the same debounce
+            self._server.mcp.changed()
 
     def cancel(self) -> None:
         if self._timer is not None:

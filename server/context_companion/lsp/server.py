@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..workspace.changes import MemoryChange
     from ..workspace.companion import Companion
     from ..workspace.params import DidChangeCursorParams
+    from .mcp_endpoint import McpEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ class CompanionServer(LanguageServer):
         self.publisher = Publisher(self)
         self.diagnostics = Diagnostics(self)
         self.watch = Watch()
+        self.mcp: McpEndpoint | None = None  # serve --mcp-endpoint
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
         self._parse_cursor: Callable[[Any], DidChangeCursorParams] | None = None
@@ -163,6 +165,8 @@ class CompanionServer(LanguageServer):
         if change.roots_changed:
             self.watch.reschedule(self.companion)
         self.publisher.memory_changed(change)
+        if self.mcp is not None:
+            self.mcp.changed(change)
 
 
 def create_server() -> CompanionServer:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from ..ignore import ignore_warnings
 from .formats import SHADOWS
-from .index import Entry, FolderState, MemoryIndex
+from .index import Entry, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
 from .reading import cut_at_line, read_text_file

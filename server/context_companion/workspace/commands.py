@@ -101,6 +101,7 @@ def _show_memory(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
         "files": [f.to_wire() for f in result.files],
         "text": result.text,
         "warnings": list(result.warnings),
+        "dropped": list(result.dropped),
         "tokens": c.memory_tokens(result),
     }
 

@@ -7,10 +7,10 @@ Each command takes one optional JSON object. :func:`parse` validates it and rais
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from ..errors import ParamsError
@@ -21,7 +21,10 @@ class _Params(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True)
 
 
-SessionId = Field(default="default", min_length=1, max_length=200)
+# ``session`` is the name agent tools (MCP) use for the same field.
+SessionId = Field(
+    default="default", min_length=1, max_length=200, validation_alias=AliasChoices("sessionId", "session")
+)
 
 
 class StartSessionParams(_Params):
@@ -55,9 +58,12 @@ class Message(BaseModel):
     role: str = Field(min_length=1)
 
 
+MAX_MESSAGES = 10_000  # a conversation longer than this is not one an agent sends per turn
+
+
 class BuildMessagesParams(_Params):
     session_id: str = SessionId
-    messages: list[Message]
+    messages: list[Message] = Field(max_length=MAX_MESSAGES)
     include_turn_context: bool = True
 
 
@@ -70,7 +76,7 @@ class EmptyParams(_Params):
 
 
 class AddMemoryParams(_Params):
-    fact: str
+    fact: str = Field(validation_alias=AliasChoices("fact", "text"))  # ``text`` for agent tools (MCP)
     scope: Literal["global", "workspace"] = "global"
 
     @field_validator("fact")
@@ -142,14 +148,19 @@ def parse(model: type[P], args: Sequence[Any], what: str) -> P:
     return parse_object(model, raw, what)
 
 
-def parse_object(model: type[P], raw: Any, what: str) -> P:
+def parse_object(model: type[P], raw: Any, what: str, names: Mapping[str, str] | None = None) -> P:
+    """Validate one params object. ``names`` renames fields in the error message (a bridge whose
+    arguments go by other names than the LSP ones)."""
     if not isinstance(raw, dict):
         raise ParamsError(f"{what}: params must be a JSON object, got {type(raw).__name__}")
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        field = field_path(err["loc"]) or "(params)"
+        loc = err["loc"]
+        if names and loc and isinstance(loc[0], str):
+            loc = (names.get(loc[0], loc[0]), *loc[1:])
+        field = field_path(loc) or "(params)"
         reason = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "missing":
             reason = "is required"

@@ -1,0 +1,225 @@
+"""``context-companion mcp``: the MCP server, standalone over stdio or Streamable HTTP, or attached.
+
+Standalone, it reads the workspace, watches its memory files and serves the workspace core.
+Attached, it relays stdio to the MCP endpoint a running language server for the same workspace
+announced in its discovery file, so the agent sees the editor's open files, cursor and selection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import discovery
+from ..errors import ContextCompanionError
+from ..workspace.changes import MemoryChange
+from ..workspace.companion import Companion
+
+log = logging.getLogger(__name__)
+
+TRANSPORT = "mcp-http"
+
+
+def standalone_mode(workspace: Path, read_only: bool) -> str:
+    access = " Read-only: add_memory is refused." if read_only else ""
+    return (
+        f"Context Companion, standalone on {workspace}: it reads the workspace's memory files "
+        "(AGENTS.md, CLAUDE.md, GEMINI.md, rules) and watches them; no editor is connected, so open "
+        "files, cursor and selection are empty. Call get_system_instruction for the instruction to run "
+        "with (pass ifNoneMatch with the last etag), get_turn_context before each turn, or subscribe to "
+        f"{'context-companion://instruction'} to hear when it changes.{access}"
+    )
+
+
+class Standalone:
+    """The state source of a standalone server: its own companion and file watcher."""
+
+    def __init__(self, companion: Companion) -> None:
+        from .mcp_server import McpBridge
+
+        self.companion = companion
+        self.bridge: McpBridge | None = None
+        self._watcher: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def ready(self) -> Companion:
+        return self.companion
+
+    def texts(self) -> Mapping[str, str]:
+        return {}
+
+    def applied(self, change: MemoryChange) -> None:
+        if change.roots_changed and self._watcher is not None:
+            memory = self.companion.memory
+            self._watcher.reschedule(memory.watch_roots(), memory.flat_watch_roots())
+
+    def watch(self) -> None:
+        """Start the memory watcher; its batches are applied on this loop."""
+        from ..memory import MemoryWatcher
+
+        settings = self.companion.snapshot.settings.memory
+        if not settings.watch:
+            return
+        self._loop = loop = asyncio.get_running_loop()
+        memory = self.companion.memory
+
+        def post(paths: set[str]) -> None:  # on the watcher thread
+            loop.call_soon_threadsafe(self._files_changed, paths)
+
+        watcher = MemoryWatcher(
+            memory.watch_roots(),
+            post,
+            is_relevant=lambda path: self.companion.memory.is_relevant_path(path),
+            debounce_ms=settings.debounce_ms,
+            flat_roots=memory.flat_watch_roots(),
+        )
+        try:
+            watcher.start()
+        except Exception as exc:
+            log.warning("file watching unavailable (%s): memory changes are not seen", exc)
+            return
+        self._watcher = watcher
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    def _files_changed(self, paths: set[str]) -> None:
+        try:
+            change = self.companion.apply_file_changes(paths)
+        except Exception:
+            log.exception("applying file changes failed")
+            return
+        self.applied(change)
+        if change.matters and self.bridge is not None and self._loop is not None:
+            self._loop.create_task(self.bridge.changed(change))
+
+
+def matching_servers(workspace: Path) -> list[discovery.Entry]:
+    """Live MCP endpoints hosted for this workspace (or a folder above it), other than this process."""
+    return [
+        entry
+        for entry in discovery.find(workspace, transports=(TRANSPORT,))
+        if entry.url is not None and entry.pid != os.getpid() and entry.workspace_folders
+    ]
+
+
+def _choose(args: argparse.Namespace, workspace: Path) -> discovery.Entry | None:
+    if args.attach is False or args.http is not None:
+        return None
+    servers = matching_servers(workspace)
+    if args.attach is True and len(servers) != 1:
+        what = "no language server" if not servers else f"{len(servers)} language servers"
+        raise ContextCompanionError(f"--attach: {what} with an MCP endpoint found for {workspace}")
+    return servers[0] if len(servers) == 1 else None
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="context-companion: %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    workspace = Path(args.workspace).expanduser()
+    if not workspace.is_dir():
+        raise ContextCompanionError(f"--workspace {args.workspace}: not a directory")
+    workspace = workspace.resolve()
+    target = _choose(args, workspace)
+    if target is not None:
+        assert target.url is not None  # matching_servers keeps only entries with a URL
+        log.info("attached to the language server (pid %s) at %s", target.pid, target.url)
+        asyncio.run(relay(target.url, target.token or ""))
+        return 0
+    companion = Companion.open([workspace])
+    source = Standalone(companion)
+    from .mcp_server import McpBridge
+
+    bridge = McpBridge(source, mode=standalone_mode(workspace, args.read_only), read_only=args.read_only)
+    source.bridge = bridge
+    try:
+        if args.http is None:
+            asyncio.run(_serve_stdio(source, bridge))
+        else:
+            asyncio.run(_serve_http(source, bridge, args.http, workspace))
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _serve_stdio(source: Standalone, bridge: Any) -> None:
+    from mcp.server.stdio import stdio_server
+
+    await bridge.prime()
+    source.watch()
+    try:
+        async with stdio_server() as (read, write):
+            await bridge.server.run(read, write, bridge.initialization_options())
+    finally:
+        source.stop()
+
+
+async def _serve_http(source: Standalone, bridge: Any, port: int, workspace: Path) -> None:
+    from .http_host import LocalHttpHost, new_token
+
+    app = bridge.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    host = LocalHttpHost(app, token=new_token(), port=port)
+    await bridge.prime()
+    source.watch()
+    port = await host.start()
+    announce = announcement(port, host.url(), host.token)
+    path = announce.write([workspace])
+    sys.stderr.write(f"context-companion: MCP over Streamable HTTP at {host.url()} (token in {path})\n")
+    sys.stderr.flush()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows' default loop
+            loop.add_signal_handler(sig, host.request_stop)
+    try:
+        await host.wait()
+    finally:
+        announce.remove()
+        source.stop()
+
+
+def announcement(port: int, url: str, token: str) -> discovery.DiscoveryFile:
+    """The discovery file that lets ``mcp --attach`` (and other clients) find an MCP endpoint."""
+    discovery.remove_stale()
+    return discovery.DiscoveryFile(port, TRANSPORT, token, url=url)
+
+
+async def relay(url: str, token: str) -> None:
+    """Pass MCP messages between this process's stdio and the endpoint at ``url``, unchanged."""
+    import anyio
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        http,
+        streamable_http_client(url, http_client=http) as (remote_read, remote_write),
+        stdio_server() as (local_read, local_write),
+        anyio.create_task_group() as tasks,
+    ):
+
+        async def pump(source: Any, sink: Any, stop: bool) -> None:
+            async for message in source:
+                if isinstance(message, Exception):
+                    log.warning("relay: %s", message)
+                    continue
+                await sink.send(message)
+            if stop:  # the agent closed stdin: end the relay
+                tasks.cancel_scope.cancel()
+
+        tasks.start_soon(pump, local_read, remote_write, True)
+        tasks.start_soon(pump, remote_read, local_write, True)

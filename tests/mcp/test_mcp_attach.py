@@ -1,0 +1,80 @@
+"""``context-companion mcp`` attached to a running language server (opened by a pytest-lsp client):
+what the editor opened is what the agent sees through MCP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as t
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_helpers import mcp_command
+from pytest_lsp import ClientServerConfig, client_capabilities
+
+
+async def _language_server(ws: Path, env: dict[str, str]) -> Any:
+    command = [sys.executable, "-m", "context_companion", "serve", "--mcp-endpoint"]
+    client = await ClientServerConfig(server_command=command, server_env=env).start()
+    await client.initialize_session(
+        t.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=[t.WorkspaceFolder(uri=ws.as_uri(), name=ws.name)],
+        )
+    )
+    return client
+
+
+async def _announced(env: dict[str, str]) -> dict[str, Any]:
+    folder = Path(env["XDG_RUNTIME_DIR"]) / "context-companion"
+    for _ in range(300):
+        for path in folder.glob("server-*.json"):
+            return dict(json.loads(path.read_text()))
+        await asyncio.sleep(0.05)
+    raise AssertionError("the language server announced no MCP endpoint")
+
+
+async def test_a_file_opened_in_the_editor_is_in_the_turn_context(ws: Path, server_env: dict[str, str]) -> None:
+    lsp = await _language_server(ws, server_env)
+    try:
+        source = ws / "main.py"
+        source.write_text("print('hi')\n", encoding="utf-8")
+        lsp.text_document_did_open(
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(uri=source.as_uri(), language_id="python", version=1, text="x = 1\n")
+            )
+        )
+        selection = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}}
+        lsp.protocol.notify(
+            "contextCompanion/didChangeCursor",
+            {"textDocument": {"uri": source.as_uri()}, "position": selection["end"], "selections": [selection]},
+        )
+        entry = await _announced(server_env)
+        assert entry["transport"] == "mcp-http" and entry["workspaceFolders"] == [str(ws)]
+
+        command = mcp_command(ws)  # attach is automatic: exactly one server matches
+        params = StdioServerParameters(command=command[0], args=command[1:], env=server_env, cwd=str(ws))
+        async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
+            assert "attached to the editor" in (client.instructions or "")
+            result = await client.call_tool("get_turn_context", {"session": "agent"})
+            assert not result.is_error, result.content[0].text
+            turn = result.structured_content
+            assert turn["kind"] == "full"
+            assert turn["context"]["activeFile"]["path"] == str(source)
+            assert "x = 1" in json.dumps(turn)  # the selection in the editor's text, not the file on disk
+            instruction = await client.call_tool("get_system_instruction", {})
+            assert "Indent with tabs." in instruction.content[0].text
+    finally:
+        await asyncio.wait_for(lsp.shutdown_session(), 10)
+
+
+async def test_attach_without_a_server_is_a_clear_error(ws: Path, server_env: dict[str, str]) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *mcp_command(ws, "--attach"), env=server_env, stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 2
+    assert "--attach: no language server with an MCP endpoint found for" in err.decode()
