@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import re
 from collections import Counter
 from pathlib import Path
@@ -30,7 +31,7 @@ def learn_ranks(text: str, merges: int = 3000) -> dict[bytes, int]:
     for _ in range(merges):
         pairs: Counter[tuple[int, int]] = Counter()
         for seq, n in seqs:
-            for a, b in zip(seq, seq[1:]):
+            for a, b in itertools.pairwise(seq):
                 pairs[(a, b)] += n
         if not pairs:
             break

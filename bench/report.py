@@ -20,7 +20,7 @@ PASS, MISS, NA, WRONG, INFO = "PASS", "MISS", "n/a", "WRONG", "info"
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of a non-empty list."""
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(q / 100 * len(ordered) + 0.5)) - 1))
+    k = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[k]
 
 
@@ -146,7 +146,7 @@ def table_text(figures: list[Figure]) -> str:
     widths = [max(len(r[c]) for r in rows) for c in range(len(HEAD))]
     lines = []
     for n, r in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     notes = _notes(figures)

@@ -77,7 +77,7 @@ class LspClient:
         fh = None
         if stderr_path is not None:
             stderr_path.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(stderr_path, "ab")
+            fh = open(stderr_path, "ab")  # noqa: SIM115 (lives as long as the server process)
             stderr = fh
         started = time.perf_counter()
         try:

@@ -59,9 +59,9 @@ def split_frontmatter(text: str) -> Frontmatter:
             return fm
         mark = getattr(exc, "problem_mark", None)
         # libyaml may place the mark past the last line: keep it on a frontmatter line.
-        line = min(mark.line, max(len(raw_lines) - 1, 0)) if mark is not None else 0
-        fm.error = f"frontmatter does not parse as YAML: {_yaml_problem(exc)} (line {line + 2})"
-        fm.error_line = 1 + line
+        at = min(int(mark.line), max(len(raw_lines) - 1, 0)) if mark is not None else 0
+        fm.error = f"frontmatter does not parse as YAML: {_yaml_problem(exc)} (line {at + 2})"
+        fm.error_line = 1 + at
         return fm
     if data is None:
         data = {}

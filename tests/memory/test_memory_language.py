@@ -60,7 +60,7 @@ def test_lens_follows_the_last_composed_result(tmp_path, tree, make_store):
     root = store.analyze(ws / "AGENTS.md", "root").lens.title
     assert root.endswith(" tokens · included: workspace memory (root → leaf)") and int(root.split()[0]) > 0
     result = store.compose([ws / "src/a.py"])
-    tokens = [f.tokens for f in result.files if f.path == "src/AGENTS.md"][0]
+    tokens = next(f.tokens for f in result.files if f.path == "src/AGENTS.md")
     assert store.analyze(jit, "src rules").lens.title == f"{tokens} tokens · included: open file src/a.py is under src/"
     store.compose([])
     assert store.analyze(jit, "src rules").lens.title == "not included: no open file under src/"

@@ -82,7 +82,7 @@ class LspProcess:
         cwd: Path | None = None,
     ) -> None:
         self.stderr_path = Path(stderr_path)
-        self._stderr = open(self.stderr_path, "wb")
+        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 (closed when the client stops)
         self.proc = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=dict(env), cwd=cwd
         )
