@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -191,22 +191,7 @@ SourceFamily = Literal[
     "roo",
     "context-companion",
 ]
-SOURCE_FAMILIES: tuple[str, ...] = (
-    "agents",
-    "claude",
-    "gemini",
-    "codex",
-    "cursor",
-    "copilot",
-    "windsurf",
-    "cline",
-    "continue",
-    "kiro",
-    "zed",
-    "junie",
-    "roo",
-    "context-companion",
-)
+SOURCE_FAMILIES: tuple[str, ...] = get_args(SourceFamily)
 
 
 class MemorySettings(_Model):

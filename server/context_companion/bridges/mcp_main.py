@@ -22,6 +22,7 @@ from .. import discovery
 from ..errors import ContextCompanionError
 from ..workspace.changes import MemoryChange
 from ..workspace.companion import Companion
+from .watch import Watch
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class Standalone:
 
         self.companion = companion
         self.bridge: McpBridge | None = None
-        self._watcher: Any = None
+        self._watch = Watch()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def ready(self) -> Companion:
@@ -57,41 +58,16 @@ class Standalone:
         return {}
 
     def applied(self, change: MemoryChange) -> None:
-        if change.roots_changed and self._watcher is not None:
-            memory = self.companion.memory
-            self._watcher.reschedule(memory.watch_roots(), memory.flat_watch_roots())
+        if change.roots_changed:
+            self._watch.reschedule(self.companion)
 
     def watch(self) -> None:
         """Start the memory watcher; its batches are applied on this loop."""
-        from ..memory import MemoryWatcher
-
-        settings = self.companion.snapshot.settings.memory
-        if not settings.watch:
-            return
-        self._loop = loop = asyncio.get_running_loop()
-        memory = self.companion.memory
-
-        def post(paths: set[str]) -> None:  # on the watcher thread
-            loop.call_soon_threadsafe(self._files_changed, paths)
-
-        watcher = MemoryWatcher(
-            memory.watch_roots(),
-            post,
-            is_relevant=lambda path: self.companion.memory.is_relevant_path(path),
-            debounce_ms=settings.debounce_ms,
-            flat_roots=memory.flat_watch_roots(),
-        )
-        try:
-            watcher.start()
-        except Exception as exc:
-            log.warning("file watching unavailable (%s): memory changes are not seen", exc)
-            return
-        self._watcher = watcher
+        self._loop = asyncio.get_running_loop()
+        self._watch.start(self.companion, self._files_changed)
 
     def stop(self) -> None:
-        if self._watcher is not None:
-            self._watcher.stop()
-            self._watcher = None
+        self._watch.stop()
 
     def _files_changed(self, paths: set[str]) -> None:
         try:

@@ -22,13 +22,13 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
+from ..bridges.watch import Watch
 from ..context.positions import split_lines_keepends
 from ..workspace.commands import COMMANDS as COMMAND_TABLE
 from . import commands, documents, lifecycle, memory_files
 from .documents import DID_CHANGE_CURSOR
 from .memory_files import Diagnostics
 from .push import Publisher
-from .watch import Watch
 
 if TYPE_CHECKING:
     from ..workspace.changes import MemoryChange

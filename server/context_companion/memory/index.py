@@ -274,9 +274,8 @@ class MemoryIndex:
 
     # ------------------------------------------------------------------ rendering and paths
 
-    def rendered(self, entry: Entry) -> Entry:
-        """``entry`` with a fresh rendering (cached when nothing it used changed)."""
-        request = RenderRequest(
+    def _request(self, entry: Entry) -> RenderRequest:
+        return RenderRequest(
             entry.abs_path,
             entry.display,
             entry.rule_format,
@@ -284,20 +283,15 @@ class MemoryIndex:
             entry.folder is not None,
             self.policy,
         )
-        entry.rendered = self.renderer.render(request, self.display, self.blocked)
+
+    def rendered(self, entry: Entry) -> Entry:
+        """``entry`` with a fresh rendering (cached when nothing it used changed)."""
+        entry.rendered = self.renderer.render(self._request(entry), self.display, self.blocked)
         return entry
 
     def without_seen(self, entry: Entry, seen: tuple[tuple[str, str], ...]) -> Rendered:
         """How ``entry`` renders when the files of ``seen`` are already in the instruction."""
-        request = RenderRequest(
-            entry.abs_path,
-            entry.display,
-            entry.rule_format,
-            self.allowed_roots(entry),
-            entry.folder is not None,
-            self.policy,
-        )
-        return self.renderer.render_without(request, entry.rendered, seen, self.display, self.blocked)
+        return self.renderer.render_without(self._request(entry), entry.rendered, seen, self.display, self.blocked)
 
     def expand_options(self, abs_path: str, folder: int | None) -> ExpandOptions:
         """How imports of a file at ``abs_path`` (of this folder, None: global) are expanded."""

@@ -14,6 +14,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..errors import ParamsError
+from ..memory.agents import AgentId
 from ..settings import field_path
 
 
@@ -89,19 +90,7 @@ class AddMemoryParams(_Params):
         return fact
 
 
-AgentName = Literal[
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "cursor",
-    "copilot",
-    "windsurf",
-    "cline",
-    "continue",
-    "kiro",
-    "zed",
-    "context-companion",
-]
+AgentName = AgentId  # the agents explainMemory knows, from their data tables
 
 
 class ExplainMemoryParams(_Params):

@@ -1,4 +1,7 @@
-"""The file watcher, an I/O edge: batches of changed paths are posted onto the event loop."""
+"""The file watcher, an I/O edge: batches of changed paths are posted onto the event loop.
+
+Shared by every server that watches memory itself (the language server, a standalone MCP server).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ log = logging.getLogger(__name__)
 
 
 class Watch:
-    """Owns the one :class:`~context_companion.memory.MemoryWatcher` of the server."""
+    """Owns the one :class:`~context_companion.memory.MemoryWatcher` of a server."""
 
     def __init__(self) -> None:
         self._watcher: MemoryWatcher | None = None
