@@ -239,19 +239,23 @@ def expand_imports(text: str, file_path: str, options: ExpandOptions, real_path:
     result = Expansion("", set(), [], [], [], dict(options.seen))
     result.included.setdefault(file_key(real), options.display(file_path))
     walk = _Walk(options, result)
-    result.text = _expand(walk, text, file_path, 1, (real,), result.outcomes, ())
+    result.text = _expand(walk, text, _Place(file_path, 1, (real,), (), result.outcomes))
     return result
 
 
-def _expand(
-    walk: _Walk,
-    text: str,
-    file_path: str,
-    depth: int,
-    stack: tuple[str, ...],
-    outcomes: list[ImportOutcome] | None,
-    chain: tuple[str, ...],
-) -> str:
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where an expansion stands: the file being expanded, how deep, the real paths above it (to
+    find cycles), the display chain (for messages), and where outcomes go (the top level only)."""
+
+    file_path: str
+    depth: int
+    stack: tuple[str, ...]
+    chain: tuple[str, ...]
+    outcomes: list[ImportOutcome] | None
+
+
+def _expand(walk: _Walk, text: str, place: _Place) -> str:
     refs = find_imports(text)
     if not refs:
         return text
@@ -265,7 +269,7 @@ def _expand(
         pos = 0
         for ref in line_refs:
             pieces.append(line[pos : ref.start])
-            pieces.append(_one_import(walk, ref, line[ref.start : ref.end], file_path, depth, stack, outcomes, chain))
+            pieces.append(_one_import(walk, ref, line[ref.start : ref.end], place))
             pos = ref.end
         pieces.append(line[pos:])
         new = "".join(pieces)
@@ -274,37 +278,29 @@ def _expand(
     return "\n".join(line for line in lines if line is not None)
 
 
-def _one_import(
-    walk: _Walk,
-    ref: ImportRef,
-    token: str,
-    file_path: str,
-    depth: int,
-    stack: tuple[str, ...],
-    outcomes: list[ImportOutcome] | None,
-    chain: tuple[str, ...],
-) -> str:
+def _one_import(walk: _Walk, ref: ImportRef, token: str, place: _Place) -> str:
     """The replacement text of one ``@path``: the target's content, "" for a repeat, else the token."""
     options, result = walk.options, walk.result
-    resolved = resolve_import(ref.path, file_path, options.home)
+    resolved = resolve_import(ref.path, place.file_path, options.home)
     display = options.display(resolved)
-    here = (*chain, display)
+    here = (*place.chain, display)
     nested_start = len(result.failures)
     real = os.path.realpath(resolved)
     key = file_key(real)  # a hard link is the same file as its other names
-    failure, text = _target_text(walk, resolved, real, key, depth, stack)
+    failure, text = _target_text(walk, resolved, real, key, place.depth, place.stack)
     first = result.included.get(key) if failure is None else None
     content = ""
     if failure is None and first is None:
         result.included[key] = display
-        content = _expand(walk, text or "", resolved, depth + 1, (*stack, real), None, here).rstrip("\n")
+        inner = _Place(resolved, place.depth + 1, (*place.stack, real), here, None)
+        content = _expand(walk, text or "", inner).rstrip("\n")
     if first is not None:
         result.repeats.append((ref.path, first))
     if failure is not None and looks_like_path(ref.path):
         result.failures.append(ImportFailure(here, ref.path, failure))
-    if outcomes is not None:
+    if place.outcomes is not None:
         nested = result.failures[nested_start:] if failure is None else []
-        outcomes.append(ImportOutcome(ref, resolved, failure, content, nested, first))
+        place.outcomes.append(ImportOutcome(ref, resolved, failure, content, nested, first))
     if failure is not None:
         return token  # not a usable file: the text stays as written
     if first is not None:
