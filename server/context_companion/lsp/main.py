@@ -25,7 +25,10 @@ def configure_logging(verbose: int, log_file: str | None) -> None:
     # pygls logs every message at INFO: keep it quiet unless debugging.
     pygls_log = logging.getLogger("pygls")
     pygls_log.setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
-    pygls_log.addFilter(_expected_errors)
+    # A filter on the "pygls" logger would not see records of its children (pygls.protocol...):
+    # filter at the handlers, which every record passes.
+    for handler in handlers:
+        handler.addFilter(_expected_errors)
 
 
 def _expected_errors(record: logging.LogRecord) -> bool:
@@ -46,7 +49,7 @@ def serve(args: argparse.Namespace) -> int:
     elif args.ws:
         serve_ws(server, args.host, args.port, token)
     else:
-        serve_stdio(server)
+        return serve_stdio(server)
     return 0
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import pygls
 from lsprotocol import types as t
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
@@ -38,6 +41,39 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COMMANDS = tuple(c.name for c in COMMAND_TABLE)  # what initialize advertises
+
+
+class _NotInitialized(JsonRpcException):
+    CODE = -32002  # LSP ErrorCodes.ServerNotInitialized
+    MESSAGE = "Server not initialized"
+
+
+_CODE_DIRS = tuple(
+    {os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.path.abspath(pygls.__file__))}
+)
+_PATH_IN_TEXT = re.compile(r"(?:File )?\"?(/[^\s\"']+\.py)\"?(?:, line \d+)?")
+
+
+def _without_internals(error: t.ResponseError) -> t.ResponseError:
+    """The error without a traceback in ``data`` and without paths of the server's own code
+    (or of its libraries) in the message."""
+    message = error.message
+    if "Traceback (most recent call last)" in message:
+        message = message.split("Traceback (most recent call last)")[0].strip() or "internal error (see the server log)"
+    message = _PATH_IN_TEXT.sub(_redact_code_path, message)
+    data = error.data
+    if isinstance(data, dict) and "traceback" in data:
+        data = {k: v for k, v in data.items() if k != "traceback"} or None
+    if message == error.message and data is error.data:
+        return error
+    return t.ResponseError(code=error.code, message=message, data=data)
+
+
+def _redact_code_path(match: re.Match[str]) -> str:
+    path = match.group(1)
+    if "site-packages" in path or any(path.startswith(d + os.sep) for d in _CODE_DIRS):
+        return "<server code>"
+    return match.group(0)
 
 
 @attrs.define
@@ -74,11 +110,47 @@ class Protocol(LanguageServerProtocol):
                 self._send_response(data["id"], None, error.to_response_error())
             return _Ignored()
 
+    _initialize_seen = False
+
     def handle_message(self, message: Any) -> None:
         if not hasattr(message, "jsonrpc"):  # a JSON value that is not a JSON-RPC message
             log.warning("ignored a message that is not JSON-RPC: %.200r", message)
             return
+        method = getattr(message, "method", None)
+        is_request = method is not None and hasattr(message, "id")
+        if method == t.EXIT:
+            super().handle_message(message)  # exit is always honoured (status 1 without shutdown)
+            return
+        if self._shutdown:
+            # pygls drops these without a word, leaving the client waiting for an answer.
+            if is_request:
+                self._refuse(
+                    message.id, JsonRpcInvalidRequest(f"{method}: the server is shutting down; only exit is accepted")
+                )
+            return
+        if not self._initialize_seen:
+            if method == t.INITIALIZE and is_request:
+                self._initialize_seen = True
+            elif is_request:
+                self._refuse(
+                    message.id, _NotInitialized(f"{method}: the server is not initialized; send initialize first")
+                )
+                return
+            elif method is not None:
+                log.debug("dropped %s: it came before initialize", method)
+                return
         super().handle_message(message)
+
+    def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
+        log.info("%s", error.message)
+        self._send_response(msg_id, None, error.to_response_error())
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: t.ResponseError | None = None) -> None:
+        # pygls puts the traceback of an unexpected exception into the error's data and its text
+        # into the message: the client gets neither the traceback nor our file paths.
+        if error is not None:
+            error = _without_internals(error)
+        super()._send_response(msg_id, result, error)
 
 
 class LspTextDocument(TextDocument):

@@ -47,6 +47,11 @@ def signature_of(path: str) -> FileSignature | None:
     return FileSignature(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+def over_limit(size: int, max_bytes: int) -> bool:
+    """Whether a memory file of ``size`` bytes is too large to read under ``memory.maxFileBytes``."""
+    return size >= max_bytes
+
+
 def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
@@ -66,7 +71,7 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         return ReadOutcome(None, skip="not a regular file (a directory)", signature=sig)
     if not stat.S_ISREG(st.st_mode):
         return ReadOutcome(None, skip="not a regular file", signature=sig)
-    if st.st_size >= max_bytes:
+    if over_limit(st.st_size, max_bytes):
         return ReadOutcome(
             None,
             skip=f"over memory.maxFileBytes ({st.st_size} bytes, limit {max_bytes})",

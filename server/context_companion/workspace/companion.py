@@ -200,7 +200,8 @@ class Companion:
     def export(self, instruction: Instruction) -> Instruction:
         """Write the instruction where ``writeSystemPromptTo`` says (a no-op when unset)."""
         snap = self.snapshot
-        return self._exporter.export(instruction, export_path(snap.settings, snap.folders, snap.environ))
+        path = export_path(snap.settings, snap.folders, snap.environ)
+        return self._exporter.export(instruction, path, roots=(*snap.folders, snap.user_dir))
 
     def start_session(self, session_id: str, profile: Any = None) -> Instruction:
         agent = self.sessions.get(session_id, profile)
@@ -268,7 +269,13 @@ class Companion:
         watcher sees the write later; the next request should not wait for it)."""
         snap = self.snapshot
         folder = snap.folders[0] if snap.folders else None
-        path = add_memory(fact, scope, global_dir=snap.user_dir, workspace_folder=folder)
+        path = add_memory(
+            fact,
+            scope,
+            global_dir=snap.user_dir,
+            workspace_folder=folder,
+            max_file_bytes=snap.settings.memory.max_file_bytes,
+        )
         return path, self.apply_file_changes({str(path)})
 
     def apply_file_changes(self, paths: Iterable[str]) -> MemoryChange:
