@@ -95,6 +95,7 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
 def shutdown(ls: CompanionServer, *_: Any) -> None:
     ls.watch.stop()
     ls.publisher.cancel()
+    ls.cancel_in_flight()
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:

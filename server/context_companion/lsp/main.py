@@ -32,7 +32,10 @@ def configure_logging(verbose: int, log_file: str | None) -> None:
 
 
 def _expected_errors(record: logging.LogRecord) -> bool:
-    """Drop pygls' tracebacks for errors we answered on purpose (bad params, failed requests)."""
+    """Drop pygls' tracebacks for errors we answered on purpose (bad params, failed requests);
+    the server logs each of them in one line of its own."""
+    if record.name.startswith("pygls") and str(record.msg).startswith("Unable to deserialize message"):
+        return False  # a traceback in the message text; Protocol.structure_message logs one line
     exc = record.exc_info[1] if record.exc_info else None
     code = getattr(exc, "code", None)
     return code not in (-32602, -32803, -32800)  # InvalidParams, RequestFailed, RequestCancelled

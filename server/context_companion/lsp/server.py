@@ -106,8 +106,13 @@ class Protocol(LanguageServerProtocol):
             # client waiting forever: answer it.
             if "id" in data and "method" in data:
                 method = data.get("method")
-                error = JsonRpcInvalidParams(message=f"{method}: params do not match the LSP schema ({exc.message})")
+                error = self._lifecycle_refusal(str(method)) or JsonRpcInvalidParams(
+                    message=f"{method}: params do not match the LSP schema ({exc.message})"
+                )
+                log.warning("%s", error.message)  # one line; pygls' own record (a traceback) is filtered
                 self._send_response(data["id"], None, error.to_response_error())
+            else:
+                log.warning("%s: params do not match the LSP schema; ignored", data.get("method"))
             return _Ignored()
 
     _initialize_seen = False
@@ -121,29 +126,40 @@ class Protocol(LanguageServerProtocol):
         if method == t.EXIT:
             super().handle_message(message)  # exit is always honoured (status 1 without shutdown)
             return
-        if self._shutdown:
-            # pygls drops these without a word, leaving the client waiting for an answer.
-            if is_request:
-                self._refuse(
-                    message.id, JsonRpcInvalidRequest(f"{method}: the server is shutting down; only exit is accepted")
-                )
-            return
-        if not self._initialize_seen:
-            if method == t.INITIALIZE and is_request:
+        if is_request:
+            refusal = self._lifecycle_refusal(str(method))
+            if refusal is not None:
+                log.info("%s", refusal.message)
+                self._send_response(message.id, None, refusal.to_response_error())
+                return
+            if method == t.INITIALIZE:
                 self._initialize_seen = True
-            elif is_request:
-                self._refuse(
-                    message.id, _NotInitialized(f"{method}: the server is not initialized; send initialize first")
-                )
-                return
-            elif method is not None:
-                log.debug("dropped %s: it came before initialize", method)
-                return
+        elif method is not None and (self._shutdown or not self._initialize_seen):
+            log.debug("dropped %s: it came before initialize or after shutdown", method)
+            return
         super().handle_message(message)
 
-    def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
-        log.info("%s", error.message)
-        self._send_response(msg_id, None, error.to_response_error())
+    def cancel_in_flight(self) -> None:
+        """Cancel every request still running (each is answered RequestCancelled).
+
+        pygls does this after the user's shutdown handler, iterating the live dict; cancelling a
+        request handled by a generator runs its callback at once, which removes it from that dict
+        and fails the shutdown with "dictionary changed size during iteration". Cancelling here,
+        over a copy, leaves pygls nothing to do.
+        """
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+
+    def _lifecycle_refusal(self, method: str) -> JsonRpcException | None:
+        """The error for a request the lifecycle does not allow now (pygls answers neither: it
+        serves requests before initialize and silently drops those after shutdown)."""
+        if self._shutdown:
+            return JsonRpcInvalidRequest(f"{method}: the server is shutting down; only exit is accepted")
+        if not self._initialize_seen and method != t.INITIALIZE:
+            return _NotInitialized(f"{method}: the server is not initialized; send initialize first")
+        return None
 
     def _send_response(self, msg_id: Any, result: Any = None, error: t.ResponseError | None = None) -> None:
         # pygls puts the traceback of an unexpected exception into the error's data and its text
@@ -188,6 +204,11 @@ class CompanionServer(LanguageServer):
         # Errors in notifications (bad cursor params, a failed watcher event) are logged, not
         # shown: the user did nothing wrong, and a popup per keystroke would be worse.
         log.warning("%s", error)
+
+    def cancel_in_flight(self) -> None:
+        protocol = self.protocol
+        assert isinstance(protocol, Protocol)
+        protocol.cancel_in_flight()
 
     def use_lsp_line_splitting(self) -> None:
         self.workspace.__class__ = LspWorkspace

@@ -7,6 +7,8 @@ The tests put this folder on the server's PYTHONPATH and name the shims in ``CC_
   allocation (a test must not fill a real disk).
 * ``deny_write``: creating a file in a folder without write bits fails with EACCES, as it would
   for an unprivileged user (the tests run as root, where ``chmod 555`` stops nothing).
+* ``buggy_handler``: the request ``test/crash`` reaches a handler with a bug: it raises a plain
+  exception whose text names a file of the server's own code (as a real bug's message may).
 """
 
 from __future__ import annotations
@@ -40,3 +42,20 @@ if "deny_write" in _SHIMS:
         return _real_open(path, flags, mode, dir_fd=dir_fd)
 
     os.open = _open
+
+if "buggy_handler" in _SHIMS:
+    from pygls.protocol import json_rpc
+
+    _real_get_handler = json_rpc.JsonRPCProtocol._get_handler
+
+    def _get_handler(self, feature_name):  # type: ignore[no-untyped-def]
+        if feature_name == "test/crash":
+            import context_companion.lsp.server as where
+
+            def crash(*args):  # type: ignore[no-untyped-def]
+                raise RuntimeError(f'unexpected state, File "{where.__file__}", line 1')
+
+            return crash
+        return _real_get_handler(self, feature_name)
+
+    json_rpc.JsonRPCProtocol._get_handler = _get_handler
