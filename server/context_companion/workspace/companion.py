@@ -90,7 +90,7 @@ class Companion:
             today=today,
         )
         self.editor = EditorState(snapshot.settings.context)
-        self.sessions = AgentSessions()
+        self.sessions = AgentSessions(snapshot.settings.server.max_sessions)
         self._exporter = Exporter()
         self._missed: set[str] | None = None  # file changes seen while a new store loads
 
@@ -150,6 +150,7 @@ class Companion:
         if old.settings != new.settings:
             self.engine.update_settings(new.settings)
             self.editor.update_settings(new.settings.context)
+            self.sessions.set_limit(new.settings.server.max_sessions)
         if old.folders != new.folders:
             self.engine.set_folders(list(new.folders))
         if prepared.memory is not None:
