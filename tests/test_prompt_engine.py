@@ -326,17 +326,19 @@ def test_building_writes_nothing_and_export_writes_atomically_never_over_the_tem
     s = validate_layer({**NO_ENV, "writeSystemPromptTo": "out/system.md"}, "t")
     built = engine(s, [workspace], tokenizer).build()
     assert not (workspace / "out").exists()
-    Exporter().export(built, export_path(s, [workspace], {}))
+    Exporter().export(built, export_path(s, [workspace], {}), roots=[workspace])
     assert (workspace / "out" / "system.md").read_text() == built.text + "\n"
     tpl = workspace / "tpl.md"
     tpl.write_text("T")
     same = validate_layer({**NO_ENV, "systemPromptFile": "tpl.md", "writeSystemPromptTo": "tpl.md"}, "t")
-    built2 = Exporter().export(engine(same, [workspace], tokenizer).build(), export_path(same, [workspace], {}))
+    built2 = Exporter().export(
+        engine(same, [workspace], tokenizer).build(), export_path(same, [workspace], {}), roots=[workspace]
+    )
     assert tpl.read_text() == "T" and any("template" in w for w in built2.warnings)
     env = {"CONTEXT_COMPANION_WRITE_SYSTEM_MD": "1"}
     plain = validate_layer(NO_ENV, "t")
     built3 = engine(plain, [workspace], tokenizer, environ=env).build()
-    Exporter().export(built3, export_path(plain, [workspace], env))
+    Exporter().export(built3, export_path(plain, [workspace], env), roots=[workspace])
     assert (workspace / ".context-companion" / "system.generated.md").read_text() == built3.text + "\n"
 
 

@@ -51,16 +51,29 @@ class ProfileError(ContextCompanionError):
 
 
 class MemoryWriteError(ContextCompanionError):
-    """Raised by ``add_memory`` when the fact is empty or the target file cannot be written.
-
-    The target file is never left partially written: writes go to a temporary file that is
-    renamed over the target.
-    """
+    """Raised by ``add_memory`` for a request that cannot be right: an empty fact, an unknown
+    scope, the workspace scope without a workspace folder. Bridges answer it as InvalidParams."""
 
     def __init__(self, path: Path | None, reason: str) -> None:
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}" if path else reason)
+
+
+class FileWriteError(ContextCompanionError):
+    """Raised when a file the server was asked to write may not or cannot be written.
+
+    The path leads outside the workspace folders and the global memory directory (a symlink, a
+    dangling symlink, a parent folder that is a symlink), the operating system refused (disk
+    full, permission), or ``addMemory`` would take the file over ``memory.maxFileBytes``. Nothing
+    was created or changed. Bridges answer it as RequestFailed (-32803); ``str()`` names the
+    path and the reason.
+    """
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
 
 
 class ParamsError(ContextCompanionError):

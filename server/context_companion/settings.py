@@ -232,6 +232,9 @@ class ServerSettings(_Model):
     # Read at start from the user's config file and the environment only: a WebSocket handshake
     # is checked before any editor or workspace settings exist.
     allowed_origins: list[str] = Field(default_factory=list)
+    # Every session keeps an instruction and a turn baseline: a client minting ids must not
+    # grow the server without bound.
+    max_sessions: int = Field(default=64, ge=1, le=10_000)
 
 
 # --------------------------------------------------------------------------- the whole

@@ -9,7 +9,7 @@ import sys
 import threading
 
 import pytest
-from context_companion.errors import MemoryWriteError
+from context_companion.errors import FileWriteError, MemoryWriteError
 from context_companion.memory import add_memory
 
 
@@ -109,17 +109,17 @@ def test_bad_input_raises_memory_write_error(tmp_path, fact, scope, folder, need
     assert not (tmp_path / "g").exists()
 
 
-def test_unwritable_location_raises_and_leaves_the_file_alone(tmp_path):
+def test_unwritable_location_raises_a_file_write_error_and_leaves_the_file_alone(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("i am a file")
-    with pytest.raises(MemoryWriteError, match="cannot create"):
+    with pytest.raises(FileWriteError, match="cannot create"):
         add_memory("fact", global_dir=blocker / "sub", workspace_folder=None)
     assert blocker.read_text() == "i am a file"
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws/AGENTS.md").mkdir()
-    with pytest.raises(MemoryWriteError, match="not a regular file"):
+    with pytest.raises(FileWriteError, match="not a regular file"):
         add_memory("fact", "workspace", global_dir=tmp_path, workspace_folder=tmp_path / "ws")
-    with pytest.raises(MemoryWriteError, match="does not exist"):
+    with pytest.raises(FileWriteError, match="does not exist"):
         add_memory("fact", "workspace", global_dir=tmp_path, workspace_folder=tmp_path / "nope")
 
 
@@ -140,7 +140,7 @@ def test_read_only_directory_as_unprivileged_user(tmp_path):
         if dropped:
             os.seteuid(65534)
         try:
-            with pytest.raises(MemoryWriteError, match="cannot"):
+            with pytest.raises(FileWriteError, match="cannot write: Permission denied"):
                 add_memory("fact", "workspace", global_dir=d, workspace_folder=ro)
         finally:
             if dropped:

@@ -3,7 +3,7 @@
 A handler unpacks the argument with the row's params model, runs the row's function (after its
 slow ``prepare`` step on a worker thread, if any) and maps domain errors to JSON-RPC errors:
 ``ParamsError``/``ProfileError``/``SettingsError`` → InvalidParams (-32602) naming the field,
-``PromptError`` → RequestFailed (-32803), anything else → InternalError without a traceback.
+``PromptError``/``FileWriteError`` → RequestFailed (-32803), anything else → InternalError without a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from ..errors import ContextCompanionError, ParamsError, PromptError
+from ..errors import ContextCompanionError, FileWriteError, ParamsError, PromptError
 from ..workspace.commands import COMMANDS, Command, Outcome
 from .lifecycle import off_loop
 
@@ -84,7 +84,7 @@ async def execute(ls: CompanionServer, command: Command, args: tuple[Any, ...]) 
 
 
 def _rpc_error(name: str, exc: ContextCompanionError) -> JsonRpcException:
-    if isinstance(exc, PromptError):
+    if isinstance(exc, (PromptError, FileWriteError)):
         return JsonRpcException(code=REQUEST_FAILED, message=f"{name}: {exc}")
     # A ParamsError already names the command (or is about the session id alone).
     return JsonRpcInvalidParams(message=str(exc) if isinstance(exc, ParamsError) else f"{name}: {exc}")

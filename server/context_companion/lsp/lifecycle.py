@@ -100,6 +100,7 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
 def shutdown(ls: CompanionServer, *_: Any) -> None:
     ls.watch.stop()
     ls.publisher.cancel()
+    ls.cancel_in_flight()
     if ls.mcp is not None:
         ls.mcp.stop()
 

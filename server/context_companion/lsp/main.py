@@ -25,11 +25,17 @@ def configure_logging(verbose: int, log_file: str | None) -> None:
     # pygls logs every message at INFO: keep it quiet unless debugging.
     pygls_log = logging.getLogger("pygls")
     pygls_log.setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
-    pygls_log.addFilter(_expected_errors)
+    # A filter on the "pygls" logger would not see records of its children (pygls.protocol...):
+    # filter at the handlers, which every record passes.
+    for handler in handlers:
+        handler.addFilter(_expected_errors)
 
 
 def _expected_errors(record: logging.LogRecord) -> bool:
-    """Drop pygls' tracebacks for errors we answered on purpose (bad params, failed requests)."""
+    """Drop pygls' tracebacks for errors we answered on purpose (bad params, failed requests);
+    the server logs each of them in one line of its own."""
+    if record.name.startswith("pygls") and str(record.msg).startswith("Unable to deserialize message"):
+        return False  # a traceback in the message text; Protocol.structure_message logs one line
     exc = record.exc_info[1] if record.exc_info else None
     code = getattr(exc, "code", None)
     return code not in (-32602, -32803, -32800)  # InvalidParams, RequestFailed, RequestCancelled
@@ -50,7 +56,7 @@ def serve(args: argparse.Namespace) -> int:
     elif args.ws:
         serve_ws(server, args.host, args.port, token)
     else:
-        serve_stdio(server)
+        return serve_stdio(server)
     return 0
 
 

@@ -77,8 +77,9 @@ async def _pipe_reader(stdin: Any) -> asyncio.StreamReader | None:
     return reader
 
 
-def serve_stdio(server: Any) -> None:
-    """Run ``server`` (a pygls LanguageServer) on stdin/stdout until EOF or ``exit``."""
+def serve_stdio(server: Any) -> int:
+    """Run ``server`` (a pygls LanguageServer) on stdin/stdout until EOF or ``exit``; the exit
+    status: 1 for ``exit`` without ``shutdown`` (as LSP says), else 0."""
     stdin = sys.stdin.buffer
     stdout = sys.stdout.buffer
     # Anything else printing to fd 1 would corrupt the protocol: point sys.stdout at stderr.
@@ -105,14 +106,18 @@ def serve_stdio(server: Any) -> None:
         await run_frames(FrameReader(reader), server.protocol, stop_event, error_handler=server.report_server_error)
         log.info("stdin closed: shutting down")
 
+    status = 0
     try:
         asyncio.run(main())
     except BrokenPipeError:
         log.error("the client closed the connection")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as exc:  # pygls' exit handler: 0 after shutdown, 1 without
+        status = exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
+    return status
 
 
 def bind_host(host: str | None) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
+
+from ..containment import is_within
+
+__all__ = ["file_key", "home_display", "is_within", "norm", "posix"]
 
 
 def norm(path: str | Path) -> str:
@@ -14,11 +17,6 @@ def norm(path: str | Path) -> str:
 
 def posix(rel: str) -> str:
     return rel.replace(os.sep, "/") if os.sep != "/" else rel
-
-
-def is_within(path: str, roots: Sequence[str]) -> bool:
-    """Whether ``path`` is one of ``roots`` or lies below one of them (plain string test)."""
-    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
 def file_key(real: str) -> str:

@@ -51,6 +51,11 @@ def signature_of(path: str) -> FileSignature | None:
     return FileSignature(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+def over_limit(size: int, max_bytes: int) -> bool:
+    """Whether a memory file of ``size`` bytes is over ``memory.maxFileBytes`` (readers cut it there)."""
+    return size > max_bytes
+
+
 def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 

@@ -13,8 +13,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..containment import place
 from .imports import ExpandOptions, expand_imports
-from .paths import file_key, is_within
+from .paths import file_key
 from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
 from .rules import ParsedRule, RuleFormat, parse_rule
 from .wording import frontmatter_problem, render_block
@@ -106,10 +107,14 @@ class Renderer:
         self, request: RenderRequest, display: Callable[[str], str], blocked: Callable[[str], str | None]
     ) -> Rendered:
         """The file of ``request`` rendered, from the cache when nothing it used changed."""
-        real = os.path.realpath(request.abs_path)
-        if request.contained and not is_within(real, request.roots):
-            skip = "symlink leads outside the workspace"
-            return Rendered(real, skip=skip, warnings=(f"{request.display}: skipped: {skip}",))
+        if request.contained:
+            placed = place(request.abs_path, request.roots)
+            real = placed.real
+            if placed.refusal is not None:
+                skip = placed.refusal
+                return Rendered(real, skip=skip, warnings=(f"{request.display}: skipped: {skip}",))
+        else:
+            real = os.path.realpath(request.abs_path)
         outcome = self.read(real)
         cached = self._renders.get(request)
         if (

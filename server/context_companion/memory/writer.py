@@ -2,25 +2,23 @@
 
 The file is edited as bytes: the new bullet is inserted after the last non-blank line of the
 ``## Added Memories`` section (or a new section is appended), and every other byte stays as it
-was, line endings (LF or CRLF) and a missing final newline included. The result is written to a
-temporary file in the same directory and renamed over the target, keeping its mode (and owner
-when we can). Concurrent calls (threads and processes alike) are serialised by an ``flock`` on the
-directory, so no fact is lost.
+was, line endings (LF or CRLF) and a missing final newline included. The target must resolve
+inside the workspace folder or the global memory directory (the same test the reader applies);
+the result is written to its real file through :mod:`context_companion.fileio` (temporary file,
+rename, mode kept). Concurrent calls (threads and processes alike) are serialised by an ``flock``
+on the directory, so no fact is lost.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import stat
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from ..errors import MemoryWriteError
+from ..containment import real_roots
+from ..errors import FileWriteError, MemoryWriteError
+from ..fileio import make_folder, open_directory, read_in, replace_in, resolve_for_write, stat_in
+from .reading import over_limit
 
 MEMORY_FILE_NAME = "AGENTS.md"
 SECTION_HEADING = "## Added Memories"
@@ -28,46 +26,6 @@ _HEADING_RE = re.compile(rb"^##[ \t]+Added Memories[ \t]*#*[ \t]*$", re.IGNORECA
 _SECTION_END_RE = re.compile(rb"^ {0,3}#{1,2}(?:[ \t]|$)")
 _FENCE_RE = re.compile(rb"^ {0,3}(`{3,}|~{3,})")
 _LEADING_DASHES = re.compile(r"^(?:[-*+](?:\s+|$))+")
-
-
-@contextlib.contextmanager
-def _dir_lock(directory: str) -> Iterator[None]:
-    """An advisory lock on the directory itself (no sidecar file is left behind).
-
-    ``flock`` locks belong to the open file description, and each call opens the directory
-    anew, so the lock serialises threads of this process as well as other processes: no
-    process-wide lock table is needed.
-    """
-    if sys.platform == "win32":  # pragma: no cover - no flock; writes there are not serialised
-        yield
-        return
-    import fcntl
-
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _current_umask() -> int:
-    """The process umask, read without changing it (``os.umask`` is process-wide and racy)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
 
 
 def normalise_fact(fact: str) -> str:
@@ -161,66 +119,33 @@ def add_memory(
     *,
     global_dir: Path,
     workspace_folder: Path | None,
+    max_file_bytes: int | None = None,
 ) -> Path:
     """Append ``- fact`` under ``## Added Memories`` of the global or workspace ``AGENTS.md``.
 
-    Returns the path written. Raises :class:`MemoryWriteError` for an empty fact, a workspace
-    scope without a folder, or a file or directory that cannot be read or written; the target
-    is then unchanged.
+    Returns the path asked for (a symlink stays one: its real file gets the new content).
+    Raises :class:`MemoryWriteError` for a request that cannot be right (an empty fact, a
+    workspace scope without a folder) and :class:`FileWriteError` when the file may not or cannot
+    be written: it resolves outside the workspace folder and the global memory directory, is a
+    dangling symlink, the OS refuses, or the result would reach ``max_file_bytes`` (the size at
+    which the reader skips a memory file). Either way nothing is created or changed.
     """
     text = normalise_fact(fact)
     target = _target(scope, global_dir, workspace_folder)
     if scope == "workspace" and not Path(target.parent).is_dir():
-        raise MemoryWriteError(target, "the workspace folder does not exist")
-    # Write through a symlinked AGENTS.md to its target instead of replacing the link.
-    path = Path(os.path.realpath(target)) if os.path.islink(target) else target
-    directory = path.parent
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MemoryWriteError(target, f"cannot create {directory}: {exc.strerror or exc}") from None
-    with _dir_lock(str(directory)):
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise MemoryWriteError(target, f"cannot read: {exc.strerror or exc}") from None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise MemoryWriteError(target, "not a regular file")
-        data = b""
-        if st is not None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as exc:
-                raise MemoryWriteError(target, f"cannot read: {exc.strerror or exc}") from None
+        raise FileWriteError(target, "the workspace folder does not exist")
+    roots = real_roots([global_dir, *([workspace_folder] if workspace_folder is not None else [])])
+    real = resolve_for_write(target, roots)
+    make_folder(real.parent, target)
+    with open_directory(real.parent, target, lock=True) as dir_fd:
+        old = stat_in(dir_fd, real.name, target)
+        data = read_in(dir_fd, real.name, target) if old is not None else b""
         new = insert_fact(data, text)
-        try:
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-        except OSError as exc:
-            raise MemoryWriteError(target, f"cannot write in {directory}: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(new)
-                fh.flush()
-                os.fsync(fh.fileno())
-            if st is not None:
-                os.chmod(tmp, stat.S_IMODE(st.st_mode))
-                if hasattr(os, "chown") and os.geteuid() == 0:
-                    with contextlib.suppress(OSError):
-                        os.chown(tmp, st.st_uid, st.st_gid)
-            else:
-                os.chmod(tmp, 0o666 & ~_current_umask())
-            os.replace(tmp, path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise MemoryWriteError(target, f"cannot write: {exc.strerror or exc}") from None
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        if max_file_bytes is not None and over_limit(len(new), max_file_bytes):
+            raise FileWriteError(
+                target,
+                f"refused: the file would grow to {len(new)} bytes, over memory.maxFileBytes ({max_file_bytes});"
+                " memory files that large are skipped. Move older facts out or raise the setting",
+            )
+        replace_in(dir_fd, real.name, new, old, target)
     return target

@@ -11,6 +11,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..containment import real_roots
+from ..errors import FileWriteError
 from ..fileio import atomic_write_text
 from ..settings import ENV_PREFIX, Settings
 from .engine import Instruction
@@ -42,24 +44,26 @@ class Exporter:
     def __init__(self) -> None:
         self._last: tuple[Path, str] | None = None  # (file, etag) last written
 
-    def export(self, instruction: Instruction, path: Path | None) -> Instruction:
-        """Write ``instruction`` to ``path`` (None: do nothing). A problem becomes a warning on the
-        returned instruction, never an exception: the instruction itself is still good."""
-        warning = self._write(instruction, path) if path is not None else None
+    def export(self, instruction: Instruction, path: Path | None, *, roots: Sequence[Path]) -> Instruction:
+        """Write ``instruction`` to ``path`` (None: do nothing), which must resolve inside ``roots``
+        (the workspace folders and the global memory directory: a settings file in a cloned
+        repository must not be able to aim the export at ``~/.bashrc``). A problem becomes a
+        warning on the returned instruction, never an exception: the instruction itself is still good."""
+        warning = self._write(instruction, path, roots) if path is not None else None
         if warning is None:
             return instruction
         return dataclasses.replace(instruction, warnings=(*instruction.warnings, warning))
 
-    def _write(self, instruction: Instruction, path: Path) -> str | None:
+    def _write(self, instruction: Instruction, path: Path, roots: Sequence[Path]) -> str | None:
         template = instruction.template
         if template is not None and path.resolve() == Path(template).resolve():
             return f"not exporting the instruction to {path}: that file is the system prompt template"
         if self._last == (path, instruction.etag) and path.exists():
             return None
         try:
-            atomic_write_text(path, instruction.text + "\n")
-        except OSError as exc:
-            log.warning("cannot export the instruction to %s: %s", path, exc)
-            return f"cannot export the instruction to {path}: {exc.strerror or exc}"
+            atomic_write_text(path, instruction.text + "\n", real_roots(roots))
+        except FileWriteError as exc:
+            log.warning("cannot export the instruction to %s", exc)
+            return f"cannot export the instruction to {exc}"
         self._last = (path, instruction.etag)
         return None

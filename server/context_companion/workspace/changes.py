@@ -15,6 +15,9 @@ from ..prompt.engine import Instruction
 
 SYSTEM_INSTRUCTION_CHANGED = "contextCompanion/systemInstructionChanged"
 # When several reasons coalesce into one push, the first in this order names it.
+# A push names at most this many sessions (all of them when fewer): with many sessions the id
+# list would dwarf the rest of the message. ``sessionCount`` always gives the number.
+MAX_SESSIONS_LISTED = 16
 REASON_ORDER = ("settingsChanged", "workspaceChanged", "rulesChanged", "memoryChanged", "openFilesChanged")
 
 
@@ -47,7 +50,8 @@ class InstructionChanged:
             "changedFiles": sorted(files),
             "changedSections": list(self.changed_sections),
             "tokens": {"total": self.instruction.tokens.total},
-            "sessions": list(self.sessions),
+            "sessions": list(self.sessions[:MAX_SESSIONS_LISTED]),
+            "sessionCount": len(self.sessions),
         }
 
 

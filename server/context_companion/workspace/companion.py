@@ -91,7 +91,7 @@ class Companion:
             today=today,
         )
         self.editor = EditorState(snapshot.settings.context)
-        self.sessions = AgentSessions()
+        self.sessions = AgentSessions(snapshot.settings.server.max_sessions)
         self._exporter = Exporter()
         self._missed: set[str] | None = None  # file changes seen while a new store loads
 
@@ -151,6 +151,7 @@ class Companion:
         if old.settings != new.settings:
             self.engine.update_settings(new.settings)
             self.editor.update_settings(new.settings.context)
+            self.sessions.set_limit(new.settings.server.max_sessions)
         if old.folders != new.folders:
             self.engine.set_folders(list(new.folders))
         if prepared.memory is not None:
@@ -201,7 +202,8 @@ class Companion:
     def export(self, instruction: Instruction) -> Instruction:
         """Write the instruction where ``writeSystemPromptTo`` says (a no-op when unset)."""
         snap = self.snapshot
-        return self._exporter.export(instruction, export_path(snap.settings, snap.folders, snap.environ))
+        path = export_path(snap.settings, snap.folders, snap.environ)
+        return self._exporter.export(instruction, path, roots=(*snap.folders, snap.user_dir))
 
     def start_session(self, session_id: str, profile: Any = None) -> Instruction:
         agent = self.sessions.get(session_id, profile)
@@ -297,7 +299,13 @@ class Companion:
         watcher sees the write later; the next request should not wait for it)."""
         snap = self.snapshot
         folder = snap.folders[0] if snap.folders else None
-        path = add_memory(fact, scope, global_dir=snap.user_dir, workspace_folder=folder)
+        path = add_memory(
+            fact,
+            scope,
+            global_dir=snap.user_dir,
+            workspace_folder=folder,
+            max_file_bytes=snap.settings.memory.max_file_bytes,
+        )
         return path, self.apply_file_changes({str(path)})
 
     def apply_file_changes(self, paths: Iterable[str]) -> MemoryChange:

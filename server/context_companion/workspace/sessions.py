@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +26,32 @@ class AgentSession:
     baseline: Baseline = field(default_factory=Baseline)  # what the last turn context showed
 
 
-class AgentSessions:
-    """Agent sessions by id. A session a request names is started on first use."""
+DEFAULT_MAX_SESSIONS = 64
 
-    def __init__(self) -> None:
-        self._by_id: dict[str, AgentSession] = {}
+
+class AgentSessions:
+    """Agent sessions by id, least recently used first. A session a request names is started on
+    first use; starting one beyond ``max_sessions`` evicts the least recently used (ended
+    sessions are gone already). An evicted session that comes back starts afresh: its next turn
+    context is full, as after ``forceFull``."""
+
+    def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
+        self._by_id: OrderedDict[str, AgentSession] = OrderedDict()
+        self.max_sessions = max_sessions
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def set_limit(self, max_sessions: int) -> None:
+        self.max_sessions = max_sessions
+        self._evict(keep=None)
+
+    def _evict(self, keep: str | None) -> None:
+        while len(self._by_id) > self.max_sessions:
+            oldest = next(iter(self._by_id))
+            if oldest == keep:  # pragma: no cover - keep is always the newest
+                break
+            del self._by_id[oldest]
 
     def __iter__(self) -> Iterator[AgentSession]:
         return iter(list(self._by_id.values()))
@@ -44,8 +66,11 @@ class AgentSessions:
         agent = self._by_id.get(session_id)
         if agent is None:
             agent = self._by_id[session_id] = AgentSession(session_id, parsed)
-        elif parsed is not None:
-            agent.profile = parsed
+            self._evict(keep=session_id)
+        else:
+            self._by_id.move_to_end(session_id)
+            if parsed is not None:
+                agent.profile = parsed
         return agent
 
     def end(self, session_id: str) -> None:
