@@ -11,7 +11,6 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from ..ignore import ignore_warnings
 from .formats import SHADOWS
 from .index import Entry, MemoryIndex
 from .model import MemoryFileInfo, MemoryResult
@@ -256,7 +255,7 @@ def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
         if not folder.exists:
             acc.warnings.append(f"workspace folder {folder.path} does not exist or is not a directory")
         # An ignore file cut at memory.maxIgnorePatterns changes what is discovered: say so.
-        acc.warnings.extend(ignore_warnings(folder.index.dirs.values()))
+        acc.warnings.extend(folder.index.ignore_warnings())
         for entry in folder.workspace:
             if not entry.rendered.missing:
                 shadow = shadowed_by(index, entry)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ignore import IgnoreRules, walk
+from ..ignore import IgnoreRules, ignore_warnings, walk
 from ..settings import MemorySettings
 
 CLAUDE_SUBDIR = ".claude"
@@ -85,6 +85,14 @@ class FolderIndex:
     files: list[IndexedFile] = field(default_factory=list)
     dirs: dict[str, IgnoreRules] = field(default_factory=dict)  # rel_dir ("" = root) → rules in force
     verdicts: dict[str, bool] = field(default_factory=dict)  # unindexed dir → relevant (memo, see the store)
+    _warnings: list[str] | None = None
+
+    def ignore_warnings(self) -> list[str]:
+        """Ignore files cut at ``memory.maxIgnorePatterns`` (one line each). Computed once: ``dirs``
+        is only filled by :func:`index_folder`, and every compose asks."""
+        if self._warnings is None:
+            self._warnings = ignore_warnings(self.dirs.values())
+        return self._warnings
 
 
 def index_folder(folder: str, settings: MemorySettings) -> FolderIndex:
