@@ -55,10 +55,15 @@ def test_instruction_json_shape_and_open_files(project, env):
     assert set(data) >= {"text", "etag", "tokens", "memoryFiles", "environmentContext"}
     assert set(data["tokens"]) >= {"total", "encoding", "estimated", "sections"}
     assert all(set(s) == {"id", "tokens"} for s in data["tokens"]["sections"])
-    assert "Handlers return JSON errors." in data["text"]
+    # Memory of the open files is delivered per turn (memory.onDemandDelivery = "turn"), not in the text.
+    assert "Handlers return JSON errors." not in data["text"]
     tiers = {f["path"]: (f["tier"], f["included"]) for f in data["memoryFiles"]}
-    assert tiers == {"AGENTS.md": ("workspace", True), "api/AGENTS.md": ("jit", True)}
-    assert data["environmentContext"].startswith("Context Companion set up this session.")
+    assert tiers == {"AGENTS.md": ("workspace", True), "api/AGENTS.md": ("jit", False)}
+    [update] = data["memoryUpdates"]
+    assert update["path"] == "api/AGENTS.md" and "Handlers return JSON errors." in update["content"]
+    assert update["reason"] == "active file api/x.py is under api/" and update["tokens"] > 0
+    assert data["environmentContext"].startswith("# Environment\nToday's date:")
+    assert data["initialMessage"].startswith("Here is the environment I am working in")
 
 
 def test_instruction_is_deterministic(project, env):

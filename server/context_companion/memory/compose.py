@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .index import Entry, FolderState, MemoryIndex
-from .model import MemoryFileInfo, MemoryResult
+from .model import MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
 from .render import Rendered
 from .rules import describe_globs
@@ -166,6 +166,28 @@ def compose_memory(
     return MemoryResult(
         join_blocks(acc.order, blocks, listing), files, tuple(dropped), tuple(dict.fromkeys(acc.warnings))
     )
+
+
+def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock, ...]:
+    """Every file :func:`compose_memory` considers, each with its own content and verdict (no cap).
+
+    Per-turn delivery works from this: which on-demand files (JIT files, glob rules) apply now and
+    what each says, apart from the always-on tiers the instruction carries. A file already included
+    through an earlier tier is not repeated (same verdicts as :func:`compose_memory`).
+    """
+    acc = _Accounts(index=index)
+    _consider_fixed_tiers(index, acc)
+    _consider_jit(index, acc, activity.jit)
+    _consider_rules(index, acc, activity.rules)
+    out = []
+    for e in acc.order:
+        included, reason = acc.verdicts[e.abs_path]
+        rule = e.rendered.rule
+        on_demand = e.tier == "jit" or (e.tier == "rule" and rule is not None and rule.mode == "globs")
+        out.append(
+            MemoryBlock(e.display, e.abs_path, e.tier, included, reason, acc.rendered[e.abs_path].content, on_demand)
+        )
+    return tuple(out)
 
 
 def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:

@@ -31,10 +31,10 @@ from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .changes import apply_plan, classify, is_relevant, plan_changes, summarize
-from .compose import Activity, MatchMemo, compose_memory, find_activity
+from .compose import Activity, MatchMemo, compose_blocks, compose_memory, find_activity
 from .index import MemoryIndex
 from .language import AnalysisContext, analyze_document
-from .model import ChangeSummary, FileAnalysis, MemoryFileInfo, MemoryResult
+from .model import ChangeSummary, FileAnalysis, MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import home_display, norm
 from .render import Renderer
 
@@ -70,6 +70,7 @@ class MemoryStore:
         self._results: OrderedDict[tuple[Any, ...], MemoryResult] = OrderedDict()
         self._match_memo: MatchMemo = {}
         self._last_call: tuple[tuple[Any, ...], MemoryResult] | None = None
+        self._last_blocks: tuple[tuple[Any, ...], tuple[MemoryBlock, ...]] | None = None
         self._last_infos: dict[str, MemoryFileInfo] = {}
         self._glob_cache: dict[tuple[str, str], bool] = {}  # (folder, glob) → matches a file
         self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
@@ -109,6 +110,25 @@ class MemoryStore:
             self._last_infos = {info.abs_path: info for info in result.files}
             self._last_call = (raw, result)
             return result
+
+    def blocks(
+        self, open_paths: Sequence[Path | str], active_path: Path | str | None = None
+    ) -> tuple[MemoryBlock, ...]:
+        """Each memory and rule file's content and verdict for these open files (see
+        :func:`~.compose.compose_blocks`); the same call twice in a row costs a comparison."""
+        with self._lock:
+            if not self._loaded:
+                self.load()
+            raw = (self._generation, tuple(os.fspath(p) for p in open_paths), active_path and os.fspath(active_path))
+            if self._last_blocks is not None and self._last_blocks[0] == raw:
+                return self._last_blocks[1]
+            active = norm(active_path) if active_path is not None else None
+            opened = {norm(p) for p in open_paths} | ({active} if active else set())
+            if len(self._match_memo) > _MATCH_MEMO_SIZE:
+                self._match_memo.clear()
+            blocks = compose_blocks(self._index, find_activity(self._index, sorted(opened), active, self._match_memo))
+            self._last_blocks = (raw, blocks)
+            return blocks
 
     def _cached_result(self, activity: Activity) -> MemoryResult:
         key = activity.key()
