@@ -480,7 +480,14 @@ FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
     "huge-ignore": fig_huge_ignore,
     "build": fig_build,
     "tokens": fig_tokens,
+    "cache-day": lambda ctx: _cache_day(ctx),
 }
+
+
+def _cache_day(ctx: Context) -> list[Figure]:
+    from .cache_day import figures
+
+    return figures(ctx)
 
 
 def env_for_children(work: Path) -> dict[str, str]:

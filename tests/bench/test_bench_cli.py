@@ -62,6 +62,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "huge-ignore",
         "build",
         "tokens",
+        "cache-day",
         "startup",
         "did-change",
         "cursor",

@@ -147,6 +147,7 @@ def compose_memory(
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity.rules)
+    acc.order.sort(key=folder_rank)
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
     dropped: list[str] = []
@@ -166,6 +167,12 @@ def compose_memory(
     return MemoryResult(
         join_blocks(acc.order, blocks, listing), files, tuple(dropped), tuple(dict.fromkeys(acc.warnings))
     )
+
+
+def folder_rank(entry: Entry) -> int:
+    """Global files first, then each workspace folder's files together (tiers in order within it):
+    a folder added later appends its blocks after every block already in the instruction."""
+    return -1 if entry.folder is None else entry.folder
 
 
 def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock, ...]:
