@@ -556,7 +556,14 @@ FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
     "import-bomb": fig_import_bomb,
     "build": fig_build,
     "tokens": fig_tokens,
+    "cache-day": lambda ctx: _cache_day(ctx),
 }
+
+
+def _cache_day(ctx: Context) -> list[Figure]:
+    from .cache_day import figures
+
+    return figures(ctx)
 
 
 def env_for_children(work: Path) -> dict[str, str]:

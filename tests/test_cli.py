@@ -55,10 +55,15 @@ def test_instruction_json_shape_and_open_files(project, env):
     assert set(data) >= {"text", "etag", "tokens", "memoryFiles", "environmentContext"}
     assert set(data["tokens"]) >= {"total", "encoding", "estimated", "sections"}
     assert all(set(s) == {"id", "tokens"} for s in data["tokens"]["sections"])
-    assert "Handlers return JSON errors." in data["text"]
+    # Memory of the open files is delivered per turn (memory.onDemandDelivery = "turn"), not in the text.
+    assert "Handlers return JSON errors." not in data["text"]
     tiers = {f["path"]: (f["tier"], f["included"]) for f in data["memoryFiles"]}
-    assert tiers == {"AGENTS.md": ("workspace", True), "api/AGENTS.md": ("jit", True)}
-    assert data["environmentContext"].startswith("Context Companion set up this session.")
+    assert tiers == {"AGENTS.md": ("workspace", True), "api/AGENTS.md": ("jit", False)}
+    [update] = data["memoryUpdates"]
+    assert update["path"] == "api/AGENTS.md" and "Handlers return JSON errors." in update["content"]
+    assert update["reason"] == "active file api/x.py is under api/" and update["tokens"] > 0
+    assert data["environmentContext"].startswith("# Environment\nToday's date:")
+    assert data["initialMessage"].startswith("Here is the environment I am working in")
 
 
 def test_instruction_is_deterministic(project, env):
@@ -158,7 +163,10 @@ def test_relative_open_and_active_paths_resolve_against_the_workspace_like_git_c
     assert all(f["included"] for f in json.loads(out.stdout)["files"])
     # Without --workspace they resolve against the current directory (the workspace is the cwd too).
     out = run("instruction", "--open", "api/x.py", "--json", cwd=project, env=env)
-    assert out.returncode == 0 and "Handlers return JSON errors." in json.loads(out.stdout)["text"]
+    assert out.returncode == 0, out.stderr
+    # api/AGENTS.md applies to the open file; by default it comes with the first turn.
+    updates = json.loads(out.stdout)["memoryUpdates"]
+    assert any("Handlers return JSON errors." in u["content"] for u in updates)
     # With --workspace, a path relative to the cwd alone is not what is meant.
     out = run("memory", "--workspace", str(project), "--open", "x.py", cwd=project / "api", env=env)
     assert out.returncode == 2 and "no such file" in out.stderr and out.stdout == ""

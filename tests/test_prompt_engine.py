@@ -271,14 +271,23 @@ def test_template_from_setting_with_tilde_and_missing_file_error(workspace, toke
 
 def test_environment_placements_and_empty_case(workspace, tokenizer):
     (workspace / "main.py").write_text("print(1)\n")
-    sys_ = engine(validate_layer({}, "t"), [workspace], tokenizer).build()
-    assert sys_.text.startswith("Context Companion set up this session.")
-    assert "main.py" in sys_.text and sys_.initial_message is None and ids(sys_)[0] == "environment"
-    init = engine(validate_layer({"environment": {"placement": "initialMessage"}}, "t"), [workspace], tokenizer).build()
-    assert init.text.startswith("You are an interactive")
+    init = engine(validate_layer({}, "t"), [workspace], tokenizer).build()  # the default: the first user message
+    assert init.text.startswith("You are an interactive") and "main.py" not in init.text
     assert (
-        init.initial_message.startswith("Context Companion set up this session.") and "main.py" in init.initial_message
+        init.initial_message.startswith("Here is the environment I am working in") and "main.py" in init.initial_message
     )
+    assert "Today's date" not in init.text and "environment" not in ids(init)
+    top = engine(
+        validate_layer({"environment": {"placement": "systemInstruction"}}, "t"), [workspace], tokenizer
+    ).build()
+    assert top.text.startswith("# Environment\nToday's date:") and ids(top)[0] == "environment"
+    assert "main.py" in top.text and top.initial_message is None
+    end = engine(validate_layer({"environment": {"placement": "systemInstructionEnd"}}, "t"), [workspace], tokenizer)
+    built = end.build(AgentProfile(mcp_instructions="Use the db tool."))
+    assert built.text.startswith("You are an interactive") and ids(built)[-1] == "environment"
+    assert built.text.index("Use the db tool.") < built.text.index("# Environment") and built.text.endswith("main.py")
+    for placed in (init.initial_message, top.text, built.text):
+        assert "Context Companion" not in placed and "Scratch folder" not in placed  # no folder that does not exist
     off = engine(validate_layer(NO_ENV, "t"), [workspace], tokenizer).build()
     assert off.environment_context is None and off.text.startswith("You are")
     empty = engine(validate_layer({}, "t"), [], tokenizer).build()  # no folders: no environment at all

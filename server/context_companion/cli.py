@@ -215,6 +215,8 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
         out["environmentPlacement"] = instruction.environment_placement
         if instruction.initial_message is not None:
             out["initialMessage"] = instruction.initial_message
+        active = open_paths[-1] if open_paths else None
+        out["memoryUpdates"] = [u.to_wire() for u in companion.first_turn_memory(open_paths, active)]
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(instruction.text + "\n")

@@ -160,7 +160,9 @@ class PromptSettings(_Model):
 
 
 class EnvironmentSettings(_Model):
-    placement: Literal["systemInstruction", "initialMessage", "off"] = "systemInstruction"
+    # The first user message by default: date and folder tree vary by day and session, and at the top of
+    # the instruction they would change the bytes providers cache the prompt by.
+    placement: Literal["initialMessage", "systemInstruction", "systemInstructionEnd", "off"] = "initialMessage"
     max_items: int = Field(default=200, ge=0, le=10_000)
     include_folder_tree: bool = True
 
@@ -206,6 +208,12 @@ class MemorySettings(_Model):
     max_ignore_patterns: int = Field(default=10_000, ge=1, le=1_000_000)
     watch: bool = True
     sources: list[SourceFamily] = Field(default_factory=lambda: list(SOURCE_FAMILIES))  # type: ignore[arg-type]
+    # "turn": memory that depends on the open files (JIT files, glob rules) arrives as per-turn updates,
+    # so opening a file never changes the instruction; "instruction": it is part of the instruction.
+    on_demand_delivery: Literal["turn", "instruction"] = "turn"
+    # "live": edits to memory rebuild the instruction; "session": the instruction keeps the memory of
+    # the session start and edits arrive as per-turn updates until refreshMemory applies them.
+    reload: Literal["live", "session"] = "live"
 
     @field_validator("file_names")
     @classmethod

@@ -529,18 +529,26 @@ def test_memory_list_and_a_subfolder_joining_its_workspace(start_nvim, workspace
     assert items["qf"] == "quickfix"  # the quickfix window is open and focused
 
     # api/ has its own AGENTS.md: the file joins the running workspace (no second server) and
-    # opening it brings api/AGENTS.md in (the server pushes openFilesChanged)
-    nvim.lua("require('context_companion').system_instruction()")
+    # opening it brings api/AGENTS.md in, with the next turn (memory.onDemandDelivery = "turn"):
+    # the instruction does not change
+    before = nvim.lua("return require('context_companion').system_instruction().etag")
     nvim.lua("vim.cmd('wincmd p')")
     edit(nvim, workspace / "api" / "handler.py")
     second = nvim.wait_attached()
     assert second["id"] == first["id"]
     assert second["root"] == str(workspace)
     assert nvim.lua("return #vim.lsp.get_clients({ name = 'context_companion' })") == 1
-    events = nvim.wait_lua("return _G.t_events", "the push for the opened file", lambda v: bool(v))
-    assert events[-1]["reason"] == "openFilesChanged"
-    text = nvim.lua("return require('context_companion').system_instruction().text")
-    assert "Handlers answer in JSON." in text
+    updates = nvim.wait_lua(
+        """
+        local r = require('context_companion').turn_context({ sessionId = 'memory-probe', forceFull = true })
+        return r and #r.memoryUpdates > 0 and r.memoryUpdates or nil
+        """,
+        "the memory update for the opened file",
+    )
+    assert [u["path"] for u in updates] == ["api/AGENTS.md"]
+    assert "Handlers answer in JSON." in updates[0]["content"]
+    assert nvim.lua("return require('context_companion').system_instruction().etag") == before
+    assert not nvim.lua("return _G.t_events")
 
 
 def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> None:

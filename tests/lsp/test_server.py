@@ -67,8 +67,10 @@ async def test_get_system_instruction_with_memory_and_if_none_match(start, works
     assert first["tokens"]["total"] > 0 and first["tokens"]["sections"]
     assert first["memoryFiles"][0]["path"] == "AGENTS.md" and first["memoryFiles"][0]["included"] is True
     assert first["environmentContext"] is None
+    assert first["prefixStable"] == {"chars": 0, "percent": 0.0}  # nothing was given before
     again = await h.command("contextCompanion.getSystemInstruction", {"ifNoneMatch": first["etag"]})
-    assert again == {"sessionId": "default", "etag": first["etag"], "unchanged": True}
+    kept = {"chars": len(first["text"]), "percent": 100.0}
+    assert again == {"sessionId": "default", "etag": first["etag"], "unchanged": True, "prefixStable": kept}
 
 
 async def test_start_and_end_session_with_profile(start, workspace):
@@ -121,10 +123,10 @@ async def test_show_memory_add_memory_and_compression_prompt(start, workspace, c
 
 async def test_initial_history_follows_environment_placement(start, workspace):
     write(workspace / "main.py", "")
-    h = await start(workspace, settings={"environment": {"placement": "initialMessage"}})
+    h = await start(workspace, settings={})  # initialMessage is the default
     history = await h.command("contextCompanion.getInitialHistory", {})
     assert history["messages"][0]["role"] == "user" and "main.py" in history["messages"][0]["content"]
-    h2 = await start(workspace, settings={})
+    h2 = await start(workspace, settings={"environment": {"placement": "systemInstruction"}})
     assert (await h2.command("contextCompanion.getInitialHistory", {}))["messages"] == []
 
 
@@ -150,7 +152,7 @@ async def test_turn_context_full_delta_none_pending_and_force_full(start, worksp
     h.cursor(b, 0, 1)
     await settle(h)
     pending = await h.command("contextCompanion.getTurnContext", {"pendingToolCall": True})
-    assert pending == {"kind": "none", "context": None, "text": None}
+    assert pending == {"kind": "none", "context": None, "text": None, "memoryUpdates": []}
     delta = await h.command("contextCompanion.getTurnContext", {})
     assert delta["kind"] == "delta"
     assert delta["context"]["changes"] == {
@@ -354,7 +356,7 @@ async def test_jit_memory_included_on_open_and_dropped_on_close(start, workspace
     write(workspace / "AGENTS.md", "root rules\n")
     write(workspace / "api" / "AGENTS.md", "api rules\n")
     write(workspace / "api" / "handler.py", "def f(): pass\n")
-    h = await start(workspace, settings=NO_ENV)
+    h = await start(workspace, settings={**NO_ENV, "memory": {"onDemandDelivery": "instruction"}})
     before = await h.command("contextCompanion.getSystemInstruction", {})
     assert "api rules" not in before["text"]
     h.open("api/handler.py")
@@ -562,12 +564,18 @@ async def test_open_files_are_most_recent_first_capped_and_untitled_documents_co
     assert full["otherOpenFiles"] == [str(workspace / "c.py"), str(workspace / "b.py")]  # MRU, capped at 3 in all
 
 
-async def test_a_gitignore_edit_refreshes_the_folder_tree(start, workspace):
+async def test_the_folder_tree_is_a_snapshot_refreshed_on_request(start, workspace):
     write(workspace / "AGENTS.md", "memory\n")
     write(workspace / "generated" / "out.txt", "x\n")
-    h = await start(workspace, settings={})
-    assert "generated/" in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    h = await start(workspace, settings={"environment": {"placement": "systemInstruction"}})
+    first = await h.command("contextCompanion.getSystemInstruction", {})
+    assert "generated/" in first["text"]
     (workspace / ".gitignore").write_text("generated/\n")
-    push = (await h.wait_push(1))[0]
-    assert push["reason"] == "workspaceChanged"
-    assert "generated/" not in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    write(workspace / "new_module.py", "x = 1\n")
+    await asyncio.sleep(0.6)  # the watcher saw both; the tree is not taken again for them
+    assert not h.pushes
+    assert (await h.command("contextCompanion.getSystemInstruction", {}))["etag"] == first["etag"]
+    refreshed = await h.command("contextCompanion.refreshMemory", {"environment": True})
+    assert refreshed["changed"] is True and refreshed["sessionsUpdated"] == ["default"]
+    now = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    assert "generated/" not in now and "new_module.py" in now

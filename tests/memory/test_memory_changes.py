@@ -190,11 +190,14 @@ def test_watch_roots(tmp_path, tree, make_store, home, global_dir):
 def test_set_workspace_folders_keeps_existing_index(tmp_path, tree, make_store, helpers):
     tree(tmp_path, {"a/AGENTS.md": "A", "b/AGENTS.md": "B"})
     store = make_store([tmp_path / "a"])
+    before = store.compose([]).text
     store.set_workspace_folders([tmp_path / "a", tmp_path / "b"])
-    assert helpers.included(store.compose([])) == ["a/AGENTS.md", "b/AGENTS.md"]
+    after = store.compose([])
+    assert helpers.included(after) == ["AGENTS.md", "b/AGENTS.md"]
+    assert after.text.startswith(before + "\n\n")  # the first folder's block keeps its label and bytes
     os.remove(tmp_path / "a/AGENTS.md")
     summary = store.apply_changes([tmp_path / "a/AGENTS.md"])
-    assert summary.changed_files == ("a/AGENTS.md",)
+    assert summary.changed_files == ("AGENTS.md",)
     assert helpers.included(store.compose([])) == ["b/AGENTS.md"]
 
 

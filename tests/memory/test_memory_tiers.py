@@ -202,7 +202,8 @@ def test_multi_root_display_paths_and_folder_changes(tmp_path, tree, make_store,
     tree(tmp_path, {"one/AGENTS.md": "one", "two/AGENTS.md": "two", "two/src/AGENTS.md": "two src"})
     store = make_store([tmp_path / "one", tmp_path / "two"])
     result = store.compose([tmp_path / "two/src/x.py"])
-    assert helpers.included(result) == ["one/AGENTS.md", "two/AGENTS.md", "two/src/AGENTS.md"]
+    # The first folder's paths stay unprefixed, so adding a folder never relabels what is there.
+    assert helpers.included(result) == ["AGENTS.md", "two/AGENTS.md", "two/src/AGENTS.md"]
     assert "--- Context from: two/src/AGENTS.md ---" in result.text
     assert helpers.info(result, "two/src/AGENTS.md").reason == "open file two/src/x.py is under two/src/"
 
@@ -210,7 +211,7 @@ def test_multi_root_display_paths_and_folder_changes(tmp_path, tree, make_store,
     assert helpers.included(store.compose([tmp_path / "two/src/x.py"])) == ["AGENTS.md", "src/AGENTS.md"]
     store.set_workspace_folders([tmp_path / "two", tmp_path / "missing"])
     result = store.compose([])
-    assert helpers.included(result) == ["two/AGENTS.md"]
+    assert helpers.included(result) == ["AGENTS.md"]
     assert any("missing" in w and "does not exist" in w for w in result.warnings)
 
 

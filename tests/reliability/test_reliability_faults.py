@@ -20,6 +20,8 @@ from lsp_pipe_client import CHANGED, LspProcess
 from server_faults import shim_env
 
 NO_ENV = {"environment": {"placement": "off"}}
+# Subfolder memory inside the instruction, so a test can read it there.
+INSTRUCTION_JIT = {**NO_ENV, "memory": {"onDemandDelivery": "instruction"}}
 GET = "contextCompanion.getSystemInstruction"
 
 
@@ -54,7 +56,7 @@ def test_inotify_watch_limit_falls_back_to_polling_and_changes_are_still_seen(sp
     agents = write(ws / "AGENTS.md", "version one\n")
     (ws / ".git").mkdir()
     os.symlink(ws, ws / "loop")  # polling must not walk into this
-    proc = spawn([ws], NO_ENV, env=shim_env("inotify_limit"))
+    proc = spawn([ws], INSTRUCTION_JIT, env=shim_env("inotify_limit"))
     assert "version one" in proc.command(GET, {})["text"]
     assert proc.wait_for(lambda: "falling back to polling" in proc.stderr_text(), 10), proc.stderr_text()
     assert "inotify watch limit reached" in proc.stderr_text()
@@ -76,7 +78,7 @@ def test_workspace_folder_deleted_while_watched(spawn, tmp_path):
     write(ws / "AGENTS.md", "root memory\n")
     write(ws / "api" / "AGENTS.md", "api memory\n")
     write(ws / "api" / "x.py", "x = 1\n")
-    proc = spawn([ws], NO_ENV)
+    proc = spawn([ws], INSTRUCTION_JIT)
     proc.open((ws / "api" / "x.py").as_uri(), "x = 1\n")
     text = wait_text(proc, "api memory")
     assert "root memory" in text and "api memory" in text
@@ -184,7 +186,7 @@ def test_50_mb_memory_file_is_cut_with_a_marker_and_the_server_stays_responsive(
     assert big.stat().st_size >= 50 * 1024 * 1024
     write(ws / "AGENTS.md", "small root memory\n")
     write(ws / "docs" / "guide.md", "guide\n")
-    proc = spawn([ws], NO_ENV)
+    proc = spawn([ws], INSTRUCTION_JIT)  # the cut JIT file is read in the instruction's text
     proc.open((ws / "docs" / "guide.md").as_uri(), "guide\n")
     files = memory_files(proc)
     assert files["docs/AGENTS.md"]["included"] is True  # JIT under docs/: cut, not dropped
@@ -216,7 +218,13 @@ def test_symlink_loops_in_the_tree_are_not_followed(spawn, tmp_path):
     os.symlink("../..", ws / "a" / "b" / "up")  # relative loop
     os.symlink(ws / "self", ws / "self")  # a link to itself (ELOOP)
     os.symlink(ws / "self", ws / "CLAUDE.md")  # a memory file that is an ELOOP link
-    proc = spawn([ws], {"environment": {"placement": "systemInstruction", "includeFolderTree": True}})
+    proc = spawn(
+        [ws],
+        {
+            "environment": {"placement": "systemInstruction", "includeFolderTree": True},
+            "memory": {"onDemandDelivery": "instruction"},
+        },
+    )
     proc.open((ws / "a" / "b" / "code.py").as_uri(), "pass\n")
     result = proc.command(GET, {})
     assert "root memory" in result["text"] and "a memory" in result["text"]

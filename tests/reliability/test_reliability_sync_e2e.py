@@ -212,7 +212,7 @@ def test_each_delta_from_get_turn_context_rebuilds_the_next_full_context(servers
                 turn = proc.command("contextCompanion.getTurnContext", args)
                 truth = proc.command("contextCompanion.getTurnContext", {"sessionId": b, "forceFull": True})["context"]
                 if mode == "pendingToolCall":
-                    assert turn == {"kind": "none", "context": None, "text": None}
+                    assert turn == {"kind": "none", "context": None, "text": None, "memoryUpdates": []}
                     continue
                 if seen is None or mode == "forceFull":
                     assert turn["kind"] == "full" and turn["context"] == truth

@@ -13,6 +13,7 @@ import {
   type ShowMemoryResult,
   type TurnContextResult,
 } from './protocol';
+import { turnContextMarkdown } from './turnView';
 import { ServerNotRunningError, type ServerConnection } from './serverConnection';
 import { formatRefreshSummary } from './statusText';
 import { AGENTS, type ExplainMemoryResult, formatExplanation } from './explainView';
@@ -153,8 +154,7 @@ async function previewTurnContext(server: ServerConnection): Promise<string> {
   await server.execute(ServerCommand.startSession, { sessionId });
   try {
     const result = await server.execute<TurnContextResult>(ServerCommand.getTurnContext, { sessionId, forceFull: true });
-    if (typeof result.text === 'string' && result.text !== '') return result.text;
-    return '_No editor context to share: no file is open, or sharing is switched off (contextCompanion.context.enabled)._\n';
+    return turnContextMarkdown(result);
   } finally {
     await server.execute(ServerCommand.endSession, { sessionId }).catch(() => undefined);
   }

@@ -2,6 +2,7 @@
  * The server's public contract (docs/protocol.md): method names, command ids and the shapes this
  * extension reads. Pure: no `vscode` import, so unit tests can load it.
  */
+import type { MemoryUpdate } from './turnView';
 
 export const CURSOR_NOTIFICATION = 'contextCompanion/didChangeCursor';
 export const INSTRUCTION_CHANGED_NOTIFICATION = 'contextCompanion/systemInstructionChanged';
@@ -85,6 +86,8 @@ export interface TurnContextResult {
   kind: 'full' | 'delta' | 'none';
   context: unknown;
   text: string | null;
+  /** Memory delivered with this turn (memory.onDemandDelivery = "turn", memory.reload = "session"). */
+  memoryUpdates?: MemoryUpdate[];
 }
 
 export interface ShowMemoryResult {
@@ -104,3 +107,5 @@ export interface InstructionChangedParams {
   tokens?: { total: number };
   sessions?: string[];
 }
+
+export type { MemoryUpdate };

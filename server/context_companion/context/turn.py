@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,9 +26,25 @@ class TurnContext:
     kind: Kind
     context: dict[str, Any] | None
     text: str | None
+    memory_updates: tuple[dict[str, Any], ...] = ()  # memory delivered with this turn (wire form)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"kind": self.kind, "context": self.context, "text": self.text}
+        return {
+            "kind": self.kind,
+            "context": self.context,
+            "text": self.text,
+            "memoryUpdates": list(self.memory_updates),
+        }
+
+
+def with_memory(turn: TurnContext, memory_text: str, updates: Sequence[dict[str, Any]]) -> TurnContext:
+    """``turn`` carrying memory updates too: in ``memoryUpdates`` and appended to ``text`` (agents
+    that inject only the text must see them). A turn with nothing else to say becomes an empty delta."""
+    if not updates:
+        return turn
+    if turn.kind == "none" or turn.text is None:
+        return TurnContext("delta", {"changes": {}}, memory_text, tuple(updates))
+    return TurnContext(turn.kind, turn.context, f"{turn.text}\n\n{memory_text}", tuple(updates))
 
 
 def delta(prev: TurnState, cur: TurnState) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from .formats import SHADOWS
 from .index import Entry, MemoryIndex
-from .model import MemoryFileInfo, MemoryResult
+from .model import MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
 from .reading import cut_at_line, read_text_file
 from .render import Rendered
@@ -212,6 +212,7 @@ def compose_memory(
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
+    acc.order.sort(key=folder_rank)
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
     dropped: list[str] = []
@@ -244,6 +245,34 @@ def compose_memory(
         seen=tuple(acc.included_real.items()),
         seen_at=acc.seen_at,
     )
+
+
+def folder_rank(entry: Entry) -> int:
+    """Global files first, then each workspace folder's files together (tiers in order within it):
+    a folder added later appends its blocks after every block already in the instruction."""
+    return -1 if entry.folder is None else entry.folder
+
+
+def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock, ...]:
+    """Every file :func:`compose_memory` considers, each with its own content and verdict (no cap).
+
+    Per-turn delivery works from this: which on-demand files (JIT files, glob rules) apply now and
+    what each says, apart from the always-on tiers the instruction carries. A file already included
+    through an earlier tier is not repeated (same verdicts as :func:`compose_memory`).
+    """
+    acc = _Accounts(index=index)
+    _consider_fixed_tiers(index, acc)
+    _consider_jit(index, acc, activity.jit)
+    _consider_rules(index, acc, activity)
+    out = []
+    for e in acc.order:
+        included, reason = acc.verdicts[e.abs_path]
+        rule = e.rendered.rule
+        on_demand = e.tier == "jit" or (e.tier == "rule" and rule is not None and rule.mode == "globs")
+        out.append(
+            MemoryBlock(e.display, e.abs_path, e.tier, included, reason, acc.rendered[e.abs_path].content, on_demand)
+        )
+    return tuple(out)
 
 
 def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:

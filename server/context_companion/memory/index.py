@@ -73,7 +73,7 @@ class FolderState:
 
     path: str  # absolute, normalised (as given)
     real: str
-    prefix: str  # "" for a single folder, "<name>/" in a multi-root workspace
+    prefix: str  # "" for the first folder, "<name>/" for the others
     chain: list[str] = field(default_factory=list)  # workspace-tier dirs, root → leaf
     top_real: str = ""  # realpath of chain[0]: the allowed root for imports
     index: FolderIndex = field(default_factory=FolderIndex)
@@ -95,9 +95,13 @@ class FolderState:
 
 
 def make_folders(folders: Sequence[Path | str]) -> list[FolderState]:
-    """Folder states for these paths (duplicates dropped), named apart in a multi-root workspace."""
+    """Folder states for these paths (duplicates dropped), named apart in a multi-root workspace.
+
+    The first folder's paths carry no prefix and every other folder's carry its name, so adding a
+    folder never relabels the blocks already in an instruction (a relabelled header would change
+    the instruction's bytes from the first block on, and with them the provider's cached prefix).
+    """
     paths = list(dict.fromkeys(norm(f) for f in folders))
-    multi = len(paths) > 1
     used: dict[str, int] = {}
     out: list[FolderState] = []
     for p in paths:
@@ -105,7 +109,7 @@ def make_folders(folders: Sequence[Path | str]) -> list[FolderState]:
         used[name] = used.get(name, 0) + 1
         if used[name] > 1:
             name = f"{name} ({used[name]})"
-        out.append(FolderState(p, os.path.realpath(p), f"{name}/" if multi else ""))
+        out.append(FolderState(p, os.path.realpath(p), f"{name}/" if out else ""))
     return out
 
 

@@ -69,6 +69,19 @@ class MemoryResult:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """One memory or rule file's content as composed for the current editor state."""
+
+    path: str  # display path
+    abs_path: str
+    tier: Tier
+    included: bool
+    reason: str
+    content: str  # imports expanded, frontmatter stripped; "" when skipped or empty
+    on_demand: bool  # a JIT file or a glob-scoped rule: applies because of what is open
+
+
+@dataclass(frozen=True, slots=True)
 class ChangedFile:
     """One memory or rule file whose content, presence or inclusion rules changed."""
 

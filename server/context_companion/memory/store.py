@@ -33,11 +33,11 @@ from typing import Any
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .agents import AGENTS
 from .changes import apply_plan, classify, is_relevant, plan_changes, summarize
-from .compose import Activity, MatchMemo, compose_memory, find_activity
+from .compose import Activity, MatchMemo, compose_blocks, compose_memory, find_activity
 from .explain import Explanation, explain
 from .index import MemoryIndex
 from .language import AnalysisContext, analyze_document
-from .model import ChangeSummary, FileAnalysis, MemoryFileInfo, MemoryResult
+from .model import ChangeSummary, FileAnalysis, MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import home_display, norm
 from .render import Renderer
 
@@ -75,6 +75,7 @@ class MemoryStore:
         self._results: OrderedDict[tuple[Any, ...], MemoryResult] = OrderedDict()
         self._match_memo: MatchMemo = {}
         self._last_call: tuple[tuple[Any, ...], MemoryResult] | None = None
+        self._last_blocks: tuple[tuple[Any, ...], tuple[MemoryBlock, ...]] | None = None
         self._last_infos: dict[str, MemoryFileInfo] = {}
         self._last_result: MemoryResult | None = None
         self._glob_cache: dict[tuple[str, str], bool] = {}  # (folder, glob) → matches a file
@@ -144,6 +145,31 @@ class MemoryStore:
             activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
             result = self._cached_result(activity)
             return explain(self._index, activity, result, AGENTS[agent], self.settings.file_names)
+
+    def blocks(
+        self, open_paths: Sequence[Path | str], active_path: Path | str | None = None, *, interactive: bool = True
+    ) -> tuple[MemoryBlock, ...]:
+        """Each memory and rule file's content and verdict for these open files (see
+        :func:`~.compose.compose_blocks`); the same call twice in a row costs a comparison."""
+        with self._lock:
+            if not self._loaded:
+                self.load()
+            raw = (
+                self._generation,
+                tuple(os.fspath(p) for p in open_paths),
+                active_path and os.fspath(active_path),
+                interactive,
+            )
+            if self._last_blocks is not None and self._last_blocks[0] == raw:
+                return self._last_blocks[1]
+            active = norm(active_path) if active_path is not None else None
+            opened = {norm(p) for p in open_paths} | ({active} if active else set())
+            if len(self._match_memo) > _MATCH_MEMO_SIZE:
+                self._match_memo.clear()
+            activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
+            blocks = compose_blocks(self._index, activity)
+            self._last_blocks = (raw, blocks)
+            return blocks
 
     def _cached_result(self, activity: Activity) -> MemoryResult:
         key = activity.key()

@@ -21,7 +21,13 @@ from ..errors import PromptError
 from ..settings import AgentProfile, ContributorConfig, Settings, Skill, SystemPromptConfig
 from ..tokens import Tokenizer
 from . import sections as S
-from .environment import INITIAL_MESSAGE_CLOSING, environment_context, folder_tree, is_git_repository
+from .environment import (
+    INITIAL_MESSAGE_CLOSING,
+    INITIAL_MESSAGE_OPENING,
+    environment_context,
+    folder_tree,
+    is_git_repository,
+)
 from .skills import discover_skills
 from .template import read_template, resolve_template_path, substitute, template_values
 
@@ -163,21 +169,32 @@ class InstructionEngine:
 
     # ------------------------------------------------------------------ pieces
 
-    def _environment(self, today: date) -> str:
+    def folder_trees(self, folders: Sequence[Path] | None = None) -> dict[str, str]:
+        """Fresh folder trees (for these folders, default all): the snapshot a session keeps, so
+        files that appear or vanish later do not change its environment text."""
+        env = self.settings.environment
+        if not env.include_folder_tree or env.placement == "off":
+            return {}
+        return {str(f): folder_tree(f, env.max_items) for f in (self.folders if folders is None else folders)}
+
+    def _environment(self, today: date, trees: Mapping[str, str] | None = None) -> str:
         env = self.settings.environment
         if env.placement == "off":
             return ""
-        if self._trees is None:
-            self._trees = (
-                {str(f): folder_tree(f, env.max_items) for f in self.folders} if env.include_folder_tree else {}
-            )
+        if trees is None:
+            if self._trees is None:
+                self._trees = self.folder_trees()
+            trees = self._trees
+        missing = [f for f in self.folders if str(f) not in trees] if env.include_folder_tree else []
+        if missing:  # a folder the snapshot does not know yet (just added)
+            trees = {**trees, **self.folder_trees(missing)}
         return environment_context(
             self.folders,
             today,
             max_items=env.max_items,
             include_tree=env.include_folder_tree,
             platform=self.platform,
-            trees=self._trees,
+            trees=dict(trees),
         )
 
     def _skills_for(self, profile: AgentProfile) -> list[Skill]:
@@ -216,13 +233,20 @@ class InstructionEngine:
         profile: AgentProfile | None = None,
         open_paths: Sequence[Path] = (),
         active_path: Path | None = None,
+        *,
+        trees: Mapping[str, str] | None = None,
+        memory: MemoryResult | None = None,
     ) -> Instruction:
         """Compose the instruction. Raises :class:`PromptError` when the configuration cannot be honoured.
+
+        ``trees``: a session's folder-tree snapshot (default: computed once per engine state).
+        ``memory``: a memory composition to use instead of the store's current one (a session that
+        keeps the memory it started with).
 
         Pure apart from reading the files it is configured to read: writing the result anywhere
         (``writeSystemPromptTo``) is :func:`~.export.export_instruction`, a separate step.
         """
-        inputs = self._inputs(profile or self.settings.profile, open_paths, active_path)
+        inputs = self._inputs(profile or self.settings.profile, open_paths, active_path, trees, memory)
         cached = self._cache.get(inputs.key)
         if cached is not None:
             return cached
@@ -233,13 +257,30 @@ class InstructionEngine:
         self._cache[inputs.key] = instruction
         return instruction
 
-    def _inputs(self, profile: AgentProfile, open_paths: Sequence[Path], active_path: Path | None) -> _Inputs:
+    def compose_memory(
+        self, open_paths: Sequence[Path] = (), active_path: Path | None = None, interactive: bool = True
+    ) -> MemoryResult | None:
+        """The memory part as the settings place it: with ``memory.onDemandDelivery = "turn"`` only the
+        always-on tiers (global, workspace, always-on rules), whatever is open. ``interactive`` is the
+        profile's (some rules apply only to an agent a person is watching)."""
+        if self.memory is None:
+            return None
+        if self.settings.memory.on_demand_delivery == "turn":
+            return self.memory.compose([], None, interactive=interactive)
+        return self.memory.compose(list(open_paths), active_path, interactive=interactive)
+
+    def _inputs(
+        self,
+        profile: AgentProfile,
+        open_paths: Sequence[Path],
+        active_path: Path | None,
+        trees: Mapping[str, str] | None,
+        memory: MemoryResult | None,
+    ) -> _Inputs:
         settings = self.settings
         today = self.today()
         memory_result = (
-            self.memory.compose(list(open_paths), active_path, interactive=profile.interactive)
-            if self.memory is not None
-            else None
+            memory if memory is not None else self.compose_memory(open_paths, active_path, profile.interactive)
         )
         memory_text = "\n\n".join(
             t for t in ((memory_result.text.strip() if memory_result else ""), profile.mcp_instructions.strip()) if t
@@ -254,7 +295,7 @@ class InstructionEngine:
             today=today,
             memory=memory_result,
             memory_text=memory_text,
-            env_text=self._environment(today).strip(),
+            env_text=self._environment(today, trees).strip(),
             template_path=template_path,
             template_text=read_template(template_path) if template_path is not None else None,
             file_texts=file_texts,
@@ -309,10 +350,18 @@ class InstructionEngine:
         raise PromptError(f"contributor {c.id!r}: unknown type {c.kind!r}")  # pragma: no cover - validated
 
     def _assemble(self, inputs: _Inputs, rendered: list[SectionText], inline: set[str]) -> Instruction:
-        """Place memory and environment around the rendered sections, count tokens, hash."""
+        """Place memory and environment around the rendered sections, count tokens, hash.
+
+        Stable parts first, so a provider's prompt cache keeps the longest prefix: the sections, then
+        memory (global → workspace root → leaf → always-on rules, then the profile's MCP text), and
+        the environment (date, tree) last with ``systemInstructionEnd``. ``systemInstruction`` keeps
+        the old layout with the environment first.
+        """
         env_text, memory_text = inputs.env_text, inputs.memory_text
         placement = self.settings.environment.placement
-        env_first = bool(env_text) and placement == "systemInstruction" and "environment" not in inline
+        env_placed = bool(env_text) and "environment" not in inline
+        env_first = env_placed and placement == "systemInstruction"
+        env_last = env_placed and placement == "systemInstructionEnd"
         memory_last = bool(memory_text) and "memory" not in inline
         base = "\n\n".join(s.text for s in rendered)
         pieces = [SectionText("environment", env_text)] if env_first else []
@@ -323,10 +372,13 @@ class InstructionEngine:
             pieces.append(SectionText("memory", memory_text))
         if env_first:
             final = f"{env_text}\n\n{final}" if final else env_text
+        if env_last:
+            final = f"{final}\n\n{env_text}" if final else env_text
+            pieces.append(SectionText("environment", env_text))
         final = collapse_newlines(final).strip()
         initial = None
-        if placement == "initialMessage" and env_text and "environment" not in inline:
-            initial = f"{env_text}\n\n{INITIAL_MESSAGE_CLOSING}"
+        if placement == "initialMessage" and env_placed:
+            initial = f"{INITIAL_MESSAGE_OPENING}\n\n{env_text}\n\n{INITIAL_MESSAGE_CLOSING}"
         return Instruction(
             text=final,
             etag=etag_of(final),

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-import tempfile
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -97,12 +95,6 @@ def _render(node: _Node, indent: str, out: list[str]) -> None:
             _render(child, indent + ("    " if last else "│   "), out)
 
 
-def project_temp_dir(folders: Sequence[Path]) -> str:
-    """A per-project scratch folder path (not created here)."""
-    key = hashlib.sha256("\n".join(str(f) for f in folders).encode()).hexdigest()[:12]
-    return os.path.join(tempfile.gettempdir(), "context-companion", key)
-
-
 def is_git_repository(folder: Path) -> bool:
     """Whether ``folder`` or one of its parents holds a ``.git`` entry."""
     folder = Path(folder).resolve()
@@ -118,14 +110,17 @@ def environment_context(
     platform: str | None = None,
     trees: dict[str, str] | None = None,
 ) -> str:
-    """The environment summary text. Empty when there is nothing to say (no folders)."""
+    """The environment summary text. Empty when there is nothing to say (no folders).
+
+    Neutral wording (no "I" or "you"), so the same text fits the instruction and a user message.
+    It names only folders that exist: no scratch folder is offered, as none is created.
+    """
     if not folders:
         return ""
     lines = [
-        "Context Companion set up this session. Here is the environment you are working in.",
+        ENVIRONMENT_HEADING,
         f"Today's date: {today.strftime('%A, %d %B %Y')}.",
         f"Operating system: {platform or sys.platform}.",
-        f"Scratch folder for temporary files: {project_temp_dir(folders)}",
     ]
     if len(folders) == 1:
         lines.append(f"Workspace folder: {folders[0]}")
@@ -147,6 +142,8 @@ def environment_context(
     return "\n".join(lines)
 
 
+ENVIRONMENT_HEADING = "# Environment"
+INITIAL_MESSAGE_OPENING = "Here is the environment I am working in, for context."
 INITIAL_MESSAGE_CLOSING = (
     "That is the whole setup. My first request follows in the next message. If a request needs a tool, call it "
     "rather than replying with nothing."

@@ -41,6 +41,8 @@ class InstructionChanged:
     instruction: Instruction
     changed_sections: tuple[str, ...]
     sessions: tuple[str, ...]
+    prefix_stable: PrefixStable | None = None
+    applied: bool = True  # False: memory changed, the sessions keep their start's (memory.reload = "session")
 
     def to_wire(self, reasons: Iterable[str], files: Iterable[str]) -> dict[str, Any]:
         """The ``contextCompanion/systemInstructionChanged`` params."""
@@ -52,7 +54,37 @@ class InstructionChanged:
             "tokens": {"total": self.instruction.tokens.total},
             "sessions": list(self.sessions[:MAX_SESSIONS_LISTED]),
             "sessionCount": len(self.sessions),
+            "applied": self.applied,
+            "prefixStable": self.prefix_stable or prefix_stable(None, self.instruction.text),
         }
+
+
+PrefixStable = dict[str, Any]  # {"chars": int, "percent": float}
+
+
+def prefix_stable(previous: str | None, current: str) -> PrefixStable:
+    """How much of the instruction a session was last given starts the new one: the characters at
+    the start that are equal, and that number as a percentage of the previous instruction's length
+    (what a provider's prompt cache can still reuse). Nothing given before: 0 characters, 0 %."""
+    if previous is None:
+        return {"chars": 0, "percent": 0.0}
+    chars = common_prefix_length(previous, current)
+    percent = 100.0 if not previous else round(100.0 * chars / len(previous), 2)
+    return {"chars": chars, "percent": percent}
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the common prefix, by halving (slices compare in C, not a loop per character)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def first_reason(reasons: Iterable[str]) -> str:

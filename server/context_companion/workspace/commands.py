@@ -58,19 +58,20 @@ def _end_session(c: Companion, p: P.EndSessionParams, _: Texts) -> dict[str, Any
 
 
 def _get_system_instruction(c: Companion, p: P.GetSystemInstructionParams, _: Texts) -> dict[str, Any]:
-    instruction = c.export(c.system_instruction(p.session_id))
+    instruction, prefix = c.system_instruction_report(p.session_id)
+    instruction = c.export(instruction)
     head = {"sessionId": p.session_id, "etag": instruction.etag}
     if p.if_none_match is not None and p.if_none_match == instruction.etag:
-        return {**head, "unchanged": True}
-    return {**head, "unchanged": False, **instruction.to_wire()}
+        return {**head, "unchanged": True, "prefixStable": prefix}
+    return {**head, "unchanged": False, **instruction.to_wire(), "prefixStable": prefix}
 
 
 def _prepare_refresh(c: Companion) -> Any:
     return c.prepare_memory()
 
 
-def _refresh_memory(c: Companion, _: P.RefreshMemoryParams, __: Texts, store: Any) -> dict[str, Any]:
-    refreshed = c.refresh_memory(store)
+def _refresh_memory(c: Companion, p: P.RefreshMemoryParams, __: Texts, store: Any) -> dict[str, Any]:
+    refreshed = c.refresh_memory(store, environment=p.environment)
     instruction = c.export(refreshed.instruction)
     return {
         "changed": refreshed.changed,
@@ -88,7 +89,8 @@ def _get_turn_context(c: Companion, p: P.GetTurnContextParams, texts: Texts) -> 
 
 def _build_messages(c: Companion, p: P.BuildMessagesParams, texts: Texts) -> dict[str, Any]:
     messages = [m.model_dump() for m in p.messages]
-    return {"messages": c.build_messages(p.session_id, messages, texts, p.include_turn_context)}
+    built, updates = c.build_messages(p.session_id, messages, texts, p.include_turn_context, p.include_environment)
+    return {"messages": built, "memoryUpdates": updates}
 
 
 def _get_initial_history(c: Companion, p: P.SessionOnlyParams, _: Texts) -> dict[str, Any]:

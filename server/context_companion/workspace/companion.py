@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from ..context.messages import build_messages
 from ..context.state import Baseline, EditorState, RawPosition
-from ..context.turn import TurnContext, next_turn
+from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
 from ..memory.explain import Explanation
@@ -29,9 +29,10 @@ from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
-from .changes import InstructionChanged, MemoryChange, changed_sections
+from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
+from .updates import MemoryUpdate, as_seen, diff, render_updates, tracked
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class Companion:
         self.sessions = AgentSessions(snapshot.settings.server.max_sessions)
         self._exporter = Exporter()
         self._missed: set[str] | None = None  # file changes seen while a new store loads
+        self._memory_edited = False  # memory changed on disk since the last rebuild_sessions
 
     @classmethod
     def open(cls, folders: Sequence[Path], **kwargs: Any) -> Companion:
@@ -152,11 +154,23 @@ class Companion:
             self.engine.update_settings(new.settings)
             self.editor.update_settings(new.settings.context)
             self.sessions.set_limit(new.settings.server.max_sessions)
+            for agent in self.sessions:
+                agent.trees = None  # taken again: the tree settings may be what changed
         if old.folders != new.folders:
             self.engine.set_folders(list(new.folders))
+            self._snapshot_new_folders(old.folders, new.folders)
         if prepared.memory is not None:
             self._use_memory(prepared.memory)
         return Swapped(old.settings != new.settings, old.folders != new.folders, prepared.memory is not None)
+
+    def _snapshot_new_folders(self, old: Sequence[Path], new: Sequence[Path]) -> None:
+        """Sessions keep the trees of the folders they had and get one of each added folder."""
+        added = [f for f in new if f not in old]
+        fresh = self.engine.folder_trees(added) if added else {}
+        kept = {str(f) for f in new}
+        for agent in self.sessions:
+            if agent.trees is not None:
+                agent.trees = {k: v for k, v in agent.trees.items() if k in kept} | fresh
 
     def _use_memory(self, store: MemoryStore) -> None:
         self.memory = self.engine.memory = store
@@ -195,9 +209,29 @@ class Companion:
         return [p for p in paths if p.is_absolute()], active_path
 
     def build(self, agent: AgentSession) -> Instruction:
-        """The instruction for this session now (cached by its inputs). Raises ``PromptError``."""
+        """The instruction for this session now (cached by its inputs). Raises ``PromptError``.
+
+        The session's folder trees are taken on its first build and kept; with
+        ``memory.reload = "session"`` so is its memory composition."""
         paths, active = self._open_paths()
-        return self.engine.build(agent.profile, paths, active)
+        if agent.trees is None:
+            agent.trees = self.engine.folder_trees()
+        memory = None
+        if self.snapshot.settings.memory.reload == "session":
+            if agent.memory is None:
+                self._freeze_memory(agent, paths, active)
+            memory = agent.memory
+        return self.engine.build(agent.profile, paths, active, trees=agent.trees, memory=memory)
+
+    def _freeze_memory(self, agent: AgentSession, paths: list[Path], active: Path | None) -> None:
+        """Keep the memory as composed now in the session's instruction; what its agent then knows
+        is that instruction's memory (plus on-demand memory already delivered)."""
+        interactive = self._interactive(agent)
+        agent.memory = self.engine.compose_memory(paths, active, interactive)
+        included = {f.abs_path for f in agent.memory.files if f.included} if agent.memory is not None else set()
+        blocks = self.memory.blocks(paths, active, interactive=interactive)
+        agent.seen_at_start = as_seen({b.abs_path: b for b in blocks if b.abs_path in included and b.content.strip()})
+        agent.seen = {k: v for k, v in agent.seen.items() if k not in included} | agent.seen_at_start
 
     def export(self, instruction: Instruction) -> Instruction:
         """Write the instruction where ``writeSystemPromptTo`` says (a no-op when unset)."""
@@ -208,6 +242,7 @@ class Companion:
     def start_session(self, session_id: str, profile: Any = None) -> Instruction:
         agent = self.sessions.get(session_id, profile)
         agent.baseline = Baseline()
+        agent.trees, agent.memory, agent.seen, agent.seen_at_start = None, None, {}, {}
         agent.instruction = self.build(agent)
         return agent.instruction
 
@@ -216,15 +251,28 @@ class Companion:
         self.sessions.end(session_id)
 
     def system_instruction(self, session_id: str) -> Instruction:
-        agent = self.sessions.get(session_id)
-        agent.instruction = self.build(agent)
-        return agent.instruction
+        return self.system_instruction_report(session_id)[0]
 
-    def refresh_memory(self, store: MemoryStore) -> Refreshed:
-        """Swap in a store from :meth:`prepare_memory` and rebuild every session's instruction."""
+    def system_instruction_report(self, session_id: str) -> tuple[Instruction, PrefixStable]:
+        """The session's instruction now, and how much of the one it was last given it keeps."""
+        agent = self.sessions.get(session_id)
+        previous = agent.instruction
+        agent.instruction = self.build(agent)
+        return agent.instruction, prefix_stable(previous.text if previous else None, agent.instruction.text)
+
+    def refresh_memory(self, store: MemoryStore, environment: bool = False) -> Refreshed:
+        """Swap in a store from :meth:`prepare_memory` and rebuild every session's instruction.
+        ``environment``: take the folder trees again too. Sessions that keep the memory of their
+        start (``memory.reload = "session"``) take it again: this is how edits are applied."""
         reference = self.sessions.find(DEFAULT_SESSION) or AgentSession(DEFAULT_SESSION, None)
         before = self.build(reference)
         self._use_memory(store)
+        for agent in self.sessions:
+            agent.memory = None
+            if environment:
+                agent.trees = None
+        if environment:
+            reference.trees = None
         updated = [change.sessions for change in self.rebuild_sessions()]
         current = self.build(reference)
         ids = tuple(sorted(i for group in updated for i in group))
@@ -242,23 +290,75 @@ class Companion:
     # ------------------------------------------------------------------ turn context
 
     def turn_context(
-        self, session_id: str, texts: Mapping[str, str], *, force_full: bool = False, pending_tool_call: bool = False
+        self,
+        session_id: str,
+        texts: Mapping[str, str],
+        *,
+        force_full: bool = False,
+        pending_tool_call: bool = False,
+        editor: bool = True,
     ) -> TurnContext:
-        """The editor context for the next turn: full the first time, then what changed.
-        ``texts`` maps a document URI to its current text (the documents the editor has open)."""
+        """The editor context for the next turn: full the first time, then what changed; with the
+        memory updates the session's agent has not had yet (see :mod:`.updates`).
+        ``texts`` maps a document URI to its current text (the documents the editor has open).
+        ``editor=False``: memory updates only."""
         agent = self.sessions.get(session_id)
-        if not self.snapshot.settings.context.enabled:
+        if pending_tool_call:  # a tool result must follow its call: nothing moves
             return TurnContext("none", None, None)
-        state = self.editor.snapshot(texts.get, self.snapshot.position_encoding)
-        return next_turn(agent.baseline, state, force_full=force_full, pending_tool_call=pending_tool_call)
+        turn = TurnContext("none", None, None)
+        if editor and self.snapshot.settings.context.enabled:
+            state = self.editor.snapshot(texts.get, self.snapshot.position_encoding)
+            turn = next_turn(agent.baseline, state, force_full=force_full)
+        updates = self.memory_updates(agent, reset=force_full)
+        return with_memory(turn, render_updates(updates), [u.to_wire() for u in updates])
+
+    def memory_updates(self, agent: AgentSession, *, reset: bool = False) -> list[MemoryUpdate]:
+        """Memory the agent should now know beyond what it was given, and mark it given.
+
+        ``memory.onDemandDelivery = "turn"``: JIT files and glob rules that apply to the open files.
+        ``memory.reload = "session"``: also edits to the memory the session's instruction keeps.
+        ``reset`` (forceFull: the agent lost its history) sends everything again."""
+        settings = self.snapshot.settings.memory
+        keep_session = settings.reload == "session"
+        if settings.on_demand_delivery == "instruction" and not keep_session:
+            return []
+        if keep_session and agent.memory is None:
+            agent.instruction = self.build(agent)  # freezes the session's memory
+        paths, active = self._open_paths()
+        blocks = self.memory.blocks(paths, active, interactive=self._interactive(agent))
+        now = tracked(blocks, on_demand_only=not keep_session)
+        if reset:
+            agent.seen = dict(agent.seen_at_start)
+        updates = diff(agent.seen, now, {b.abs_path: b for b in blocks}, self.tokenizer.count)
+        agent.seen = as_seen(now)
+        return updates
+
+    def first_turn_memory(self, paths: Sequence[Path], active: Path | None) -> list[MemoryUpdate]:
+        """The memory updates a session's first turn carries for these open files (for the CLI)."""
+        if self.snapshot.settings.memory.on_demand_delivery == "instruction":
+            return []
+        blocks = self.memory.blocks(paths, active, interactive=self.snapshot.settings.profile.interactive)
+        now = tracked(blocks, on_demand_only=True)
+        return diff({}, now, {b.abs_path: b for b in blocks}, self.tokenizer.count)
 
     def build_messages(
-        self, session_id: str, messages: list[dict[str, Any]], texts: Mapping[str, str], include_turn: bool = True
-    ) -> list[dict[str, Any]]:
+        self,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        texts: Mapping[str, str],
+        include_turn: bool = True,
+        include_environment: bool | None = None,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The messages to send, and the memory updates they carry. The environment message
+        (``environment.placement = "initialMessage"``) comes first on the first turn (no assistant
+        message yet) or when ``include_environment`` says so."""
         agent = self.sessions.get(session_id)
         instruction = agent.instruction = self.build(agent)
-        turn_text = self.turn_context(session_id, texts).text if include_turn else None
-        return build_messages(instruction.text, messages, turn_text)
+        turn = self.turn_context(session_id, texts, editor=include_turn)
+        if include_environment is None:
+            include_environment = not any(m.get("role") == "assistant" for m in messages)
+        environment = instruction.initial_message if include_environment else None
+        return build_messages(instruction.text, messages, turn.text, environment), list(turn.memory_updates)
 
     # ------------------------------------------------------------------ memory
 
@@ -314,6 +414,8 @@ class Companion:
         if self._missed is not None:
             self._missed.update(paths)
         summary = self.memory.apply_changes(paths)
+        if summary.kind is not None:
+            self._memory_edited = True
         # The build cache is keyed on the memory result: an edited memory or rule file needs no
         # invalidation. An ignore file or a new directory can change the folder tree: recompute it.
         if summary.kind == "workspaceChanged":
@@ -321,9 +423,12 @@ class Companion:
         return MemoryChange(summary.kind, frozenset(summary.changed_files), summary.roots_changed)
 
     def rebuild_sessions(self) -> list[InstructionChanged]:
-        """Rebuild every started session's instruction; one entry per new instruction, naming the
-        sessions that now have it. Sessions whose instruction did not change are left out."""
-        groups: dict[str, tuple[Instruction, Instruction | None, list[str]]] = {}
+        """Rebuild every started session's instruction; one entry per new instruction (and previous
+        one), naming the sessions that now have it. Sessions whose instruction did not change are
+        left out, except sessions that keep their start's memory (``memory.reload = "session"``)
+        while memory on disk now differs: they get an entry with ``applied`` false."""
+        edited, self._memory_edited = self._memory_edited, False
+        groups: dict[tuple[str, str | None, bool], tuple[Instruction, Instruction | None, list[str]]] = {}
         for agent in self.sessions:
             try:
                 new = self.build(agent)
@@ -332,9 +437,30 @@ class Companion:
                 continue
             old = agent.instruction
             if old is not None and old.etag == new.etag:
+                if edited and self._memory_kept_apart(agent):
+                    groups.setdefault((new.etag, old.etag, False), (new, old, []))[2].append(agent.id)
                 continue
             agent.instruction = new
-            groups.setdefault(new.etag, (new, old, []))[2].append(agent.id)
+            groups.setdefault((new.etag, old.etag if old else None, True), (new, old, []))[2].append(agent.id)
         return [
-            InstructionChanged(new, changed_sections(old, new), tuple(sorted(ids))) for new, old, ids in groups.values()
+            InstructionChanged(
+                new,
+                changed_sections(old, new) if applied else ("memory",),
+                tuple(sorted(ids)),
+                prefix_stable(old.text if old else None, new.text),
+                applied,
+            )
+            for (_etag, _old, applied), (new, old, ids) in groups.items()
         ]
+
+    def _memory_kept_apart(self, agent: AgentSession) -> bool:
+        """Whether the session keeps memory that differs from the memory on disk now."""
+        if agent.memory is None or self.snapshot.settings.memory.reload != "session":
+            return False
+        paths, active = self._open_paths()
+        current = self.engine.compose_memory(paths, active, self._interactive(agent))
+        return current is not None and current.text != agent.memory.text
+
+    def _interactive(self, agent: AgentSession) -> bool:
+        """Whether a person watches this session's agent (its profile's, else the settings')."""
+        return (agent.profile or self.snapshot.settings.profile).interactive

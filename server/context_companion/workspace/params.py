@@ -43,7 +43,7 @@ class GetSystemInstructionParams(_Params):
 
 
 class RefreshMemoryParams(_Params):
-    pass
+    environment: bool = False  # also take the folder trees again
 
 
 class GetTurnContextParams(_Params):
@@ -66,6 +66,7 @@ class BuildMessagesParams(_Params):
     session_id: str = SessionId
     messages: list[Message] = Field(max_length=MAX_MESSAGES)
     include_turn_context: bool = True
+    include_environment: bool | None = None  # None: on the first turn (no assistant message yet)
 
 
 class SessionOnlyParams(_Params):

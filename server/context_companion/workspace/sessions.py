@@ -12,6 +12,7 @@ from typing import Any
 
 from ..context.state import Baseline
 from ..errors import ParamsError
+from ..memory import MemoryResult
 from ..prompt.engine import Instruction
 from ..settings import AgentProfile, parse_profile
 
@@ -24,6 +25,14 @@ class AgentSession:
     profile: AgentProfile | None  # None: the settings' profile
     instruction: Instruction | None = None  # the last one given (as a result or a push)
     baseline: Baseline = field(default_factory=Baseline)  # what the last turn context showed
+    # The folder trees of its environment text, taken at its start: files that appear later do
+    # not change them (refreshMemory {"environment": true} and settings changes take them again).
+    trees: dict[str, str] | None = None
+    # memory.reload = "session": the memory composition its instruction keeps.
+    memory: MemoryResult | None = None
+    # Memory its agent knows outside the current memory composition: abs path → (display, content).
+    seen: dict[str, tuple[str, str]] = field(default_factory=dict)
+    seen_at_start: dict[str, tuple[str, str]] = field(default_factory=dict)  # what forceFull goes back to
 
 
 DEFAULT_MAX_SESSIONS = 64

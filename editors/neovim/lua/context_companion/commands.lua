@@ -84,7 +84,7 @@ function M.turn_context(smods)
     if type(result) ~= 'table' or type(result.text) ~= 'string' then
       return lsp.message('there is no editor context to give (is context.enabled off?)')
     end
-    views.show('turn-context', M.PREVIEW_SESSION, client.id, result.text, smods, { kind = result.kind })
+    views.show('turn-context', M.PREVIEW_SESSION, client.id, views.turn_text(result), smods, { kind = result.kind })
   end)
 end
 

@@ -72,6 +72,29 @@ function M.show(kind, session, client_id, text, smods, info)
   return bufnr
 end
 
+--- The turn-context view's text: what the agent would receive, then the `memoryUpdates` it carries
+--- (memory delivered with the turn instead of the system instruction).
+---@param result table a getTurnContext result
+---@return string
+function M.turn_text(result)
+  local text = type(result.text) == 'string' and result.text or ''
+  local updates = type(result.memoryUpdates) == 'table' and result.memoryUpdates or {}
+  if #updates == 0 then
+    return text
+  end
+  local lines = { (text:gsub('%s+$', '')), '', ('## Memory updates (%d)'):format(#updates), '' }
+  table.insert(lines, 'Memory files delivered with this turn instead of the system instruction:')
+  table.insert(lines, '')
+  table.insert(lines, '| file | tokens | why |')
+  table.insert(lines, '| --- | ---: | --- |')
+  for _, u in ipairs(updates) do
+    local path = tostring(u.path or '?'):gsub('|', '\\|')
+    local reason = tostring(u.reason or ''):gsub('|', '\\|')
+    table.insert(lines, ('| `%s` | %s | %s |'):format(path, tostring(u.tokens or '?'), reason))
+  end
+  return table.concat(lines, '\n')
+end
+
 --- The server pushed a new instruction: refresh the instruction views of those sessions.
 ---@param client_id integer?
 ---@param params table
