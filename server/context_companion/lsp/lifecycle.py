@@ -37,7 +37,9 @@ def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
     elif not folders and params.root_path:
         folders = [Path(params.root_path)]
     encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
-    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, params.initialization_options, encoding))
+    client = params.client_info.name if params.client_info else None
+    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
+    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, options, encoding))
 
 
 async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding: str) -> None:
@@ -57,12 +59,14 @@ async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding
     except Exception:
         log.exception("start-up failed")
         ls.ready.set()
+        await ls.gemini.reconcile(companion)
         return
     # No session has been given an instruction yet (commands wait for ready): what happened
     # before now is part of the first build, not a change to push later.
     ls.publisher.forget()
     ls.ready.set()
     ls.watch.start(companion, ls.files_changed)
+    await ls.gemini.reconcile(companion)
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -95,6 +99,7 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
 def shutdown(ls: CompanionServer, *_: Any) -> None:
     ls.watch.stop()
     ls.publisher.cancel()
+    ls.gemini.shutdown()
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:
@@ -131,6 +136,7 @@ async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
     swapped = companion.apply(prepared)
     if swapped.memory_replaced:
         ls.watch.start(companion, ls.files_changed)
+    await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
 
 
