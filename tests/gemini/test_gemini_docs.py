@@ -13,12 +13,27 @@ def test_every_companion_method_and_command_is_in_the_protocol_doc():
     doc = (DOCS / "protocol.md").read_text()
     for name in (gemini.COMPANION_STATUS, gemini.COMPANION_STARTED, gemini.SHOW_DIFF, gemini.CLOSE_DIFF):
         assert f"### `{name}`" in doc, f"{name} missing from docs/protocol.md"
-    for name in ("ide/contextUpdate", "ide/diffAccepted", "ide/diffRejected", "ide/diffClosed", "openDiff", "closeDiff"):
+    for name in (
+        "ide/contextUpdate",
+        "ide/diffAccepted",
+        "ide/diffRejected",
+        "ide/diffClosed",
+        "openDiff",
+        "closeDiff",
+    ):
         assert f"`{name}" in doc, name
 
 
 def test_the_user_guide_covers_both_editors_and_containers():
     guide = (DOCS / "editors" / "gemini-cli.md").read_text()
-    for needle in ("Neovim", "VS Code", ":ContextCompanionStatus", ":ContextCompanionDiffAccept", "SSH_CONNECTION",
-                   "host.docker.internal", "/ide status", "companion.geminiCli.enabled"):
+    for needle in (
+        "Neovim",
+        "VS Code",
+        ":ContextCompanionStatus",
+        ":ContextCompanionDiffAccept",
+        "SSH_CONNECTION",
+        "host.docker.internal",
+        "/ide status",
+        "companion.geminiCli.enabled",
+    ):
         assert needle in guide, needle

@@ -18,6 +18,7 @@ export const ServerCommand = {
   showMemory: 'contextCompanion.showMemory',
   addMemory: 'contextCompanion.addMemory',
   getCompressionPrompt: 'contextCompanion.getCompressionPrompt',
+  companionStatus: 'contextCompanion.companionStatus',
 } as const;
 
 /** Commands this extension contributes to the palette. They must never equal a server command id. */
@@ -28,6 +29,8 @@ export const PaletteCommand = {
   showMemoryFiles: 'contextCompanion.showMemoryFiles',
   addMemoryFact: 'contextCompanion.addMemoryFact',
   restartServer: 'contextCompanion.restartServer',
+  geminiDiffAccept: 'contextCompanion.geminiDiffAccept',
+  geminiDiffReject: 'contextCompanion.geminiDiffReject',
 } as const;
 
 export interface Position {

@@ -29,6 +29,8 @@ describe('package.json: palette commands', () => {
       [PaletteCommand.showMemoryFiles]: 'Show Memory Files',
       [PaletteCommand.addMemoryFact]: 'Add Memory',
       [PaletteCommand.restartServer]: 'Restart Server',
+      [PaletteCommand.geminiDiffAccept]: 'Accept Gemini CLI Change',
+      [PaletteCommand.geminiDiffReject]: 'Reject Gemini CLI Change',
     });
     for (const c of commands) assert.equal(c.category, 'Context Companion');
   });
