@@ -110,6 +110,9 @@ class GeminiLink:
             try:
                 if wanted.enabled:
                     await self._start(companion, wanted)
+            except Exception:
+                # The editor features do not depend on the companion: log it, keep serving.
+                log.exception("the Gemini CLI companion could not start")
             finally:
                 self.settled.set()
 
