@@ -245,6 +245,22 @@ class ServerSettings(_Model):
     max_sessions: int = Field(default=64, ge=1, le=10_000)
 
 
+# --------------------------------------------------------------------------- agent companions
+
+
+class GeminiCliSettings(_Model):
+    # The language server starts the companion for the editor it serves; the one-shot CLI
+    # commands never do, so this default only matters where an editor is attached.
+    enabled: bool = True
+    port: int = Field(default=0, ge=0, le=65535)  # 0: a random free port
+
+
+class CompanionSettings(_Model):
+    """IDE companions other agents connect to (Gemini CLI's IDE integration)."""
+
+    gemini_cli: GeminiCliSettings = Field(default_factory=GeminiCliSettings)
+
+
 # --------------------------------------------------------------------------- the whole
 
 
@@ -261,6 +277,7 @@ class Settings(_Model):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    companion: CompanionSettings = Field(default_factory=CompanionSettings)
 
 
 # --------------------------------------------------------------------------- resolution

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import node_packages
 import pytest
 
 pytestmark = pytest.mark.editor
@@ -112,7 +113,7 @@ def setup_call(**options: Any) -> str:
 class Nvim:
     """One headless Neovim with the plugin, driven over its --listen socket."""
 
-    def __init__(self, root: Path, setup: str, cwd: Path) -> None:
+    def __init__(self, root: Path, setup: str, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.sockdir = Path(tempfile.mkdtemp(prefix="ccnv"))  # short: socket paths are limited
@@ -128,6 +129,7 @@ class Nvim:
                 "NVIM_LOG_FILE": str(root / "nvim.log"),
             }
         )
+        self.env.update(env or {})
         self.lsp_log = state / "nvim" / "lsp.log"
         init = root / "init.lua"
         init.write_text(INIT_TEMPLATE % {"plugin": lua_str(str(PLUGIN)), "setup": setup}, encoding="utf-8")
@@ -248,7 +250,7 @@ class Nvim:
         try:
             parts.append("notifications: " + json.dumps(self.lua("return _G.t_msgs")))
             parts.append("messages: " + str(self.lua("return vim.fn.execute('messages')")))
-        except Exception as exc:  # noqa: BLE001 - best effort while reporting a failure
+        except Exception as exc:
             parts.append(f"(could not read Neovim's messages: {exc})")
         if self.lsp_log.exists():
             parts.append("lsp.log tail:\n" + "\n".join(self.lsp_log.read_text(errors="replace").splitlines()[-40:]))
@@ -260,7 +262,7 @@ class Nvim:
         if self.proc.poll() is None:
             try:
                 self.lua("vim.schedule(function() vim.cmd('qall!') end)")
-            except Exception:  # noqa: BLE001 - it may already be going away
+            except Exception:
                 pass
             try:
                 self.proc.wait(timeout=10)
@@ -303,8 +305,10 @@ def workspace(tmp_path: Path) -> Path:
 def start_nvim(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Nvim]]:
     started: list[Nvim] = []
 
-    def start(setup: str | None = None, cwd: Path | None = None) -> Nvim:
-        nvim = Nvim(tmp_path / f"nvim{len(started)}", setup if setup is not None else setup_call(), cwd or workspace)
+    def start(setup: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None) -> Nvim:
+        nvim = Nvim(
+            tmp_path / f"nvim{len(started)}", setup if setup is not None else setup_call(), cwd or workspace, env
+        )
         started.append(nvim)
         return nvim
 
@@ -588,7 +592,7 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
 
     nvim.lua("vim.cmd('ContextCompanionExplain vim')")
     nvim.wait_for(
-        lambda: any("unknown agent \"vim\"; known agents: claude-code" in m["msg"] for m in nvim.messages()),
+        lambda: any('unknown agent "vim"; known agents: claude-code' in m["msg"] for m in nvim.messages()),
         "the unknown agent message",
     )
 
@@ -804,3 +808,74 @@ def test_a_wrong_token_over_tcp_is_refused_and_the_user_told(start_nvim, workspa
     finally:
         proc.kill()
         proc.wait(10)
+
+
+# ====================================================================== Gemini CLI companion
+
+GEMINI_NODE = REPO / "tests" / "gemini" / "node"
+
+
+def test_gemini_cli_env_reaches_terminals_and_a_diff_is_accepted_with_the_users_edit(
+    start_nvim, workspace: Path, tmp_path: Path
+) -> None:
+    node_packages.ensure(GEMINI_NODE, "Gemini CLI's own IDE client (@google/gemini-cli-core)")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    nvim = start_nvim(env={"TMPDIR": str(tmpdir)})
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    port = nvim.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the Gemini CLI environment")
+    status = nvim.lua(
+        "local r, err = require('context_companion').execute('companionStatus', {}); return err and err.message or r"
+    )
+    assert status["geminiCli"]["running"] is True
+    assert port == str(status["geminiCli"]["port"])
+    # What a :terminal (any child process) inherits.
+    shell = nvim.lua(
+        "return vim.fn.system({'sh', '-c', 'echo $GEMINI_CLI_IDE_SERVER_PORT:$GEMINI_CLI_IDE_WORKSPACE_PATH'})"
+    )
+    assert shell.strip() == f"{port}:{workspace}"
+
+    target = workspace / "src" / "main.py"
+    node_env = {**nvim.env, "TMPDIR": str(tmpdir), "SSH_CONNECTION": "127.0.0.1 40000 127.0.0.1 22"}
+    node_env = {k: v for k, v in node_env.items() if not k.startswith("GEMINI_CLI_")}
+    proc = subprocess.Popen(
+        ["node", str(GEMINI_NODE / "open_diff.mjs"), str(target), "x = 1\nproposed line\n"],
+        cwd=workspace,
+        env=node_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        nvim.wait_lua("return next(require('context_companion.gemini').diffs) ~= nil", "the diff view of the proposal")
+        proposed = nvim.lua(
+            """
+            local d = require('context_companion.gemini').current_diff()
+            return { lines = vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false),
+                     tab = vim.api.nvim_get_current_tabpage() == d.tab,
+                     diff = vim.wo.diff }
+            """
+        )
+        assert proposed == {"lines": ["x = 1", "proposed line"], "tab": True, "diff": True}
+        # The user edits the proposal, then accepts it.
+        nvim.lua(
+            """
+            local d = require('context_companion.gemini').current_diff()
+            vim.api.nvim_buf_set_lines(d.proposed, 1, 2, false, { 'edited by the user' })
+            vim.cmd('ContextCompanionDiffAccept')
+            """
+        )
+        out, err = proc.communicate(timeout=DEADLINE * 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    events = [json.loads(line) for line in out.splitlines() if line.startswith('{"event"')]
+    assert proc.returncode == 0, err
+    assert events[-1] == {"event": "result", "result": {"status": "accepted", "content": "x = 1\nedited by the user\n"}}
+    assert (
+        nvim.lua("return next(require('context_companion.gemini').diffs) == nil and #vim.api.nvim_list_tabpages()") == 1
+    )
+    assert target.read_text(encoding="utf-8").startswith('x = "')  # the CLI writes the file, not the editor
+    nvim.lua("vim.cmd('ContextCompanionStatus')")
+    assert any("Gemini CLI" in m["msg"] for m in nvim.lua("return _G.t_msgs")), nvim.lua("return _G.t_msgs")

@@ -8,11 +8,11 @@ runs here, once per session, when node_modules is missing or older than the lock
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import node_packages
 import pytest
 from mcp_helpers import http_server, mcp_command
 
@@ -21,16 +21,7 @@ NODE_DIR = Path(__file__).parent / "node"
 
 @pytest.fixture(scope="session")
 def node_client() -> list[str]:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are needed for the MCP interop tests (the official TypeScript SDK client)")
-    installed = NODE_DIR / "node_modules" / ".package-lock.json"
-    lock = NODE_DIR / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True, text=True, timeout=600
-        )
-        assert done.returncode == 0, f"npm ci failed in {NODE_DIR}:\n{done.stderr}"
+    node = node_packages.ensure(NODE_DIR, "the MCP interop tests (the official TypeScript SDK client)")
     return [node, str(NODE_DIR / "client.mjs")]
 
 

@@ -14,6 +14,7 @@ return {
     end
   end,
   settings = { contextCompanion = vim.empty_dict() },
+  init_options = { capabilities = lsp.CLIENT_CAPABILITIES },
   handlers = lsp.handlers(),
   on_exit = function(code, signal, client_id)
     local resolved = vim.lsp.config[lsp.NAME]

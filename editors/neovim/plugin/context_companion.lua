@@ -50,6 +50,18 @@ command('ContextCompanionAddMemory', function(args)
   require('context_companion.commands').add_memory(args.args, args.bang)
 end, { nargs = '+', bang = true, desc = 'Context Companion: remember a fact (! = in the workspace AGENTS.md)' })
 
+command('ContextCompanionStatus', function()
+  require('context_companion.commands').status()
+end, { desc = 'Context Companion: is the Gemini CLI companion running, and is a CLI connected?' })
+
+command('ContextCompanionDiffAccept', function()
+  require('context_companion.gemini').accept()
+end, { desc = 'Context Companion: accept the Gemini CLI change in this diff (with your edits)' })
+
+command('ContextCompanionDiffReject', function()
+  require('context_companion.gemini').reject()
+end, { desc = 'Context Companion: reject the Gemini CLI change in this diff' })
+
 -- Cursor reports for every buffer a Context Companion client attaches to, however it was started.
 local group = api.nvim_create_augroup('context_companion.attach', { clear = true })
 api.nvim_create_autocmd('LspAttach', {

@@ -5,6 +5,15 @@
  */
 import * as vscode from 'vscode';
 import { CursorTracker } from './cursorTracker';
+import {
+  CLOSE_DIFF,
+  COMPANION_STARTED,
+  COMPANION_STATUS,
+  GeminiCompanionUi,
+  SHOW_DIFF,
+  type GeminiStatus,
+  type ShowDiffParams,
+} from './gemini';
 import { InstructionModel } from './instruction';
 import { registerPalette } from './palette';
 import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
@@ -48,10 +57,20 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
   showStatus({ kind: 'starting' });
 
   const srv = server;
+  const gemini = new GeminiCompanionUi(vscode, context, async () => {
+    if (!srv.running) return undefined;
+    return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
+  });
+  srv.onClient((client) => {
+    client.onNotification(COMPANION_STARTED, (params: unknown) => gemini.onStarted(params));
+    client.onRequest(SHOW_DIFF, (params: ShowDiffParams) => gemini.showDiff(params));
+    client.onRequest(CLOSE_DIFF, (params: { uri: string }) => gemini.closeDiff(params));
+  });
   context.subscriptions.push(
     output,
     status,
     srv,
+    gemini,
     instruction,
     views,
     cursor,

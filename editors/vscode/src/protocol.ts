@@ -20,6 +20,7 @@ export const ServerCommand = {
   addMemory: 'contextCompanion.addMemory',
   getCompressionPrompt: 'contextCompanion.getCompressionPrompt',
   explainMemory: 'contextCompanion.explainMemory',
+  companionStatus: 'contextCompanion.companionStatus',
 } as const;
 
 /** Commands this extension contributes to the palette. They must never equal a server command id. */
@@ -31,6 +32,8 @@ export const PaletteCommand = {
   addMemoryFact: 'contextCompanion.addMemoryFact',
   explainMemoryForAgent: 'contextCompanion.explainMemoryForAgent',
   restartServer: 'contextCompanion.restartServer',
+  geminiDiffAccept: 'contextCompanion.geminiDiffAccept',
+  geminiDiffReject: 'contextCompanion.geminiDiffReject',
 } as const;
 
 export interface Position {

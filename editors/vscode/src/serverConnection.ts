@@ -41,6 +41,7 @@ export type ConnectionState = { kind: 'starting' } | { kind: 'running' } | { kin
 
 export class ServerConnection implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  private readonly clientHooks: ((client: LanguageClient) => void)[] = [];
   private queue: Promise<unknown> = Promise.resolve();
   private current: ConnectionState = { kind: 'stopped' };
   private readonly settingKeys: string[];
@@ -102,6 +103,11 @@ export class ServerConnection implements vscode.Disposable {
       command,
       arguments: arg === undefined ? [] : [arg],
     })) as T;
+  }
+
+  /** Run `hook` on every language client before it starts (to add handlers of server messages). */
+  onClient(hook: (client: LanguageClient) => void): void {
+    this.clientHooks.push(hook);
   }
 
   /** Send a notification when running; returns whether it was sent. */
@@ -244,6 +250,8 @@ export class ServerConnection implements vscode.Disposable {
   private async startClient(serverOptions: ServerOptions, authToken?: string): Promise<void> {
     const initializationOptions: Record<string, unknown> = this.serverSettings();
     if (authToken !== undefined) initializationOptions.authToken = authToken;
+    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs).
+    initializationOptions.capabilities = { showDiff: true };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
       outputChannel: this.output,
@@ -283,6 +291,7 @@ export class ServerConnection implements vscode.Disposable {
     client.onNotification(INSTRUCTION_CHANGED_NOTIFICATION, (params: InstructionChangedParams) => {
       this.instructionEmitter.fire(params);
     });
+    for (const hook of this.clientHooks) hook(client);
     client.onDidChangeState((e) => {
       if (this.client === client && e.newState === State.Running && this.current.kind !== 'running') {
         this.recovering = false;

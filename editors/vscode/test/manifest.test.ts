@@ -30,6 +30,8 @@ describe('package.json: palette commands', () => {
       [PaletteCommand.addMemoryFact]: 'Add Memory',
       [PaletteCommand.explainMemoryForAgent]: 'Explain Memory for Agent…',
       [PaletteCommand.restartServer]: 'Restart Server',
+      [PaletteCommand.geminiDiffAccept]: 'Accept Gemini CLI Change',
+      [PaletteCommand.geminiDiffReject]: 'Reject Gemini CLI Change',
     });
     for (const c of commands) assert.equal(c.category, 'Context Companion');
   });

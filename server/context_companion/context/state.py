@@ -7,6 +7,7 @@ arrives on every keystroke, costs a dictionary update and nothing more.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ def uri_to_path(uri: str) -> str:
             path = path[1:]
         return path
     return uri
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,7 @@ class EditorState:
 
     def __init__(self, settings: ContextSettings) -> None:
         self._docs: OrderedDict[str, _Doc] = OrderedDict()  # MRU first
+        self._focused_ms: dict[str, int] = {}  # uri → when it last came to the front (epoch ms)
         self.cursor: CursorState | None = None
         self.version = 0  # bumps on every change: cheap "did anything change" checks
         self.update_settings(settings)
@@ -111,11 +117,13 @@ class EditorState:
         doc = self._docs.pop(uri, None) or _Doc(uri, uri_to_path(uri))
         self._docs[uri] = doc
         self._docs.move_to_end(uri, last=False)
+        self._focused_ms[uri] = _now_ms()
         self.version += 1
 
     def close(self, uri: str) -> None:
         if self._docs.pop(uri, None) is not None:
             self.version += 1
+        self._focused_ms.pop(uri, None)
         if self.cursor is not None and self.cursor.uri == uri:
             self.cursor = None
 
@@ -123,9 +131,12 @@ class EditorState:
         self, uri: str, position: RawPosition, selections: Sequence[tuple[RawPosition, RawPosition]] = ()
     ) -> None:
         """Make ``uri`` the active document with this cursor (and selections)."""
+        previous = self.cursor.uri if self.cursor is not None else None
         self.cursor = CursorState(uri, position, tuple(selections))
         if uri in self._docs:
             self._docs.move_to_end(uri, last=False)
+            if previous != uri:  # a focus change, not a keystroke: no clock read per cursor move
+                self._focused_ms[uri] = _now_ms()
         self.version += 1
 
     # ------------------------------------------------------------------ reading
@@ -135,6 +146,10 @@ class EditorState:
 
     def open_uris(self) -> list[str]:
         return list(self._docs)
+
+    def focused_ms(self, uri: str) -> int:
+        """When ``uri`` last became the front document (epoch milliseconds; 0 when not open)."""
+        return self._focused_ms.get(uri, 0)
 
     def open_paths(self) -> list[str]:
         """Paths of every open document, MRU first (for memory JIT tiers and rules)."""

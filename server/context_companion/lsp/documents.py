@@ -30,11 +30,13 @@ def _opened(ls: CompanionServer, companion: Companion, uri: str) -> None:
     companion.did_open(uri)
     ls.publisher.schedule(OPEN_FILES_CHANGED, [uri_to_path(uri)])
     ls.diagnostics.publish(uri)
+    ls.gemini.schedule_update()
 
 
 def did_change(ls: CompanionServer, params: t.DidChangeTextDocumentParams) -> None:
     if ls.companion is not None:
         ls.diagnostics.schedule(params.text_document.uri)
+        ls.gemini.schedule_update()  # the selected text may have changed
 
 
 def did_close(ls: CompanionServer, params: t.DidCloseTextDocumentParams) -> None:
@@ -46,6 +48,7 @@ def _closed(ls: CompanionServer, companion: Companion, uri: str) -> None:
     companion.did_close(uri)
     ls.publisher.schedule(OPEN_FILES_CHANGED, [uri_to_path(uri)])
     ls.diagnostics.clear(uri)
+    ls.gemini.schedule_update()
 
 
 def did_change_cursor(ls: CompanionServer, params: Any) -> None:
@@ -71,6 +74,7 @@ def _cursor_moved(
 ) -> None:
     if companion.did_change_cursor(uri, position, selections):
         ls.publisher.schedule(OPEN_FILES_CHANGED)  # the active file feeds JIT memory and rules
+    ls.gemini.schedule_update()
 
 
 HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (

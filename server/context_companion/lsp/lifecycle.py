@@ -37,7 +37,9 @@ def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
     elif not folders and params.root_path:
         folders = [Path(params.root_path)]
     encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
-    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, params.initialization_options, encoding))
+    client = params.client_info.name if params.client_info else None
+    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
+    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, options, encoding))
 
 
 async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding: str) -> None:
@@ -57,6 +59,7 @@ async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding
     except Exception:
         log.exception("start-up failed")
         ls.ready.set()
+        await ls.gemini.reconcile(companion)
         return
     # No session has been given an instruction yet (commands wait for ready): what happened
     # before now is part of the first build, not a change to push later.
@@ -68,6 +71,7 @@ async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding
             await ls.mcp.start(ls)
         except Exception:
             log.exception("the MCP endpoint could not start")
+    await ls.gemini.reconcile(companion)
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -103,6 +107,7 @@ def shutdown(ls: CompanionServer, *_: Any) -> None:
     ls.cancel_in_flight()
     if ls.mcp is not None:
         ls.mcp.stop()
+    ls.gemini.shutdown()
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:
@@ -139,6 +144,7 @@ async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
     swapped = companion.apply(prepared)
     if swapped.memory_replaced:
         ls.watch.start(companion, ls.files_changed)
+    await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
 
 

@@ -28,8 +28,9 @@ from .. import __version__
 from ..bridges.watch import Watch
 from ..context.positions import split_lines_keepends
 from ..workspace.commands import COMMANDS as COMMAND_TABLE
-from . import commands, documents, lifecycle, memory_files
+from . import commands, documents, gemini, lifecycle, memory_files
 from .documents import DID_CHANGE_CURSOR
+from .gemini import GeminiLink
 from .memory_files import Diagnostics
 from .push import Publisher
 
@@ -198,6 +199,7 @@ class CompanionServer(LanguageServer):
         self.diagnostics = Diagnostics(self)
         self.watch = Watch()
         self.mcp: McpEndpoint | None = None  # serve --mcp-endpoint
+        self.gemini = GeminiLink(self)  # Gemini CLI's IDE companion for this editor
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
         self._parse_cursor: Callable[[Any], DidChangeCursorParams] | None = None
@@ -272,4 +274,5 @@ def create_server() -> CompanionServer:
     for method, handler in (*lifecycle.HANDLERS, *documents.HANDLERS, *memory_files.HANDLERS):
         server.feature(method)(handler)
     commands.register(server)
+    gemini.register(server)
     return server

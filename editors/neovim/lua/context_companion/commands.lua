@@ -255,4 +255,14 @@ function M.add_memory(fact, workspace)
   end)
 end
 
+--- :ContextCompanionStatus: is the Gemini CLI companion running, is a CLI connected?
+function M.status()
+  lsp.execute(require('context_companion.gemini').STATUS, {}, {}, function(err, result)
+    if err then
+      return failed('status', err)
+    end
+    lsp.message(require('context_companion.gemini').describe(type(result) == 'table' and result.geminiCli or nil))
+  end)
+end
+
 return M

@@ -250,12 +250,15 @@ M.wire_settings = wire_settings
 
 --- Handlers for the server's notifications (shared by setup() and vim.lsp.enable()).
 function M.handlers()
-  return {
-    [M.CHANGED] = function(err, params, ctx)
-      M.on_instruction_changed(err, params, ctx)
-    end,
-  }
+  local handlers = require('context_companion.gemini').handlers()
+  handlers[M.CHANGED] = function(err, params, ctx)
+    M.on_instruction_changed(err, params, ctx)
+  end
+  return handlers
 end
+
+--- What the plugin can do beyond LSP, announced in initializationOptions (beside the settings).
+M.CLIENT_CAPABILITIES = { showDiff = true }
 
 --- Attach to a running `serve --tcp`: the port and token from `connect`, else from the discovery
 --- file of the server whose workspace folders hold `root`. The token travels in
@@ -279,6 +282,7 @@ function M.connect_cmd(connect, root, settings)
   end
   local init_options = vim.deepcopy(settings)
   init_options.authToken = token
+  init_options.capabilities = M.CLIENT_CAPABILITIES
   return vim.lsp.rpc.connect(connect.host or '127.0.0.1', port), init_options
 end
 
@@ -293,7 +297,7 @@ function M.client_config(root)
     capabilities = merge(capabilities, opts.capabilities)
   end
   local cmd = opts.cmd or M.default_cmd()
-  local init_options = settings
+  local init_options = vim.tbl_extend('force', {}, settings, { capabilities = M.CLIENT_CAPABILITIES })
   if opts.connect then
     cmd, init_options = M.connect_cmd(opts.connect, root, settings)
   end

@@ -1,0 +1,209 @@
+/**
+ * Gemini CLI's IDE companion, VS Code side: the server runs the companion; this puts its
+ * environment into integrated terminals (`environmentVariableCollection`), shows its diffs with
+ * `vscode.diff` plus Accept/Reject, and says in the status bar whether a CLI is connected.
+ * The pure parts (status text, env from the notification, the diff answer) are exported for tests.
+ */
+import type * as vscode from 'vscode';
+
+export const COMPANION_STARTED = 'contextCompanion/companionStarted';
+export const SHOW_DIFF = 'contextCompanion/showDiff';
+export const CLOSE_DIFF = 'contextCompanion/closeDiff';
+export const COMPANION_STATUS = 'contextCompanion.companionStatus';
+export const DIFF_CONTEXT_KEY = 'contextCompanion.geminiDiffOpen';
+
+export const GeminiCommand = {
+  accept: 'contextCompanion.geminiDiffAccept',
+  reject: 'contextCompanion.geminiDiffReject',
+} as const;
+
+export interface GeminiStatus {
+  running: boolean;
+  port: number | null;
+  discoveryFile: string | null;
+  connectedClients: number;
+}
+
+export interface ShowDiffParams {
+  uri: string;
+  newText: string;
+  title: string;
+}
+
+export type DiffOutcome = 'accepted' | 'rejected' | 'closed';
+
+export interface DiffAnswer {
+  outcome: DiffOutcome;
+  text?: string;
+}
+
+/** The variables for terminals from `contextCompanion/companionStarted`; undefined when it stopped. */
+export function terminalEnv(params: unknown): Record<string, string> | undefined {
+  if (typeof params !== 'object' || params === null) return undefined;
+  const gemini = (params as { geminiCli?: unknown }).geminiCli;
+  if (typeof gemini !== 'object' || gemini === null) return undefined;
+  const env = (gemini as { env?: unknown }).env;
+  if (typeof env !== 'object' || env === null) return undefined;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (/^GEMINI_CLI_[A-Z_]+$/.test(key) && (typeof value === 'string' || typeof value === 'number')) {
+      out[key] = String(value);
+    }
+  }
+  return out;
+}
+
+/** Status bar text for the companion; undefined hides the item (not running). */
+export function formatGeminiStatus(status: GeminiStatus | undefined): { text: string; tooltip: string } | undefined {
+  if (!status || !status.running) return undefined;
+  if (status.connectedClients > 0) {
+    const n = status.connectedClients;
+    return {
+      text: '$(terminal) Gemini CLI connected',
+      tooltip: `Gemini CLI connected to Context Companion (port ${status.port}, ${n} client${n === 1 ? '' : 's'}).`,
+    };
+  }
+  return {
+    text: '$(terminal) Gemini CLI: ready',
+    tooltip: `Context Companion serves Gemini CLI on port ${status.port}: run \`gemini\` in a new integrated terminal of this workspace.`,
+  };
+}
+
+/** The answer to `contextCompanion/showDiff`: the proposal's text (with the user's edits) unless rejected. */
+export function diffAnswer(outcome: DiffOutcome, text: string | undefined): DiffAnswer {
+  return outcome === 'rejected' || text === undefined ? { outcome } : { outcome, text };
+}
+
+interface PendingDiff {
+  uri: string;
+  proposal: vscode.TextDocument;
+  resolve: (answer: DiffAnswer) => void;
+}
+
+/** The extension's side of the companion. `vscodeApi` is the `vscode` module (injected: tests need no VS Code). */
+export class GeminiCompanionUi {
+  private readonly diffs = new Map<string, PendingDiff>();
+  private readonly item: vscode.StatusBarItem;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly vs: typeof vscode,
+    private readonly context: vscode.ExtensionContext,
+    private readonly status: () => Promise<GeminiStatus | undefined>,
+  ) {
+    this.item = vs.window.createStatusBarItem('contextCompanion.geminiCli', vs.StatusBarAlignment.Right, 99);
+    this.item.name = 'Gemini CLI companion';
+    this.disposables.push(
+      this.item,
+      vs.commands.registerCommand(GeminiCommand.accept, () => this.decideActive('accepted')),
+      vs.commands.registerCommand(GeminiCommand.reject, () => this.decideActive('rejected')),
+      vs.workspace.onDidCloseTextDocument((doc) => {
+        for (const diff of this.diffs.values()) {
+          if (diff.proposal === doc) this.finish(diff, 'closed', undefined);
+        }
+      }),
+    );
+    this.timer = setInterval(() => void this.refresh(), 5000);
+  }
+
+  /** `contextCompanion/companionStarted`. */
+  onStarted(params: unknown): void {
+    const env = terminalEnv(params);
+    const collection = this.context.environmentVariableCollection;
+    collection.clear();
+    if (env) {
+      collection.description = 'Lets `gemini` in this terminal connect to Context Companion.';
+      for (const [key, value] of Object.entries(env)) collection.replace(key, value);
+    }
+    void this.refresh();
+  }
+
+  async refresh(): Promise<void> {
+    let view: { text: string; tooltip: string } | undefined;
+    try {
+      view = formatGeminiStatus(await this.status());
+    } catch {
+      view = undefined;
+    }
+    if (!view) {
+      this.item.hide();
+      return;
+    }
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+    this.item.show();
+  }
+
+  /** `contextCompanion/showDiff`: resolves when the user accepts, rejects or closes the diff. */
+  async showDiff(params: ShowDiffParams): Promise<DiffAnswer> {
+    const vs = this.vs;
+    const old = this.diffs.get(params.uri);
+    if (old) this.finish(old, 'closed', old.proposal.getText());
+    const file = vs.Uri.parse(params.uri);
+    let language: string | undefined;
+    try {
+      language = (await vs.workspace.openTextDocument(file)).languageId;
+    } catch {
+      language = undefined; // a new file: no left side to read, the diff shows it all as added
+    }
+    const proposal = await vs.workspace.openTextDocument({ content: params.newText, language });
+    const answer = new Promise<DiffAnswer>((resolve) => {
+      this.diffs.set(params.uri, { uri: params.uri, proposal, resolve });
+    });
+    await vs.commands.executeCommand('vscode.diff', file, proposal.uri, params.title, { preview: false });
+    await vs.commands.executeCommand('setContext', DIFF_CONTEXT_KEY, true);
+    void vs.window
+      .showInformationMessage(`Gemini CLI proposes a change to ${vs.workspace.asRelativePath(file)}.`, 'Accept', 'Reject')
+      .then((choice) => {
+        const diff = this.diffs.get(params.uri);
+        if (diff && diff.proposal === proposal && choice) this.finish(diff, choice === 'Accept' ? 'accepted' : 'rejected', proposal.getText());
+      });
+    return answer;
+  }
+
+  /** `contextCompanion/closeDiff`. */
+  closeDiff(params: { uri: string }): null {
+    const diff = this.diffs.get(params.uri);
+    if (diff) this.finish(diff, 'closed', diff.proposal.getText());
+    return null;
+  }
+
+  private decideActive(outcome: DiffOutcome): void {
+    const active = this.vs.window.activeTextEditor?.document;
+    const diff =
+      [...this.diffs.values()].find((d) => d.proposal === active || d.uri === active?.uri.toString()) ??
+      (this.diffs.size === 1 ? [...this.diffs.values()][0] : undefined);
+    if (!diff) {
+      void this.vs.window.showWarningMessage('Context Companion: no Gemini CLI diff is open.');
+      return;
+    }
+    this.finish(diff, outcome, diff.proposal.getText());
+  }
+
+  private finish(diff: PendingDiff, outcome: DiffOutcome, text: string | undefined): void {
+    if (this.diffs.get(diff.uri) !== diff) return;
+    this.diffs.delete(diff.uri);
+    diff.resolve(diffAnswer(outcome, text));
+    void this.vs.commands.executeCommand('setContext', DIFF_CONTEXT_KEY, this.diffs.size > 0);
+    void this.closeTabs(diff.proposal.uri);
+  }
+
+  private async closeTabs(proposal: vscode.Uri): Promise<void> {
+    const vs = this.vs;
+    for (const group of vs.window.tabGroups.all) {
+      for (const tab of group.tabs) {
+        const input = tab.input;
+        if (input instanceof vs.TabInputTextDiff && input.modified.toString() === proposal.toString()) {
+          await vs.window.tabGroups.close(tab, true);
+        }
+      }
+    }
+  }
+
+  dispose(): void {
+    if (this.timer) clearInterval(this.timer);
+    for (const diff of [...this.diffs.values()]) this.finish(diff, 'closed', undefined);
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,165 @@
+"""Gemini CLI's discovery file: how a ``gemini`` started in the editor's terminal finds us.
+
+The CLI walks up from itself to the first shell and takes that shell's grandparent as "the IDE"
+process, then reads ``<os temp dir>/gemini/ide/gemini-ide-server-<PID>-<PORT>.json`` (files of
+other users are ignored). In an editor terminal that grandparent is the parent of the process
+that speaks LSP to us (Neovim's TUI above ``nvim --embed``; VS Code's main process above the
+extension host), so the file is named after the parent of ``initialize.processId``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import secrets
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# clientInfo.name (lower case) → (ideInfo.name, ideInfo.displayName)
+_KNOWN_IDES = {
+    "neovim": ("neovim", "Neovim"),
+    "nvim": ("neovim", "Neovim"),
+    "visual studio code": ("vscode", "VS Code"),
+    "vscode": ("vscode", "VS Code"),
+    "code - oss": ("vscode", "VS Code"),
+    "helix": ("helix", "Helix"),
+    "zed": ("zed", "Zed"),
+    "emacs": ("emacs", "Emacs"),
+}
+
+
+class DiscoveryError(OSError):
+    """The discovery directory cannot be used safely."""
+
+
+@dataclass(frozen=True)
+class IdeInfo:
+    name: str
+    display_name: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"name": self.name, "displayName": self.display_name}
+
+
+def ide_info(client_name: str | None) -> IdeInfo:
+    """``ideInfo`` from ``initialize.clientInfo.name``: known editors by their usual id, else a slug."""
+    raw = (client_name or "").strip()
+    known = _KNOWN_IDES.get(raw.lower())
+    if known is None and raw.lower().startswith("neovim"):
+        known = _KNOWN_IDES["neovim"]
+    if known is not None:
+        return IdeInfo(*known)
+    slug = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")
+    return IdeInfo(slug or "lsp-editor", raw or "LSP editor")
+
+
+def ide_dir() -> Path:
+    """``<os temp dir>/gemini/ide``: the CLI looks in ``os.tmpdir()``, which honours ``TMPDIR`` as
+    Python's ``tempfile`` does."""
+    return Path(tempfile.gettempdir()) / "gemini" / "ide"
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of ``pid`` as the OS reports it, or None when it cannot be read."""
+    if pid <= 0:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        # The command name is in parentheses and may itself hold spaces or parentheses.
+        fields = data[data.rindex(b")") + 2 :].split()
+        return int(fields[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    if sys.platform == "win32":
+        return None
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "ppid=", "-p", str(pid)], capture_output=True, text=True, timeout=3, check=False
+        ).stdout
+        return int(out.strip())
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def ide_pid(process_id: int | None) -> int:
+    """The PID the CLI will look for: the parent of the LSP client's process (``processId``, else
+    our own parent, which is the client when it started us over stdio). Where that parent is init
+    or unknown the CLI settles on the client process itself, and so do we."""
+    client = process_id if process_id is not None and process_id > 0 else os.getppid()
+    parent = parent_pid(client)
+    return parent if parent is not None and parent > 1 else client
+
+
+def _private_dir(directory: Path) -> Path:
+    """Create ``directory`` (and ``gemini/``) 0700, or check an existing one is a directory of ours.
+
+    The temp dir is shared by every user: a directory someone else made could be swapped under us.
+    """
+    for d in (directory.parent, directory):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+        st = d.lstat()
+        if not stat.S_ISDIR(st.st_mode):
+            raise DiscoveryError(f"{d}: not a directory (a symlink or file is in the way)")
+        if st.st_uid != os.getuid():
+            raise DiscoveryError(f"{d}: owned by another user")
+    return directory
+
+
+class IdeDiscoveryFile:
+    """``gemini-ide-server-<pid>-<port>.json``, 0600, rewritten atomically, removed at the end."""
+
+    def __init__(self, pid: int, port: int, token: str, ide: IdeInfo, directory: Path | None = None) -> None:
+        self.pid = pid
+        self.port = port
+        self.token = token
+        self.ide = ide
+        self.directory = directory if directory is not None else ide_dir()
+        self.path = self.directory / f"gemini-ide-server-{pid}-{port}.json"
+        self._written = False
+
+    @staticmethod
+    def workspace_path(folders: Iterable[str | Path]) -> str:
+        return os.pathsep.join(str(f) for f in folders)
+
+    def write(self, folders: Iterable[str | Path]) -> Path:
+        _private_dir(self.directory)
+        payload = {
+            "port": self.port,
+            "workspacePath": self.workspace_path(folders),
+            "authToken": self.token,
+            "ideInfo": self.ide.to_wire(),
+        }
+        data = json.dumps(payload, indent=2).encode("utf-8") + b"\n"
+        temp = self.directory / f".gemini-ide-server-{self.pid}-{self.port}.{secrets.token_urlsafe(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(temp, flags, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(temp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        self._written = True
+        return self.path
+
+    def remove(self) -> None:
+        """Remove the file (idempotent; safe from atexit)."""
+        if not self._written:
+            return
+        self._written = False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)

@@ -1,0 +1,132 @@
+"""A loopback HTTP endpoint for an ASGI app, served by uvicorn on the caller's asyncio loop.
+
+Every request must carry ``Authorization: Bearer <token>`` (else 401) and a ``Host`` naming a
+loopback address with the bound port (else 403: a web page cannot reach us through DNS
+rebinding); a browser ``Origin`` other than loopback is refused too. Bound to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Any
+
+import uvicorn
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def refusal(headers: dict[bytes, bytes], token: str, port: int) -> tuple[int, str] | None:
+    """Why a request is refused (HTTP status, message), or None when it may pass."""
+    host = headers.get(b"host", b"").decode("latin-1").lower()
+    if host not in {f"{name}:{port}" for name in _LOOPBACK_NAMES}:
+        return 403, "Host must name the loopback address and this port"
+    origin = headers.get(b"origin")
+    if origin is not None:
+        allowed = {f"http://{name}:{port}".encode() for name in _LOOPBACK_NAMES}
+        if origin.lower() not in allowed:
+            return 403, "requests from web pages are not accepted"
+    auth = headers.get(b"authorization", b"").decode("latin-1")
+    scheme, _, presented = auth.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), token.encode()):
+        return 401, "missing or wrong bearer token"
+    return None
+
+
+class _Guard:
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+        self.port = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            why = refusal(dict(scope.get("headers") or ()), self.token, self.port)
+            if why is not None:
+                status, message = why
+                body = json.dumps({"error": message}).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                if status == 401:
+                    headers.append((b"www-authenticate", b"Bearer"))
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the process hosting it owns SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class LocalHttpHost:
+    """Serve ``app`` on 127.0.0.1 behind the token/Host guard, on the running loop."""
+
+    def __init__(self, app: ASGIApp, token: str, port: int = 0) -> None:
+        self._guard = _Guard(app, token)
+        self._requested_port = port
+        self._server: _EmbeddedServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    async def start(self) -> int:
+        """Bind (a random free port for 0) and serve; returns the port once requests are accepted."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind((LOOPBACK, self._requested_port))
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        self.port = self._guard.port = sock.getsockname()[1]
+        # log_config=None: uvicorn must not reconfigure the hosting process's logging. No ASGI
+        # lifespan: the app's owner runs whatever the app needs around start/stop itself.
+        config = uvicorn.Config(
+            self._guard,
+            log_config=None,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = self._server = _EmbeddedServer(config)
+        self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise OSError(f"the endpoint on port {self.port} stopped during start-up")
+            await asyncio.sleep(0.005)
+        return self.port
+
+    async def stop(self) -> None:
+        server, task = self._server, self._task
+        self._server = self._task = None
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 3)
+        except asyncio.TimeoutError:
+            server.force_exit = True
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        except Exception:
+            log.debug("endpoint stopped with an error", exc_info=True)

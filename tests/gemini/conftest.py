@@ -1,0 +1,128 @@
+"""Fixtures for Gemini CLI's IDE companion: the real server over stdio, a private temp dir (the
+discovery files live in ``<temp dir>/gemini/ide``), and a client that records our notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from lsprotocol import types as t
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER = [sys.executable, "-m", "context_companion", "serve"]
+STARTED = "contextCompanion/companionStarted"
+
+
+def plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+class Editor:
+    """A started server and what it told the editor."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, tmpdir: Path) -> None:
+        self.client = client
+        self.workspace = workspace
+        self.tmpdir = tmpdir
+        self.started: list[dict[str, Any]] = []
+        self.shut_down = False  # the test ended the session itself
+        self._event = asyncio.Event()
+
+        @client.feature(STARTED)
+        def _on_started(params: Any) -> None:
+            self.started.append(plain(params))
+            self._event.set()
+
+    @property
+    def ide_dir(self) -> Path:
+        return self.tmpdir / "gemini" / "ide"
+
+    async def wait_started(self, count: int = 1, timeout: float = 20.0) -> dict[str, Any]:
+        async def wait() -> None:
+            while len(self.started) < count:
+                self._event.clear()
+                await self._event.wait()
+
+        await asyncio.wait_for(wait(), timeout)
+        return self.started[count - 1]
+
+    async def command(self, name: str, *args: Any) -> Any:
+        result = await self.client.workspace_execute_command_async(
+            t.ExecuteCommandParams(command=name, arguments=list(args))
+        )
+        return plain(result)
+
+    def open(self, rel: str, text: str | None = None) -> str:
+        path = self.workspace / rel
+        if text is None:
+            text = path.read_text(encoding="utf-8")
+        uri = path.as_uri()
+        self.client.text_document_did_open(
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text=text)
+            )
+        )
+        return uri
+
+    def cursor(self, uri: str, line: int, character: int, selection: tuple[int, int, int, int] | None = None) -> None:
+        params: dict[str, Any] = {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+        if selection is not None:
+            a, b, c, d = selection
+            params["selections"] = [{"start": {"line": a, "character": b}, "end": {"line": c, "character": d}}]
+        self.client.protocol.notify("contextCompanion/didChangeCursor", params)
+
+
+@pytest_asyncio.fixture
+async def start_editor(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    editors: list[Editor] = []
+
+    async def _start(
+        workspace: Path,
+        *,
+        options: dict[str, Any] | None = None,
+        client_name: str = "Neovim",
+        process_id: int | None = None,
+        folders: list[Path] | None = None,
+    ) -> Editor:
+        tmpdir = tmp_path / "tmp"
+        tmpdir.mkdir(exist_ok=True)
+        home = tmp_path / "home"
+        home.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "GEMINI_CLI_"))}
+        env.update({"HOME": str(home), "TMPDIR": str(tmpdir), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")})
+        client = await ClientServerConfig(server_command=SERVER, server_env=env).start()
+        editor = Editor(client, workspace, tmpdir)
+        editors.append(editor)
+        caps = client_capabilities("neovim")
+        if caps.workspace is not None:
+            caps.workspace.configuration = False
+        await client.initialize_session(
+            t.InitializeParams(
+                capabilities=caps,
+                process_id=os.getpid() if process_id is None else process_id,
+                client_info=t.ClientInfo(name=client_name),
+                workspace_folders=[t.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (folders or [workspace])],
+                initialization_options=options,
+            )
+        )
+        return editor
+
+    yield _start
+    for editor in editors:
+        if not editor.shut_down:
+            try:
+                await asyncio.wait_for(editor.client.shutdown_session(), 10)
+            except Exception:
+                pass
+        await editor.client.stop()
