@@ -237,6 +237,20 @@ class ServerSettings(_Model):
     max_sessions: int = Field(default=64, ge=1, le=10_000)
 
 
+# --------------------------------------------------------------------------- agent companions
+
+
+class ClaudeCodeSettings(_Model):
+    # Off until tested against a real Claude Code build: the protocol is documented by others.
+    enabled: bool = False
+
+
+class CompanionSettings(_Model):
+    """IDE integrations other agents connect to while the language server runs."""
+
+    claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)
+
+
 # --------------------------------------------------------------------------- the whole
 
 
@@ -253,6 +267,7 @@ class Settings(_Model):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    companion: CompanionSettings = Field(default_factory=CompanionSettings)
 
 
 # --------------------------------------------------------------------------- resolution

@@ -68,6 +68,7 @@ async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding
             await ls.mcp.start(ls)
         except Exception:
             log.exception("the MCP endpoint could not start")
+    await ls.claude_code.reconcile(ls)
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -95,6 +96,7 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
     folders = [Path(uri_to_path(f.uri)) for f in ls.workspace.folders.values()]
     await _swap(ls, ls.companion.snapshot.with_folders(folders))
     ls.publisher.schedule("workspaceChanged")
+    await ls.claude_code.reconcile(ls)  # the lock file names the folders
 
 
 def shutdown(ls: CompanionServer, *_: Any) -> None:
@@ -103,6 +105,7 @@ def shutdown(ls: CompanionServer, *_: Any) -> None:
     ls.cancel_in_flight()
     if ls.mcp is not None:
         ls.mcp.stop()
+    ls.claude_code.stop()
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:
@@ -129,6 +132,7 @@ async def _apply_settings(ls: CompanionServer, section: Any) -> None:
     swapped = await _swap(ls, snapshot)
     if swapped:
         ls.publisher.schedule("settingsChanged")
+        await ls.claude_code.reconcile(ls)
 
 
 async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:

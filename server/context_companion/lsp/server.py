@@ -29,6 +29,7 @@ from ..bridges.watch import Watch
 from ..context.positions import split_lines_keepends
 from ..workspace.commands import COMMANDS as COMMAND_TABLE
 from . import commands, documents, lifecycle, memory_files
+from .claude_code_endpoint import ClaudeCodeEndpoint
 from .documents import DID_CHANGE_CURSOR
 from .memory_files import Diagnostics
 from .push import Publisher
@@ -198,6 +199,7 @@ class CompanionServer(LanguageServer):
         self.diagnostics = Diagnostics(self)
         self.watch = Watch()
         self.mcp: McpEndpoint | None = None  # serve --mcp-endpoint
+        self.claude_code = ClaudeCodeEndpoint()  # companion.claudeCode.enabled
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
         self._parse_cursor: Callable[[Any], DidChangeCursorParams] | None = None
