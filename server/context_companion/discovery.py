@@ -89,6 +89,28 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def write_private(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` so only this user can read it, atomically: the directory is
+    made (or checked) 0700, the data goes to a 0600 temporary file in the same directory created
+    with O_EXCL|O_NOFOLLOW (a planted symlink or file is never followed or reused), then it is
+    renamed over ``path``."""
+    _private_dir(path.parent)
+    temp = path.parent / f".{path.stem}.{secrets.token_urlsafe(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(temp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return path
+
+
 class DiscoveryFile:
     """The discovery file of this process for one listening socket."""
 
@@ -113,7 +135,6 @@ class DiscoveryFile:
     def write(self, workspace_folders: Iterable[str | Path] = ()) -> Path:
         """Write (or atomically rewrite) the file: a 0600 temporary file in the same directory,
         created with O_EXCL|O_NOFOLLOW, then renamed over the old one."""
-        _private_dir(self.directory)
         payload = {
             "pid": self.pid,
             "port": self.port,
@@ -123,20 +144,7 @@ class DiscoveryFile:
         }
         if self.url is not None:
             payload["url"] = self.url
-        data = json.dumps(payload, indent=2).encode("utf-8") + b"\n"
-        temp = self.directory / f".server-{self.pid}-{self.port}.{secrets.token_urlsafe(6)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(temp, flags, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
         self._written = True
         return self.path
 

@@ -255,10 +255,16 @@ class GeminiCliSettings(_Model):
     port: int = Field(default=0, ge=0, le=65535)  # 0: a random free port
 
 
+class ClaudeCodeSettings(_Model):
+    # Off until tested against a real Claude Code build: the protocol is documented by others.
+    enabled: bool = False
+
+
 class CompanionSettings(_Model):
-    """IDE companions other agents connect to (Gemini CLI's IDE integration)."""
+    """IDE integrations other agents connect to while the language server runs."""
 
     gemini_cli: GeminiCliSettings = Field(default_factory=GeminiCliSettings)
+    claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)
 
 
 # --------------------------------------------------------------------------- the whole

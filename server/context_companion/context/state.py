@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 
 from ..exclusion import exclude_matcher
 from ..redaction import redact_secrets
-from .positions import clamp_position, column_from_units, split_lines
+from .positions import clamp_position, column_from_units, split_lines, units_from_column
 
 if TYPE_CHECKING:
     from ..settings import ContextSettings
@@ -88,6 +88,23 @@ class TurnState:
     @property
     def open_paths(self) -> tuple[str, ...]:
         return ((self.active.path,) if self.active else ()) + self.others
+
+
+@dataclass(frozen=True, slots=True)
+class EditorSelection:
+    """The active document's selection as an editor reports it: 0-based lines, characters in
+    UTF-16 code units (VS Code's positions), the selected text (redacted, capped); start == end
+    when only the cursor is there."""
+
+    uri: str
+    path: str
+    text: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+    @property
+    def is_empty(self) -> bool:
+        return self.start == self.end
 
 
 @dataclass(slots=True)
@@ -172,6 +189,10 @@ class EditorState:
     def _clean(self, text: str) -> str:
         return redact_secrets(text) if self.settings.redact_secrets else text
 
+    def clean(self, text: str) -> str:
+        """``text`` with credential shapes redacted when ``context.redactSecrets`` is on."""
+        return self._clean(text)
+
     def snapshot(self, text_of: Callable[[str], str | None], encoding: str = "utf-16") -> TurnState:
         """The editor state as the model sees it. ``text_of(uri)`` gives an open document's text."""
         s = self.settings
@@ -209,6 +230,29 @@ class EditorState:
                 "text": self._clean("\n".join(lines[start : end + 1])),
             }
         return ActiveFile(path=path, cursor=(line + 1, char + 1), selected_text=selected, context_lines=context)
+
+    def selection(self, text_of: Callable[[str], str | None], encoding: str = "utf-16") -> EditorSelection | None:
+        """The active open document's primary selection (or cursor), or None when there is no
+        active open document, or it matches ``context.exclude`` (a secret file is never described)."""
+        cur = self.cursor
+        if cur is None or cur.uri not in self._docs or self.is_excluded(cur.uri):
+            return None
+        text = text_of(cur.uri)
+        if text is None:
+            return None
+        lines = split_lines(text)
+        start, end = cur.selections[0] if cur.selections else (cur.position, cur.position)
+        a = self._to_code_points(lines, start, encoding)
+        b = self._to_code_points(lines, end, encoding)
+        if a > b:
+            a, b = b, a
+        selected = self._selected_text(lines, cur.selections, encoding) or ""
+
+        def utf16(point: tuple[int, int]) -> tuple[int, int]:
+            line = lines[point[0]] if point[0] < len(lines) else ""
+            return point[0], units_from_column(line, point[1], "utf-16")
+
+        return EditorSelection(cur.uri, self._clean(uri_to_path(cur.uri)), selected, utf16(a), utf16(b))
 
     @staticmethod
     def _to_code_points(lines: list[str], pos: RawPosition, encoding: str) -> tuple[int, int]:

@@ -75,6 +75,7 @@ def _cursor_moved(
     if companion.did_change_cursor(uri, position, selections):
         ls.publisher.schedule(OPEN_FILES_CHANGED)  # the active file feeds JIT memory and rules
     ls.gemini.schedule_update()
+    ls.claude_code.cursor_moved()
 
 
 HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 
+from ..workspace.commands import CLOSE_DIFF, COMPANION_STARTED, SHOW_DIFF
+
 if TYPE_CHECKING:
     from ..bridges.gemini.companion import DiffAnswer, GeminiCompanion
     from ..settings import GeminiCliSettings
@@ -28,10 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COMPANION_STARTED = "contextCompanion/companionStarted"
 COMPANION_STATUS = "contextCompanion.companionStatus"
-SHOW_DIFF = "contextCompanion/showDiff"
-CLOSE_DIFF = "contextCompanion/closeDiff"
 _BRIDGE = "context_companion.bridges.gemini.companion"
 
 

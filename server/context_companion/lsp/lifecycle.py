@@ -72,6 +72,7 @@ async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding
         except Exception:
             log.exception("the MCP endpoint could not start")
     await ls.gemini.reconcile(companion)
+    await ls.claude_code.reconcile(ls)
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -99,6 +100,7 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
     folders = [Path(uri_to_path(f.uri)) for f in ls.workspace.folders.values()]
     await _swap(ls, ls.companion.snapshot.with_folders(folders))
     ls.publisher.schedule("workspaceChanged")
+    await ls.claude_code.reconcile(ls)  # the lock file names the folders
 
 
 def shutdown(ls: CompanionServer, *_: Any) -> None:
@@ -108,6 +110,7 @@ def shutdown(ls: CompanionServer, *_: Any) -> None:
     if ls.mcp is not None:
         ls.mcp.stop()
     ls.gemini.shutdown()
+    ls.claude_code.stop()
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:
@@ -134,6 +137,7 @@ async def _apply_settings(ls: CompanionServer, section: Any) -> None:
     swapped = await _swap(ls, snapshot)
     if swapped:
         ls.publisher.schedule("settingsChanged")
+        await ls.claude_code.reconcile(ls)
 
 
 async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:

@@ -29,6 +29,7 @@ from ..bridges.watch import Watch
 from ..context.positions import split_lines_keepends
 from ..workspace.commands import COMMANDS as COMMAND_TABLE
 from . import commands, documents, gemini, lifecycle, memory_files
+from .claude_code_endpoint import ClaudeCodeEndpoint
 from .documents import DID_CHANGE_CURSOR
 from .gemini import GeminiLink
 from .memory_files import Diagnostics
@@ -200,6 +201,7 @@ class CompanionServer(LanguageServer):
         self.watch = Watch()
         self.mcp: McpEndpoint | None = None  # serve --mcp-endpoint
         self.gemini = GeminiLink(self)  # Gemini CLI's IDE companion for this editor
+        self.claude_code = ClaudeCodeEndpoint()  # companion.claudeCode.enabled
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
         self._parse_cursor: Callable[[Any], DidChangeCursorParams] | None = None

@@ -136,4 +136,14 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 # Notifications of the custom protocol, for the docs check (the handlers live with each bridge).
-NOTIFICATIONS = ("contextCompanion/didChangeCursor", "contextCompanion/systemInstructionChanged")
+# Server → client messages of the agent companions (shared by the Gemini CLI and Claude Code bridges).
+COMPANION_STARTED = "contextCompanion/companionStarted"
+SHOW_DIFF = "contextCompanion/showDiff"
+CLOSE_DIFF = "contextCompanion/closeDiff"
+
+NOTIFICATIONS = (
+    "contextCompanion/didChangeCursor",
+    "contextCompanion/systemInstructionChanged",
+    COMPANION_STARTED,
+)
+SERVER_REQUESTS = (SHOW_DIFF, CLOSE_DIFF)

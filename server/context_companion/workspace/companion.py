@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..context.messages import build_messages
-from ..context.state import Baseline, EditorState, RawPosition
+from ..context.state import Baseline, EditorSelection, EditorState, RawPosition, uri_to_path
 from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
@@ -198,6 +198,21 @@ class Companion:
         previous = self.editor.active_uri()  # compared as URIs: no parsing per keystroke
         self.editor.set_cursor(uri, position, selections)
         return previous != uri
+
+    def selection(self, texts: Mapping[str, str]) -> EditorSelection | None:
+        """The active document's selection (None when there is none to tell, a secret file's, or
+        the editor context is off). ``texts`` maps a document URI to its current text."""
+        if not self.snapshot.settings.context.enabled:
+            return None
+        return self.editor.selection(texts.get, self.snapshot.position_encoding)
+
+    def open_documents(self) -> list[tuple[str, str]]:
+        """(uri, path) of the open documents an agent may be told about, most recently used
+        first: those matching ``context.exclude`` are left out; paths are redacted."""
+        if not self.snapshot.settings.context.enabled:
+            return []
+        editor = self.editor
+        return [(uri, editor.clean(uri_to_path(uri))) for uri in editor.open_uris() if not editor.is_excluded(uri)]
 
     # ------------------------------------------------------------------ instructions
 

@@ -1,0 +1,174 @@
+"""Claude Code's IDE integration, hosted by the language server (``companion.claudeCode.enabled``).
+
+:class:`ClaudeCodeEndpoint` starts the bridge (:mod:`context_companion.bridges.claude_code`) on
+the server's loop once the workspace is loaded, writes the lock file (and rewrites it when the
+folders change), tells the editor the terminal environment in
+``contextCompanion/companionStarted``, sends ``selection_changed`` 50 ms after the cursor
+settles, forwards ``openDiff`` as ``contextCompanion/showDiff``, and removes the lock file at
+shutdown, exit and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from ..workspace.commands import COMPANION_STARTED, SHOW_DIFF
+
+if TYPE_CHECKING:
+    from ..bridges.claude_code import ClaudeCodeBridge, DiffOutcome, LockFile
+    from ..workspace.companion import Companion
+    from .server import CompanionServer
+
+log = logging.getLogger(__name__)
+
+SELECTION_DELAY = 0.05  # seconds: a drag or a burst of keys sends one selection_changed
+
+
+class _LspEditor:
+    """The bridge's view of the language server's state."""
+
+    def __init__(self, ls: CompanionServer) -> None:
+        self._ls = ls
+
+    async def ready(self) -> Companion:
+        await self._ls.ready.wait()
+        assert self._ls.companion is not None
+        return self._ls.companion
+
+    def texts(self) -> Mapping[str, str]:
+        from .commands import OpenTexts
+
+        return OpenTexts(self._ls)
+
+    def language_id(self, uri: str) -> str | None:
+        with contextlib.suppress(Exception):
+            return self._ls.workspace.get_text_document(uri).language_id
+        return None
+
+    async def show_diff(self, uri: str, new_text: str, title: str) -> tuple[DiffOutcome, str | None]:
+        from ..errors import ContextCompanionError
+
+        try:
+            raw = await self._ls.protocol.send_request_async(
+                SHOW_DIFF, {"uri": uri, "newText": new_text, "title": title}
+            )
+        except Exception as exc:
+            raise ContextCompanionError(f"openDiff: the editor cannot show the diff ({exc})") from None
+        if hasattr(raw, "_asdict"):  # pygls hands untyped results over as namedtuples
+            raw = raw._asdict()
+        outcome = raw.get("outcome") if isinstance(raw, Mapping) else None
+        text = raw.get("text") if isinstance(raw, Mapping) else None
+        if outcome not in ("accepted", "rejected", "closed"):
+            log.warning("%s: the editor answered %.200r; taken as rejected", SHOW_DIFF, raw)
+            return "rejected", None
+        return outcome, text if isinstance(text, str) else None
+
+
+class ClaudeCodeEndpoint:
+    def __init__(self) -> None:
+        self._bridge: ClaudeCodeBridge | None = None
+        self._lock: LockFile | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._previous_sigterm: Any = None
+        self._hooked = False  # atexit and SIGTERM hooks are installed once per process
+
+    @property
+    def running(self) -> bool:
+        return self._bridge is not None
+
+    async def reconcile(self, ls: CompanionServer) -> None:
+        """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders."""
+        companion = ls.companion
+        if companion is None:
+            return
+        wanted = companion.snapshot.settings.companion.claude_code.enabled
+        if wanted and self._bridge is None:
+            try:
+                await self._start(ls, companion)
+            except Exception as exc:
+                log.exception("the Claude Code integration could not start")
+                ls.show_error(f"Context Companion: the Claude Code integration could not start: {exc}")
+        elif not wanted and self._bridge is not None:
+            self.stop()
+            ls.protocol.notify(COMPANION_STARTED, {"claudeCode": None})
+        elif self._lock is not None:
+            self._write_lock(companion)
+
+    async def _start(self, ls: CompanionServer, companion: Companion) -> None:
+        from ..bridges.claude_code import ClaudeCodeBridge, LockFile, terminal_env
+        from .sockets import allowed_origins
+
+        bridge = ClaudeCodeBridge(_LspEditor(ls), allowed_origins=allowed_origins())
+        port = await bridge.start()
+        self._bridge = bridge
+        self._lock = LockFile(port, bridge.token, "Context Companion")
+        self._write_lock(companion)
+        if not self._hooked:
+            self._hooked = True
+            atexit.register(self._remove_lock)
+            self._chain_sigterm()
+        ls.protocol.notify(COMPANION_STARTED, {"claudeCode": {"port": port, "env": terminal_env(port)}})
+        log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, self._lock.path)
+
+    def _write_lock(self, companion: Companion) -> None:
+        assert self._lock is not None
+        try:
+            self._lock.write([str(f) for f in companion.snapshot.folders])
+        except OSError as exc:
+            log.warning("cannot write the Claude Code lock file %s: %s", self._lock.path, exc)
+
+    def _remove_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.remove()
+
+    def _chain_sigterm(self) -> None:
+        """Remove the lock file on SIGTERM, then do what SIGTERM did before."""
+        with contextlib.suppress(ValueError):  # not the main thread: atexit still covers exits
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self._remove_lock()
+        previous = self._previous_sigterm
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def cursor_moved(self) -> None:
+        """The cursor or selection moved (on the loop): send selection_changed once it settles."""
+        if self._bridge is None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(SELECTION_DELAY, self._flush)
+
+    def _flush(self) -> None:
+        self._timer = None
+        if self._bridge is not None:
+            self._spawn(self._bridge.selection_changed())
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def stop(self) -> None:
+        """Withdraw the lock file now; the socket closes on the loop."""
+        self._remove_lock()
+        self._lock = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._bridge is not None:
+            bridge, self._bridge = self._bridge, None
+            self._spawn(bridge.stop())
