@@ -21,6 +21,7 @@ import pytest
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "lsp"))
 
 from lsp_pipe_client import LspProcess, server_env  # noqa: E402
 
@@ -29,8 +30,6 @@ assert _spec is not None and _spec.loader is not None
 _lsp = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_lsp)
 
-Harness = _lsp.Harness
-plain = _lsp.plain
 start = _lsp.start
 config_dir = _lsp.config_dir
 

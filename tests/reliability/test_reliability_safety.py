@@ -288,6 +288,10 @@ ALLOWED = {
         "bridges/gemini/discovery.py",
         "import subprocess",
     ): "`ps -o ppid= -p <pid>` (fixed argv, no shell) for the parent PID where /proc does not exist",
+    (
+        "bridges/claude_code.py",
+        "import websockets",
+    ): "the Claude Code IDE listener on 127.0.0.1 (serve, header checks in process_request); it never connects out",
 }
 
 
