@@ -107,22 +107,10 @@ class MemoryStore:
         ``interactive`` is the profile's: rules Copilot marks ``excludeAgent: coding-agent`` are
         left out for an agent working on its own."""
         with self._lock:
-            if not self._loaded:
-                self.load()
-            raw = (
-                self._generation,
-                tuple(os.fspath(p) for p in open_paths),
-                active_path and os.fspath(active_path),
-                interactive,
-            )
+            raw = self._call_key(open_paths, active_path, interactive)
             if self._last_call is not None and self._last_call[0] == raw:
                 return self._last_call[1]  # the very same call as last time: nothing to work out
-            active = norm(active_path) if active_path is not None else None
-            opened = {norm(p) for p in open_paths} | ({active} if active else set())
-            if len(self._match_memo) > _MATCH_MEMO_SIZE:
-                self._match_memo.clear()
-            activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
-            result = self._cached_result(activity)
+            result = self._cached_result(self._activity(open_paths, active_path, interactive))
             self._last_infos = {info.abs_path: info for info in result.files}
             self._last_result = result
             self._last_call = (raw, result)
@@ -140,9 +128,7 @@ class MemoryStore:
         with self._lock:
             if not self._loaded:
                 self.load()
-            active = norm(active_path) if active_path is not None else None
-            opened = {norm(p) for p in open_paths} | ({active} if active else set())
-            activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
+            activity = self._activity(open_paths, active_path, interactive)
             result = self._cached_result(activity)
             return explain(self._index, activity, result, AGENTS[agent], self.settings.file_names)
 
@@ -152,24 +138,30 @@ class MemoryStore:
         """Each memory and rule file's content and verdict for these open files (see
         :func:`~.compose.compose_blocks`); the same call twice in a row costs a comparison."""
         with self._lock:
-            if not self._loaded:
-                self.load()
-            raw = (
-                self._generation,
-                tuple(os.fspath(p) for p in open_paths),
-                active_path and os.fspath(active_path),
-                interactive,
-            )
+            raw = self._call_key(open_paths, active_path, interactive)
             if self._last_blocks is not None and self._last_blocks[0] == raw:
                 return self._last_blocks[1]
-            active = norm(active_path) if active_path is not None else None
-            opened = {norm(p) for p in open_paths} | ({active} if active else set())
-            if len(self._match_memo) > _MATCH_MEMO_SIZE:
-                self._match_memo.clear()
-            activity = find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
-            blocks = compose_blocks(self._index, activity)
+            blocks = compose_blocks(self._index, self._activity(open_paths, active_path, interactive))
             self._last_blocks = (raw, blocks)
             return blocks
+
+    def _call_key(
+        self, open_paths: Sequence[Path | str], active_path: Path | str | None, interactive: bool
+    ) -> tuple[Any, ...]:
+        """What a call depends on, as given (loads the index first: the key holds its generation)."""
+        if not self._loaded:
+            self.load()
+        active = active_path and os.fspath(active_path)
+        return (self._generation, tuple(os.fspath(p) for p in open_paths), active, interactive)
+
+    def _activity(
+        self, open_paths: Sequence[Path | str], active_path: Path | str | None, interactive: bool
+    ) -> Activity:
+        active = norm(active_path) if active_path is not None else None
+        opened = {norm(p) for p in open_paths} | ({active} if active else set())
+        if len(self._match_memo) > _MATCH_MEMO_SIZE:
+            self._match_memo.clear()
+        return find_activity(self._index, sorted(opened), active, self._match_memo, interactive)
 
     def _cached_result(self, activity: Activity) -> MemoryResult:
         key = activity.key()
