@@ -21,6 +21,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..workspace.commands import COMPANION_STARTED, SHOW_DIFF
+from .mcp_endpoint import LiveState
 
 if TYPE_CHECKING:
     from ..bridges.claude_code import ClaudeCodeBridge, DiffOutcome, LockFile
@@ -32,21 +33,9 @@ log = logging.getLogger(__name__)
 SELECTION_DELAY = 0.05  # seconds: a drag or a burst of keys sends one selection_changed
 
 
-class _LspEditor:
-    """The bridge's view of the language server's state."""
-
-    def __init__(self, ls: CompanionServer) -> None:
-        self._ls = ls
-
-    async def ready(self) -> Companion:
-        await self._ls.ready.wait()
-        assert self._ls.companion is not None
-        return self._ls.companion
-
-    def texts(self) -> Mapping[str, str]:
-        from .commands import OpenTexts
-
-        return OpenTexts(self._ls)
+class _LspEditor(LiveState):
+    """The Claude Code bridge's view of the language server: its live state, plus what only an
+    editor knows (language ids, diffs)."""
 
     def language_id(self, uri: str) -> str | None:
         with contextlib.suppress(Exception):

@@ -29,8 +29,8 @@ MODE = (
 )
 
 
-class _EditorState:
-    """The bridge's view of the language server's state."""
+class LiveState:
+    """A bridge's view of the language server's live state (the editor's companion and open texts)."""
 
     def __init__(self, ls: CompanionServer) -> None:
         self._ls = ls
@@ -62,7 +62,7 @@ class McpEndpoint:
         from ..bridges.mcp_server import McpBridge
 
         assert ls.companion is not None
-        bridge = McpBridge(_EditorState(ls), mode=MODE)
+        bridge = McpBridge(LiveState(ls), mode=MODE)
         app = bridge.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
         host = LocalHttpHost(app, token=new_token())
         await bridge.prime()
