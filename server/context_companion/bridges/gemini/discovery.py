@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import stat
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ...discovery import write_private
 
 log = logging.getLogger(__name__)
 
@@ -141,18 +142,7 @@ class IdeDiscoveryFile:
             "authToken": self.token,
             "ideInfo": self.ide.to_wire(),
         }
-        data = json.dumps(payload, indent=2).encode("utf-8") + b"\n"
-        temp = self.directory / f".gemini-ide-server-{self.pid}-{self.port}.{secrets.token_urlsafe(6)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(temp, flags, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
         self._written = True
         return self.path
 
