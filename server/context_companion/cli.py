@@ -281,8 +281,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{mark} {path.ljust(width)}  {tier:<9} {count}  {why}\n")
     if not rows:
         sys.stdout.write("No memory or rule files found.\n")
-    count = len(wire["files"])
-    sys.stdout.write(f"{count} file{'' if count == 1 else 's'} loaded, {wire['tokens']} tokens\n")
+    loaded = len(wire["files"])
+    sys.stdout.write(f"{loaded} file{'' if loaded == 1 else 's'} loaded, {wire['tokens']} tokens\n")
     if wire["onlyAgent"]:
         sys.stdout.write(f"loaded by {wire['name']}, not by Context Companion: {', '.join(wire['onlyAgent'])}\n")
     if wire["onlyContextCompanion"]:
