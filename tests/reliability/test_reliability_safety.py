@@ -281,10 +281,6 @@ ALLOWED = {
         "call get_encoding",
     ): "tiktoken download, only under `if self.allow_download` (tokens.allowDownload)",
     (
-        "bridges/gemini/http_host.py",
-        "import socket",
-    ): "binds the Gemini CLI companion's listener to 127.0.0.1 (it never connects out)",
-    (
         "bridges/gemini/discovery.py",
         "import subprocess",
     ): "`ps -o ppid= -p <pid>` (fixed argv, no shell) for the parent PID where /proc does not exist",

@@ -1,9 +1,10 @@
-"""A local HTTP endpoint for an ASGI app, run on the caller's asyncio loop.
+"""A loopback HTTP endpoint for an ASGI app, served by uvicorn on the caller's asyncio loop.
 
-Every request must carry ``Authorization: Bearer <token>`` and a ``Host`` naming the loopback
-address and the bound port (a web page cannot reach it through DNS rebinding); a browser
-``Origin`` other than loopback is refused. Used by ``context-companion mcp --http``; built to be
-hosted by any long-running process (the language server, for attach and IDE companions).
+Every request must carry ``Authorization: Bearer <token>`` (else 401) and a ``Host`` naming a
+loopback address with the bound port (else 403: a web page cannot reach us through DNS
+rebinding); a browser ``Origin`` other than loopback is refused too. Bound to 127.0.0.1 only.
+Used by ``context-companion mcp --http``, the language server's MCP endpoint and the Gemini CLI
+companion.
 """
 
 from __future__ import annotations
@@ -15,35 +16,57 @@ import json
 import logging
 import secrets
 import socket
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Any, Literal
 
 import uvicorn
-
-from ..errors import ContextCompanionError
 
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
-Scope = dict[str, Any]
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def refusal(headers: dict[bytes, bytes], token: str, port: int) -> tuple[int, str] | None:
+    """Why a request is refused (HTTP status, message), or None when it may pass."""
+    host = headers.get(b"host", b"").decode("latin-1").lower()
+    if host not in {f"{name}:{port}" for name in _LOOPBACK_NAMES}:
+        return 403, "Host must name the loopback address and this port"
+    origin = headers.get(b"origin")
+    if origin is not None:
+        allowed = {f"http://{name}:{port}".encode() for name in _LOOPBACK_NAMES}
+        if origin.lower() not in allowed:
+            return 403, "requests from web pages are not accepted"
+    auth = headers.get(b"authorization", b"").decode("latin-1")
+    scheme, _, presented = auth.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), token.encode()):
+        return 401, "missing or wrong bearer token"
+    return None
+
+
 class _Guard:
     """ASGI middleware: token, Host and Origin checks before the app sees a request."""
 
-    def __init__(self, app: Any, host: LocalHttpHost) -> None:
-        self._app = app
-        self._host = host
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+        self.port = 0
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refusal = self._host.refusal(dict(scope.get("headers") or ()))
-            if refusal is not None:
-                status, message = refusal
+            why = refusal(dict(scope.get("headers") or ()), self.token, self.port)
+            if why is not None:
+                status, message = why
                 body = json.dumps({"error": message}).encode()
                 headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
                 if status == 401:
@@ -51,11 +74,11 @@ class _Guard:
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
                 return
-        await self._app(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 class _EmbeddedServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to the process that hosts it."""
+    """uvicorn without its signal handlers: the process hosting it owns SIGINT/SIGTERM."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -63,51 +86,48 @@ class _EmbeddedServer(uvicorn.Server):
 
 
 class LocalHttpHost:
-    """Serves ``app`` on 127.0.0.1:``port`` (0: a free port) inside the running loop."""
+    """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) behind the guard, on the running loop.
 
-    def __init__(self, app: Any, *, token: str, port: int = 0) -> None:
+    ``lifespan="off"`` when the app's owner runs what the app needs around start/stop itself (an
+    MCP session manager entered by its owner); ``"on"`` lets uvicorn run the app's lifespan.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str, port: int = 0, lifespan: Literal["on", "off"] = "on") -> None:
         self.token = token
         self.port = port
-        self._app = _Guard(app, self)
-        self._server: uvicorn.Server | None = None
+        self._guard = _Guard(app, token)
+        self._lifespan = lifespan
+        self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     def url(self, path: str = "/mcp") -> str:
         return f"http://{LOOPBACK}:{self.port}{path}"
 
-    def refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
-        """Why a request with these headers is refused (status, message), or None."""
-        host = headers.get(b"host", b"").decode("latin-1")
-        if host not in (f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"):
-            return 403, f"Host {host!r} is not allowed"
-        origin = headers.get(b"origin")
-        if origin is not None:
-            allowed = (f"http://{LOOPBACK}:{self.port}", f"http://localhost:{self.port}")
-            if origin.decode("latin-1") not in allowed:
-                return 403, "cross-origin requests are not allowed"
-        expected = b"Bearer " + self.token.encode()
-        if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
-            return 401, "missing or wrong bearer token"
-        return None
-
     async def start(self) -> int:
-        """Bind, start serving, and return the port once requests are accepted."""
+        """Bind and serve; returns the port once requests are accepted. A bind failure is OSError."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((LOOPBACK, self.port))
-        except OSError as exc:
+        except OSError:
             sock.close()
-            raise ContextCompanionError(f"--http {self.port}: cannot listen: {exc.strerror or exc}") from None
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app, log_level="warning", lifespan="on", access_log=False)
-        server = _EmbeddedServer(config)
-        self._server = server
+            raise
+        sock.setblocking(False)
+        self.port = self._guard.port = sock.getsockname()[1]
+        # log_config=None: uvicorn must not reconfigure the hosting process's logging.
+        config = uvicorn.Config(
+            self._guard,
+            log_config=None,
+            log_level="warning",
+            lifespan=self._lifespan,
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = self._server = _EmbeddedServer(config)
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
         while not server.started:
             if self._task.done():
                 self._task.result()  # raises what stopped it
-                raise ContextCompanionError("the HTTP endpoint stopped while starting")
+                raise OSError(f"the endpoint on port {self.port} stopped during start-up")
             await asyncio.sleep(0.005)
         return self.port
 
@@ -122,9 +142,17 @@ class LocalHttpHost:
             await self._task
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._task is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(self._task, 5)
+        server, task = self._server, self._task
         self._server = self._task = None
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 3)
+        except asyncio.TimeoutError:
+            server.force_exit = True
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        except Exception:
+            log.debug("endpoint stopped with an error", exc_info=True)

@@ -151,7 +151,10 @@ async def _serve_http(source: Standalone, bridge: Any, port: int, workspace: Pat
     host = LocalHttpHost(app, token=new_token(), port=port)
     await bridge.prime()
     source.watch()
-    port = await host.start()
+    try:
+        port = await host.start()
+    except OSError as exc:
+        raise ContextCompanionError(f"--http {port}: cannot listen: {exc.strerror or exc}") from None
     announce = announcement(port, host.url(), host.token)
     path = announce.write([workspace])
     sys.stderr.write(f"context-companion: MCP over Streamable HTTP at {host.url()} (token in {path})\n")

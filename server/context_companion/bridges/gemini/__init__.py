@@ -3,7 +3,6 @@
 - :mod:`.companion`: the MCP server (tools ``openDiff``/``closeDiff``, ``ide/*`` notifications).
 - :mod:`.context`: the ``ide/contextUpdate`` payload from the editor state.
 - :mod:`.discovery`: the discovery file the CLI looks for, and the PID it is named after.
-- :mod:`.http_host`: uvicorn on 127.0.0.1 in the running loop, behind a token and Host check.
 
 Imported by the language server after start-up (the MCP SDK, starlette and uvicorn are not
 light); nothing here imports ``lsp/``.

@@ -32,9 +32,9 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 
+from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
 from .discovery import IdeDiscoveryFile, IdeInfo
-from .http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from ...workspace.companion import Companion
@@ -174,7 +174,7 @@ class GeminiCompanion:
         app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
         stack = contextlib.AsyncExitStack()
         await stack.enter_async_context(server.session_manager.run())  # the MCP sessions' task group
-        host = LocalHttpHost(app, self.token, self._requested_port)
+        host = LocalHttpHost(app, token=self.token, port=self._requested_port, lifespan="off")
         try:
             self.port = await host.start()
         except BaseException:
