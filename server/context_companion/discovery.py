@@ -20,9 +20,10 @@ import re
 import secrets
 import stat
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,28 @@ def write_private(path: Path, data: bytes) -> Path:
     return path
 
 
-class DiscoveryFile:
+class PrivateFile:
+    """A file this process publishes for other programs of the same user: written (and rewritten)
+    atomically, readable only by that user, removed at the end."""
+
+    path: Path
+    _written: bool = False
+
+    def _publish(self, payload: Mapping[str, Any]) -> Path:
+        write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
+        self._written = True
+        return self.path
+
+    def remove(self) -> None:
+        """Remove the file (idempotent; safe from signal handlers and atexit)."""
+        if not self._written:
+            return
+        self._written = False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+class DiscoveryFile(PrivateFile):
     """The discovery file of this process for one listening socket."""
 
     def __init__(
@@ -144,17 +166,7 @@ class DiscoveryFile:
         }
         if self.url is not None:
             payload["url"] = self.url
-        write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
-        self._written = True
-        return self.path
-
-    def remove(self) -> None:
-        """Remove the file (idempotent; safe from signal handlers and atexit)."""
-        if not self._written:
-            return
-        self._written = False
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        return self._publish(payload)
 
 
 def read(path: Path) -> Entry | None:

@@ -10,7 +10,6 @@ extension host), so the file is named after the parent of ``initialize.processId
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -22,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...discovery import write_private
+from ...discovery import PrivateFile
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ def _private_dir(directory: Path) -> Path:
     return directory
 
 
-class IdeDiscoveryFile:
+class IdeDiscoveryFile(PrivateFile):
     """``gemini-ide-server-<pid>-<port>.json``, 0600, rewritten atomically, removed at the end."""
 
     def __init__(self, pid: int, port: int, token: str, ide: IdeInfo, directory: Path | None = None) -> None:
@@ -142,14 +141,4 @@ class IdeDiscoveryFile:
             "authToken": self.token,
             "ideInfo": self.ide.to_wire(),
         }
-        write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
-        self._written = True
-        return self.path
-
-    def remove(self) -> None:
-        """Remove the file (idempotent; safe from atexit)."""
-        if not self._written:
-            return
-        self._written = False
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        return self._publish(payload)
