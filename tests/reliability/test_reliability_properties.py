@@ -130,6 +130,16 @@ op_strategy = st.one_of(
 )
 @example(
     ops=[
+        ("open", URIS[0], TEXTS[2]),
+        ("cursor", URIS[0], 1, 0, []),
+        ("turn", "plain"),
+        ("cursor", URIS[3], 0, 0, []),  # into an excluded file that was never opened, then it closes
+        ("close", URIS[3]),
+    ],
+    encoding="utf-16",
+)
+@example(
+    ops=[
         ("settings", 4, 1, 40, False),
         ("open", URIS[3], TEXTS[2]),
         ("cursor", URIS[3], 1, 2, []),

@@ -65,6 +65,9 @@ def delta(prev: TurnState, cur: TurnState) -> dict[str, Any]:
             moved: dict[str, Any] = {"path": b.path}
             if b.cursor is not None:
                 moved["cursor"] = {"line": b.cursor[0], "character": b.cursor[1]}
+            elif a.cursor is not None:
+                # The position is no longer known (it was in a file that is excluded or closed now).
+                moved["cursor"] = None
             if a.context_lines != b.context_lines:
                 moved["contextLines"] = b.context_lines  # None: the lines are gone (excluded, or switched off)
             changes["cursorMoved"] = moved
@@ -88,7 +91,10 @@ def apply_delta(full: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]
         if "cursorMoved" in changes:
             moved = changes["cursorMoved"]
             if "cursor" in moved:
-                active["cursor"] = moved["cursor"]
+                if moved["cursor"] is None:
+                    active.pop("cursor", None)
+                else:
+                    active["cursor"] = moved["cursor"]
             if "contextLines" in moved:
                 if moved["contextLines"] is None:
                     active.pop("contextLines", None)
