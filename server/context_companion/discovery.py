@@ -59,7 +59,7 @@ def runtime_dir() -> Path:
         return Path(user_runtime_dir(APP_NAME, appauthor=False))
 
 
-def _private_dir(directory: Path) -> Path:
+def private_dir(directory: Path) -> Path:
     """Create ``directory`` 0700, or check an existing one is ours, a real directory, and private."""
     directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with contextlib.suppress(FileExistsError):
@@ -95,7 +95,7 @@ def write_private(path: Path, data: bytes) -> Path:
     made (or checked) 0700, the data goes to a 0600 temporary file in the same directory created
     with O_EXCL|O_NOFOLLOW (a planted symlink or file is never followed or reused), then it is
     renamed over ``path``."""
-    _private_dir(path.parent)
+    private_dir(path.parent)
     temp = path.parent / f".{path.stem}.{secrets.token_urlsafe(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(temp, flags, 0o600)

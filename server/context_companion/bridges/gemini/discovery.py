@@ -9,11 +9,9 @@ extension host), so the file is named after the parent of ``initialize.processId
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import stat
 import subprocess
 import sys
 import tempfile
@@ -21,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...discovery import PrivateFile
+from ...discovery import PrivateFile, private_dir
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +34,6 @@ _KNOWN_IDES = {
     "zed": ("zed", "Zed"),
     "emacs": ("emacs", "Emacs"),
 }
-
-
-class DiscoveryError(OSError):
-    """The discovery directory cannot be used safely."""
 
 
 @dataclass(frozen=True)
@@ -101,22 +95,6 @@ def ide_pid(process_id: int | None) -> int:
     return parent if parent is not None and parent > 1 else client
 
 
-def _private_dir(directory: Path) -> Path:
-    """Create ``directory`` (and ``gemini/``) 0700, or check an existing one is a directory of ours.
-
-    The temp dir is shared by every user: a directory someone else made could be swapped under us.
-    """
-    for d in (directory.parent, directory):
-        with contextlib.suppress(FileExistsError):
-            d.mkdir(mode=0o700)
-        st = d.lstat()
-        if not stat.S_ISDIR(st.st_mode):
-            raise DiscoveryError(f"{d}: not a directory (a symlink or file is in the way)")
-        if st.st_uid != os.getuid():
-            raise DiscoveryError(f"{d}: owned by another user")
-    return directory
-
-
 class IdeDiscoveryFile(PrivateFile):
     """``gemini-ide-server-<pid>-<port>.json``, 0600, rewritten atomically, removed at the end."""
 
@@ -134,7 +112,9 @@ class IdeDiscoveryFile(PrivateFile):
         return os.pathsep.join(str(f) for f in folders)
 
     def write(self, folders: Iterable[str | Path]) -> Path:
-        _private_dir(self.directory)
+        # The temp dir is shared by every user: both gemini/ and gemini/ide/ must be ours and private.
+        private_dir(self.directory.parent)
+        private_dir(self.directory)
         payload = {
             "port": self.port,
             "workspacePath": self.workspace_path(folders),
