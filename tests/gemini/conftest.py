@@ -11,21 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
+from lsp_harness import plain
 from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 SERVER = [sys.executable, "-m", "context_companion", "serve"]
 STARTED = "contextCompanion/companionStarted"
-
-
-def plain(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    return value
 
 
 class Editor:

@@ -21,7 +21,6 @@ import pytest
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "lsp"))
 
 from lsp_pipe_client import LspProcess, server_env  # noqa: E402
 
