@@ -167,7 +167,6 @@ class Renderer:
         key = file_key(real)
         imported = tuple((p, d) for p, d in expansion.included.items() if p != key)
         deps = frozenset(expansion.deps)
-        warnings += [f"{name}: import {p} already included from {d}" for p, d in expansion.repeats]
         return Rendered(
             real,
             content,
@@ -204,14 +203,13 @@ class Renderer:
         content = expansion.text.strip("\n").rstrip()
         block = render_block(request.display, content) if content.strip() else ""
         tokens = self.count(block) if block else 0
-        repeats = tuple(f"{request.display}: import {p} already included from {d}" for p, d in expansion.repeats)
         return Rendered(
             rendered.real,
             content,
             block,
             tokens,
             rendered.deps,
-            rendered.warnings + repeats,
+            rendered.warnings,
             None,
             False,
             rendered.rule,
