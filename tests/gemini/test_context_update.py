@@ -63,3 +63,14 @@ def test_context_switched_off_sends_an_empty_list():
     editor = EditorState(ContextSettings())
     editor.open(uri("a.py"))
     assert files(workspace_state(editor, {}, enabled=False)) == []
+
+
+def test_selected_credentials_reach_gemini_cli_redacted():
+    editor = EditorState(ContextSettings())
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    texts = {uri("deploy.py"): f"aws_key = '{key}'\n"}
+    editor.open(uri("deploy.py"))
+    editor.set_cursor(uri("deploy.py"), RawPosition(0, 0), [(RawPosition(0, 0), RawPosition(0, 32))])
+    out = files(workspace_state(editor, texts, "utf-16"))
+    assert key not in repr(out)
+    assert "[redacted: aws-access-key]" in out[0]["selectedText"]
