@@ -173,3 +173,101 @@ def test_warning_is_logged_once_per_process(tmp_path, caplog, monkeypatch):
         for _ in range(3):
             Tokenizer("o200k_base").load()
     assert len(caplog.records) == 1
+
+
+# ----------------------------------------------------------------------------- counting by paragraph
+
+_ALPHABET = "aB.,/ \n\t1's中é-#"
+_MERGES = (b"\n\n", b".\n", b".\n\n", b"\n/", b"/\n", b" \n", b"\n ", b"  ", b"\n\n\n", b"aa", b" a", b"#", b"'s")
+
+
+def _encoding_with(pattern: str, name: str):
+    """A real tiktoken Encoding with ``pattern``: bytes plus merges across every place a piece boundary
+    could move, so a changed boundary changes the count."""
+    import tiktoken
+    import tiktoken_ext.openai_public as public
+
+    ranks = {bytes([i]): i for i in range(256)}
+    for word in _MERGES:
+        for k in range(2, len(word) + 1):
+            ranks.setdefault(word[:k], len(ranks))
+    constructors = {"o200k_base": public.o200k_base, "cl100k_base": public.cl100k_base}
+    pat = pattern
+    if name in constructors:
+        original = public.load_tiktoken_bpe
+        public.load_tiktoken_bpe = lambda *a, **k: ranks
+        try:
+            pat = constructors[name]()["pat_str"]
+        finally:
+            public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_counting_by_paragraph_equals_counting_the_whole(name):
+    """The paragraph cut is a piece boundary of the encoding's own pattern: sum of parts == whole."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = _encoding_with("", name)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.text(_ALPHABET, max_size=24), min_size=1, max_size=8))
+    def check(paragraphs):
+        text = "\n\n".join(paragraphs)
+        tok = Tokenizer(name, encoding_obj=enc)
+        tok._by_paragraph = True  # what load() decides for these names, without a ranks file
+        assert tok.count(text) == len(enc.encode(text, disallowed_special=()))
+
+    check()
+
+
+def test_gpt2_pattern_is_counted_whole(tiny_encoding):
+    """GPT-2's pattern splits "\\n\\n" before a word differently from "\\n\\n" at the end, so a cut
+    there would change counts: such encodings are never counted by paragraph."""
+    enc = _encoding_with(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""", "gpt2ish")
+    text = "a\n\nB"
+    whole = len(enc.encode(text))
+    parts = sum(len(enc.encode(p)) for p in ("a\n\n", "B"))
+    assert whole != parts  # the hazard is real for this pattern
+    tok = Tokenizer("gpt2ish", encoding_obj=enc)
+    assert tok.count(text) == whole
+
+
+def test_loaded_encoding_counts_by_paragraph_only_when_safe(tmp_path, tiny_encoding):
+    ranks = tmp_path / "tiny.tiktoken"
+    write_ranks(ranks, tiny_encoding)
+    safe = Tokenizer("o200k_base", ranks)
+    safe.load()
+    other = Tokenizer("my_local_bpe", ranks)  # an unknown name gets GPT-2's pattern
+    other.load()
+    assert not safe.estimated and not other.estimated
+    assert safe._by_paragraph and not other._by_paragraph
+
+
+def test_estimate_is_the_same_counted_whole_or_by_paragraph():
+    text = (CORPUS / "docs.md").read_text(encoding="utf-8")
+    tok = Tokenizer("estimate")
+    first = tok.count(text)
+    assert first == estimate_tokens(text)
+    # Edit one paragraph: only it is new, and the total still matches a fresh whole estimate.
+    edited = text.replace("\n\n", "\n\nA new paragraph, edited in.\n\n", 1)
+    assert tok.count(edited) == estimate_tokens(edited) != first
+
+
+def test_one_changed_paragraph_is_the_only_text_encoded_again(tiny_encoding):
+    calls = []
+
+    class Counting:
+        name = "o200k_base"
+
+        def encode(self, text, disallowed_special=()):
+            calls.append(text)
+            return tiny_encoding.encode(text, disallowed_special=disallowed_special)
+
+    tok = Tokenizer("o200k_base", encoding_obj=Counting())
+    tok._by_paragraph = True
+    tok.count("# Title\n\nfirst para.\n\nsecond para.")
+    calls.clear()
+    tok.count("# Title\n\nfirst para, edited.\n\nsecond para.")
+    assert calls == ["first para, edited.\n\n"]

@@ -14,6 +14,17 @@ Machines may be offline. The encoding is looked for, in order:
 Loading happens once, lazily (``load()``), and never on a hot path: the server calls it on a
 worker thread at start-up. Counts are cached by text, so an unchanged section is never
 re-encoded.
+
+A longer text is counted paragraph by paragraph, each paragraph's count cached on its own: after
+one memory file changes, only its paragraphs are encoded again, not the whole instruction. This
+is exact, not an approximation. o200k_base and cl100k_base first cut text into pieces with a
+regular expression and encode each piece alone, and no piece of theirs runs from a newline into a
+following character that is neither whitespace nor ``/`` (the only alternatives that can hold a
+newline either end with it or hold whitespace only). So a cut between a blank line and such a
+character is a piece boundary, and the count of the whole is the sum of the counts of its parts.
+The estimator splits text the same way, so its sums are cut the same way too. Encodings with
+GPT-2's pattern (where a whitespace run before a word gives up its last character) do not have that property and are
+always counted whole.
 """
 
 from __future__ import annotations
@@ -35,6 +46,14 @@ log = logging.getLogger(__name__)
 __all__ = ["ESTIMATE", "Tokenizer", "encoding_for_model", "estimate_tokens", "silence_estimate_warning"]
 
 _CACHE_SIZE = 4096
+_PARAGRAPH_CACHE_SIZE = 16384
+# Where a text may be cut without changing its count: after a blank line, before a character that
+# is neither whitespace nor "/" (see the module docstring). Python's \s is a superset of the Unicode
+# White_Space the encodings' patterns use, so this never cuts where they might not.
+_PARAGRAPHS = re.compile(r"(?<=\n\n)(?=[^\s/])")
+# Encodings whose pattern keeps the cut above a piece boundary (checked against tiktoken by
+# tests/test_tokens.py).
+_PARAGRAPH_SAFE = frozenset({"o200k_base", "o200k_harmony", "cl100k_base"})
 ESTIMATE = "estimate"  # tokens.encoding value that picks the estimator on purpose
 
 # The estimator splits text the way o200k_base's pre-tokenizer does (words with camelCase split
@@ -69,6 +88,15 @@ def estimate_tokens(text: str) -> int:
     """An offline estimate of o200k_base tokens (within about ±10% on code, prose, trees, CJK)."""
     if not text:
         return 0
+    return _rounded(sum(_estimate_raw(part) for part in _PARAGRAPHS.split(text)))
+
+
+def _rounded(raw: float) -> int:
+    return max(1, round(raw))
+
+
+def _estimate_raw(text: str) -> float:
+    """The estimator's cost of ``text`` before rounding (additive over paragraph cuts)."""
     n = 0.0
     for m in _PIECES.finditer(text):
         kind = m.lastgroup
@@ -92,7 +120,7 @@ def estimate_tokens(text: str) -> int:
             n += max(1.0, ascii_chars / _ASCII_PUNCT_PER_TOKEN + others + astral * _ASTRAL_RATE)
         else:  # a number group or a whitespace run
             n += 1
-    return max(1, round(n))
+    return n
 
 
 _warning_lock = threading.Lock()
@@ -221,6 +249,8 @@ class Tokenizer:
         self.reason: str | None = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, int] = OrderedDict()
+        self._paragraphs: OrderedDict[str, float] = OrderedDict()  # paragraph → count (raw for the estimator)
+        self._by_paragraph = False
 
     def load(self) -> None:
         """Load the encoding (or settle on the estimator). Safe to call more than once."""
@@ -237,6 +267,7 @@ class Tokenizer:
         if self.encoding_name == ESTIMATE:
             self.estimated = True
             self.reason = 'tokens.encoding is "estimate": counts are estimated'
+            self._by_paragraph = True
             self._loaded = True
             return
         if self._file is not None:
@@ -262,6 +293,7 @@ class Tokenizer:
             self.estimated = True
             self.reason = "; ".join(reasons) + "; counts are estimated"
             _warn_estimated(self.encoding_name)
+        self._by_paragraph = enc is None or getattr(enc, "name", None) in _PARAGRAPH_SAFE
         self._loaded = True
 
     def count(self, text: str) -> int:
@@ -273,12 +305,30 @@ class Tokenizer:
             return cached
         if not self._loaded:
             self.load()
-        if self._enc is None:
-            n = estimate_tokens(text)
+        parts = _PARAGRAPHS.split(text) if self._by_paragraph else [text]
+        if len(parts) == 1:
+            n = estimate_tokens(text) if self._enc is None else self._encode_count(text)
         else:
-            n = len(self._enc.encode(text, disallowed_special=()))
+            raw = sum(self._paragraph(p) for p in parts)
+            n = _rounded(raw) if self._enc is None else int(raw)
         with self._lock:
             self._cache[text] = n
             if len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
+        return n
+
+    def _encode_count(self, text: str) -> int:
+        assert self._enc is not None
+        return len(self._enc.encode(text, disallowed_special=()))
+
+    def _paragraph(self, text: str) -> float:
+        """One paragraph's count: tokens, or the estimator's unrounded cost (cached)."""
+        cached = self._paragraphs.get(text)
+        if cached is not None:
+            return cached
+        n = _estimate_raw(text) if self._enc is None else self._encode_count(text)
+        with self._lock:
+            self._paragraphs[text] = n
+            if len(self._paragraphs) > _PARAGRAPH_CACHE_SIZE:
+                self._paragraphs.popitem(last=False)
         return n
