@@ -41,6 +41,7 @@ MatchMemo = dict[tuple[int, str], tuple[tuple[str, str], ...]]  # (folder, rel) 
 _LISTING = "\0listing"
 
 
+TOTAL_BYTES_CUT = "memory.maxTotalBytes"  # how a cut made by the total cap is named
 REGEX_MARK = "\0regex "  # a rule activity witnessed by a regex on the file's content, not a glob
 _REGEX_READ_BYTES = 1024 * 1024
 
@@ -145,6 +146,9 @@ class _Accounts:
     rendered: dict[str, Rendered] = field(default_factory=dict)  # abs path → rendering used
     duplicates: dict[str, str] = field(default_factory=dict)  # abs path → display of the first inclusion
     included_bodies: dict[str, str] = field(default_factory=dict)  # normalised text → display of its inclusion
+    shadows: Shadows = field(default_factory=dict)
+    text_twins: set[str] = field(default_factory=set)  # displays another file repeated the text of
+    body_owner: dict[str, str] = field(default_factory=dict)  # normalised text → abs path of its inclusion
 
     def consider(self, entry: Entry, wants: bool, reason: str) -> None:
         if entry.abs_path in self.verdicts:
@@ -180,8 +184,10 @@ class _Accounts:
         if copy_of is not None:
             # Generated copies of one rule in several formats: the text goes in once.
             self.duplicates[entry.abs_path] = copy_of
+            self.text_twins.add(copy_of)
             return False, f"not included: same text as {copy_of}"
         self.included_bodies[body] = entry.display
+        self.body_owner[body] = entry.abs_path
         self.included_real[key] = entry.display
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
@@ -193,22 +199,48 @@ def normalised_body(content: str) -> str:
     return " ".join(content.split())
 
 
-def shadowed_by(index: MemoryIndex, entry: Entry) -> str | None:
-    """The file that hides ``entry`` in its folder (``AGENTS.override.md`` hides ``AGENTS.md``)."""
-    name = os.path.basename(entry.abs_path)
-    for winner, loser in SHADOWS.items():
-        if name == loser:
-            other = index.by_path.get(os.path.join(os.path.dirname(entry.abs_path), winner))
-            if other is not None and not other.rendered.missing and other.tier == entry.tier:
-                return winner
-    return None
+_WINNER_ENDINGS = tuple(os.sep + winner for winner in SHADOWS)
+Shadows = dict[tuple[str, str], str]  # (loser's path, tier) → name of the file that hides it
+
+
+def shadow_table(index: MemoryIndex) -> Shadows:
+    """Which files are hidden in their folder (``AGENTS.override.md`` hides ``AGENTS.md``), worked
+    out once per composition from the few files that can hide another."""
+    table: Shadows = {}
+    for path, other in index.by_path.items():
+        if path.endswith(_WINNER_ENDINGS) and not other.rendered.missing:
+            winner = os.path.basename(path)
+            table[(os.path.join(os.path.dirname(path), SHADOWS[winner]), other.tier)] = winner
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """How a :class:`MemoryResult` was made, kept so that a later edit to one file's text can be
+    patched into it (:mod:`.recompose`) instead of composing everything again."""
+
+    entries: tuple[Entry, ...]  # the entries considered, in the order of ``MemoryResult.files``
+    renders: tuple[Rendered, ...]  # each entry's rendering when it was considered
+    blocks: dict[str, str]  # abs path → its block in the text, for the included files
+    listing: str
+    bodies: dict[str, str]  # normalised text → abs path of the included file that has it
+    text_twins: frozenset[str]  # displays whose text another file repeated (so was left out)
+    wanted: frozenset[str]  # abs paths whose verdict looked at their content
+    capped: bool  # memory.maxTokens or memory.maxTotalBytes dropped or cut something
 
 
 def compose_memory(
     index: MemoryIndex, activity: Activity, max_tokens: int, count: Callable[[str], int]
 ) -> MemoryResult:
     """The memory part for this activity: ordered blocks under the token cap, and the report."""
-    acc = _Accounts(index=index)
+    return compose_traced(index, activity, max_tokens, count)[0]
+
+
+def compose_traced(
+    index: MemoryIndex, activity: Activity, max_tokens: int, count: Callable[[str], int]
+) -> tuple[MemoryResult, Trace]:
+    """:func:`compose_memory`, and the :class:`Trace` of how its result was made."""
+    acc = _Accounts(index=index, shadows=shadow_table(index))
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
@@ -237,7 +269,7 @@ def compose_memory(
         )
         for e in acc.order
     )
-    return MemoryResult(
+    result = MemoryResult(
         join_blocks(acc.order, blocks, listing),
         files,
         tuple(dropped),
@@ -245,6 +277,17 @@ def compose_memory(
         seen=tuple(acc.included_real.items()),
         seen_at=acc.seen_at,
     )
+    trace = Trace(
+        entries=tuple(acc.order),
+        renders=tuple(e.rendered for e in acc.order),
+        blocks=blocks,
+        listing=listing,
+        bodies={body: path for body, path in acc.body_owner.items() if path in blocks},
+        text_twins=frozenset(acc.text_twins),
+        wanted=frozenset(acc.seen_at),
+        capped=bool(dropped) or any(c.startswith(TOTAL_BYTES_CUT) for c in cuts.values()),
+    )
+    return result, trace
 
 
 def folder_rank(entry: Entry) -> int:
@@ -260,7 +303,7 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
     what each says, apart from the always-on tiers the instruction carries. A file already included
     through an earlier tier is not repeated (same verdicts as :func:`compose_memory`).
     """
-    acc = _Accounts(index=index)
+    acc = _Accounts(index=index, shadows=shadow_table(index))
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
@@ -278,7 +321,7 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
 def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
     for entry in index.globals:
         if not entry.rendered.missing:
-            shadow = shadowed_by(index, entry)
+            shadow = acc.shadows.get((entry.abs_path, entry.tier))
             acc.consider(entry, shadow is None, reason_shadowed(shadow) if shadow else REASON_GLOBAL)
     for folder in index.folders:
         if not folder.exists:
@@ -287,18 +330,18 @@ def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
         acc.warnings.extend(folder.index.ignore_warnings())
         for entry in folder.workspace:
             if not entry.rendered.missing:
-                shadow = shadowed_by(index, entry)
+                shadow = acc.shadows.get((entry.abs_path, entry.tier))
                 acc.consider(entry, shadow is None, reason_shadowed(shadow) if shadow else REASON_WORKSPACE)
 
 
 def _consider_jit(index: MemoryIndex, acc: _Accounts, active: JitActivity) -> None:
     for folder in index.folders:
-        for entry in sorted(folder.jit.values(), key=lambda e: e.order):
+        for entry in folder.jit_order:
             if entry.rendered.missing or entry.ignored:
                 continue  # an ignored file is not discovered (kept only to follow changes)
             dir_display = folder.prefix + entry.rel_dir + "/"
             witness = active.get(entry.abs_path)
-            shadow = shadowed_by(index, entry)
+            shadow = acc.shadows.get((entry.abs_path, entry.tier))
             if shadow is not None:
                 acc.consider(entry, False, reason_shadowed(shadow))
             elif witness is None:
@@ -382,7 +425,7 @@ def _apply_byte_cap(
         else:
             blocks[entry.abs_path] = cut
             acc.rendered[entry.abs_path] = replace(rendered, block=cut, tokens=count(cut))
-            cuts[entry.abs_path] = f"memory.maxTotalBytes ({cap})"
+            cuts[entry.abs_path] = f"{TOTAL_BYTES_CUT} ({cap})"
             acc.warnings.append(f"{entry.display}: cut at memory.maxTotalBytes ({cap})")
         used = cap  # whatever comes after the cut is dropped, even when small
     if listing and used + 2 + len(listing.encode("utf-8")) > cap:

@@ -80,6 +80,7 @@ class FolderState:
     workspace: list[Entry] = field(default_factory=list)
     jit: dict[str, Entry] = field(default_factory=dict)  # rel → entry
     jit_by_dir: dict[str, list[Entry]] = field(default_factory=dict)
+    jit_order: list[Entry] = field(default_factory=list)  # the jit entries in rendering order
     rules: list[Entry] = field(default_factory=list)
     exists: bool = True
     prefix_path: str = ""  # path + separator, for fast "is under" tests
@@ -418,3 +419,4 @@ class MemoryIndex:
         for entry in folder.jit.values():
             by_dir.setdefault(entry.rel_dir, []).append(entry)
         folder.jit_by_dir = by_dir
+        folder.jit_order = sorted(folder.jit.values(), key=lambda e: e.order)

@@ -33,12 +33,13 @@ from typing import Any
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .agents import AGENTS
 from .changes import apply_plan, classify, is_relevant, plan_changes, summarize
-from .compose import Activity, MatchMemo, compose_blocks, compose_memory, find_activity
+from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
 from .index import MemoryIndex
 from .language import AnalysisContext, analyze_document
 from .model import ChangeSummary, FileAnalysis, MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import home_display, norm
+from .recompose import patch
 from .render import Renderer
 
 _RESULT_CACHE_SIZE = 64
@@ -72,7 +73,9 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._loaded = False
         self._generation = 0
-        self._results: OrderedDict[tuple[Any, ...], MemoryResult] = OrderedDict()
+        # Composition results by activity, with the generation they are current for and how they were
+        # made: after an edit that changed only text they are patched (recompose.patch), not redone.
+        self._results: OrderedDict[tuple[Any, ...], tuple[int, MemoryResult, Trace]] = OrderedDict()
         self._match_memo: MatchMemo = {}
         self._last_call: tuple[tuple[Any, ...], MemoryResult] | None = None
         self._last_blocks: tuple[tuple[Any, ...], tuple[MemoryBlock, ...]] | None = None
@@ -165,12 +168,24 @@ class MemoryStore:
 
     def _cached_result(self, activity: Activity) -> MemoryResult:
         key = activity.key()
-        result = self._results.get(key)
-        if result is not None:
+        cached = self._results.get(key)
+        if cached is not None:
             self._results.move_to_end(key)
-            return result
-        result = compose_memory(self._index, activity, self.settings.max_tokens, self._count)
-        self._results[key] = result
+            generation, result, trace = cached
+            if generation == self._generation:
+                return result
+            patched = patch(
+                result,
+                trace,
+                max_tokens=self.settings.max_tokens,
+                max_total_bytes=self.settings.max_total_bytes,
+                count=self._count,
+            )
+            if patched is not None:
+                self._results[key] = (self._generation, *patched)
+                return patched[0]
+        result, trace = compose_traced(self._index, activity, self.settings.max_tokens, self._count)
+        self._results[key] = (self._generation, result, trace)
         if len(self._results) > _RESULT_CACHE_SIZE:
             self._results.popitem(last=False)
         return result
@@ -186,7 +201,8 @@ class MemoryStore:
             plan = plan_changes(self._index, paths)
             changed = apply_plan(self._index, plan)
             if changed or plan.structural:
-                self._bump()
+                # Files re-rendered in place keep the index's shape: compositions can be patched.
+                self._bump(keep_results=not (plan.structural or plan.reloads))
             roots_changed = False
             if plan.structural or plan.reloads:
                 roots = (self._index.watch_roots(), self._index.flat_watch_roots())
@@ -248,8 +264,9 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ internals
 
-    def _bump(self) -> None:
+    def _bump(self, keep_results: bool = False) -> None:
         self._generation += 1
-        self._results.clear()
+        if not keep_results:
+            self._results.clear()
         self._match_memo.clear()
         self._glob_cache.clear()

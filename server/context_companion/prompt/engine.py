@@ -42,6 +42,8 @@ _NEWLINE_RUNS = re.compile(r"\n{3,}")
 
 def collapse_newlines(text: str) -> str:
     """Runs of three or more newlines become two."""
+    if "\n\n\n" not in text:  # the usual case, found without running the pattern
+        return text
     return _NEWLINE_RUNS.sub("\n\n", text)
 
 
@@ -149,6 +151,9 @@ class InstructionEngine:
         self._skills: dict[str, list[Skill]] = {}
         self._git: bool | None = None
         self._cache: dict[tuple[object, ...], Instruction] = {}
+        # Built-in section texts by (section id, profile JSON, in a git repository): they depend on
+        # nothing else a rebuild after a memory change could alter.
+        self._section_texts: dict[tuple[str, str, bool], str] = {}
 
     # ------------------------------------------------------------------ state changes
 
@@ -166,6 +171,7 @@ class InstructionEngine:
         self._skills = {}
         self._git = None
         self._cache.clear()
+        self._section_texts.clear()
 
     # ------------------------------------------------------------------ pieces
 
@@ -314,7 +320,13 @@ class InstructionEngine:
         inline: set[str] = set()
         rendered = []
         for c in self._contributors(options):
-            text = (self._render_one(c, inputs, inline) or "").strip()
+            if c.kind == "builtin":
+                key = (c.id, inputs.profile_json, options.in_git_repo)
+                text = self._section_texts.get(key)
+                if text is None:
+                    text = self._section_texts[key] = (self._render_one(c, inputs, inline) or "").strip()
+            else:
+                text = (self._render_one(c, inputs, inline) or "").strip()
             if text:
                 rendered.append(SectionText(c.id, text))
         return rendered, inline
@@ -415,13 +427,20 @@ class _Inputs:
     template_path: Path | None
     template_text: str | None
     file_texts: dict[str, str]
+    profile_json: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "profile_json", self.profile.model_dump_json())
 
     @property
     def key(self) -> tuple[object, ...]:
-        # Settings are not in the key: update_settings() empties the cache.
+        # Settings are not in the key: update_settings() empties the cache. The memory result is
+        # keyed by identity: the store hands out one object per composition, and the cached
+        # Instruction holds that object, so its id cannot be reused while the entry lives. (Hashing
+        # it by value would walk every file's report on each build.)
         return (
-            self.profile.model_dump_json(),
-            self.memory,
+            self.profile_json,
+            id(self.memory),
             self.memory_text,
             self.env_text,
             self.today,
