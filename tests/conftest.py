@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from token_encodings import make_paragraph_encoding
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(__file__).parent / ".no-tiktoken-cache"))
 
@@ -24,6 +25,17 @@ def make_tiny_encoding(name: str = "tiny_test"):
 @pytest.fixture
 def tiny_encoding():
     return make_tiny_encoding()
+
+
+@pytest.fixture
+def paragraph_tokenizer():
+    """A Tokenizer over o200k_base's pattern (small ranks): it counts by paragraph, as in use."""
+    from context_companion.tokens import Tokenizer
+
+    tok = Tokenizer("o200k_base", encoding_obj=make_paragraph_encoding())
+    tok.load()
+    assert tok._by_paragraph
+    return tok
 
 
 @pytest.fixture

@@ -365,3 +365,28 @@ def test_file_contributor_edits_are_not_served_from_cache(workspace, tokenizer):
     assert "First version." in e.build().text
     guide.write_text("Second version.\n")
     assert "Second version." in e.build().text
+
+
+@pytest.mark.parametrize("placement", ["initialMessage", "systemInstruction", "systemInstructionEnd", "off"])
+@pytest.mark.parametrize(
+    ("system_prompt", "mcp"),
+    [
+        (None, "Use the db tool."),
+        (None, "/slash first, so the memory part does not start a paragraph"),
+        ("A plain prompt.", ""),
+        ("Ends with a list:\n\n- one\n- two", "---\n\nrule-like\n\n\n\nwith runs"),
+        ("", "Only memory."),
+    ],
+)
+def test_total_tokens_equal_counting_the_whole_text(workspace, paragraph_tokenizer, placement, system_prompt, mcp):
+    """The total is taken from the parts' cached counts where that is exact; it must always equal
+    encoding the final text in one go."""
+    (workspace / "main.py").write_text("print(1)\n")
+    layer: dict[str, object] = {"environment": {"placement": placement}}
+    if system_prompt is not None:
+        layer["systemPrompt"] = system_prompt
+    built = engine(validate_layer(layer, "t"), [workspace], paragraph_tokenizer).build(
+        AgentProfile(mcp_instructions=mcp)
+    )
+    whole = len(paragraph_tokenizer._enc.encode(built.text, disallowed_special=()))
+    assert built.tokens.total == whole and whole > 0

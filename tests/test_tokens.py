@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from context_companion.tokens import Tokenizer, encoding_for_model, estimate_tokens
+from token_encodings import make_paragraph_encoding
 
 
 def write_ranks(path, encoding) -> None:
@@ -178,29 +179,14 @@ def test_warning_is_logged_once_per_process(tmp_path, caplog, monkeypatch):
 # ----------------------------------------------------------------------------- counting by paragraph
 
 _ALPHABET = "aB.,/ \n\t1's中é-#"
-_MERGES = (b"\n\n", b".\n", b".\n\n", b"\n/", b"/\n", b" \n", b"\n ", b"  ", b"\n\n\n", b"aa", b" a", b"#", b"'s")
 
 
 def _encoding_with(pattern: str, name: str):
-    """A real tiktoken Encoding with ``pattern``: bytes plus merges across every place a piece boundary
-    could move, so a changed boundary changes the count."""
+    """A real tiktoken Encoding with ``pattern`` and the small ranks of the shared fixture."""
     import tiktoken
-    import tiktoken_ext.openai_public as public
 
-    ranks = {bytes([i]): i for i in range(256)}
-    for word in _MERGES:
-        for k in range(2, len(word) + 1):
-            ranks.setdefault(word[:k], len(ranks))
-    constructors = {"o200k_base": public.o200k_base, "cl100k_base": public.cl100k_base}
-    pat = pattern
-    if name in constructors:
-        original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = lambda *a, **k: ranks
-        try:
-            pat = constructors[name]()["pat_str"]
-        finally:
-            public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    ranks = make_paragraph_encoding()._mergeable_ranks
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
@@ -209,14 +195,13 @@ def test_counting_by_paragraph_equals_counting_the_whole(name):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    enc = _encoding_with("", name)
+    enc = make_paragraph_encoding(name)
 
     @settings(max_examples=400, deadline=None)
     @given(st.lists(st.text(_ALPHABET, max_size=24), min_size=1, max_size=8))
     def check(paragraphs):
         text = "\n\n".join(paragraphs)
         tok = Tokenizer(name, encoding_obj=enc)
-        tok._by_paragraph = True  # what load() decides for these names, without a ranks file
         assert tok.count(text) == len(enc.encode(text, disallowed_special=()))
 
     check()
@@ -266,7 +251,6 @@ def test_one_changed_paragraph_is_the_only_text_encoded_again(tiny_encoding):
             return tiny_encoding.encode(text, disallowed_special=disallowed_special)
 
     tok = Tokenizer("o200k_base", encoding_obj=Counting())
-    tok._by_paragraph = True
     tok.count("# Title\n\nfirst para.\n\nsecond para.")
     calls.clear()
     tok.count("# Title\n\nfirst para, edited.\n\nsecond para.")

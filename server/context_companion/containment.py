@@ -23,6 +23,35 @@ def is_within(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
+_FD_LINKS = "/proc/self/fd"
+_O_PATH = getattr(os, "O_PATH", 0)
+
+
+def realpath(path: str) -> str:
+    """``os.path.realpath(path)``, asked of the kernel where it can be.
+
+    ``os.path.realpath`` resolves a path one ``lstat`` per component. For a path that exists,
+    Linux answers the same question in three system calls: open the path itself (``O_PATH``:
+    no read, no side effect, even for a device or a FIFO), read where its descriptor leads, close.
+    Anything else (a missing or dangling path, no ``/proc``, another system) takes
+    ``os.path.realpath``, so the answer is always the one it would give.
+    """
+    if _O_PATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return os.path.realpath(path)
+        try:
+            target = os.readlink(f"{_FD_LINKS}/{fd}")
+        except OSError:
+            target = ""
+        finally:
+            os.close(fd)
+        if target.startswith("/") and not target.endswith(" (deleted)"):
+            return target
+    return os.path.realpath(path)
+
+
 def real_roots(roots: Iterable[str | Path]) -> tuple[str, ...]:
     """The roots with every symlink resolved (what :func:`place` compares against)."""
     return tuple(os.path.realpath(os.fspath(r)) for r in roots)
@@ -46,7 +75,7 @@ def place(path: str | Path, roots: Sequence[str], *, writing: bool = False) -> P
     folders on the way), which is never what "append to AGENTS.md" means.
     """
     path = os.path.abspath(os.fspath(path))
-    real = os.path.realpath(path)
+    real = realpath(path)
     if writing and os.path.islink(path) and not os.path.exists(path):
         return Placement(path, real, DANGLING)
     if is_within(real, roots):

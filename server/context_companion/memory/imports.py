@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..containment import realpath
 from .paths import file_key, is_within
 from .reading import ReadOutcome
 
@@ -96,6 +97,8 @@ def _code_spans(line: str) -> list[tuple[int, int]]:
 def find_imports(text: str) -> list[ImportRef]:
     """Every import in ``text`` (not in code spans, fences or HTML comments), in order."""
     refs: list[ImportRef] = []
+    if "@" not in text:
+        return refs  # most imported files import nothing: no need to follow fences line by line
     fence: tuple[str, int] | None = None
     in_comment = False
     for lineno, line in enumerate(text.split("\n")):
@@ -285,7 +288,7 @@ def _one_import(walk: _Walk, ref: ImportRef, token: str, place: _Place) -> str:
     display = options.display(resolved)
     here = (*place.chain, display)
     nested_start = len(result.failures)
-    real = os.path.realpath(resolved)
+    real = realpath(resolved)
     key = file_key(real)  # a hard link is the same file as its other names
     failure, text = _target_text(walk, resolved, real, key, place.depth, place.stack)
     first = result.included.get(key) if failure is None else None

@@ -94,13 +94,13 @@ def _keeps_verdict(entry: Entry, old: Rendered, trace: Trace, bodies: dict[str, 
     new = entry.rendered
     if trace.blocks[path] != old.block or not new.block or entry.display in trace.text_twins:
         return False  # rendered without repeated imports, now empty, or another file repeated it
-    old_body = normalised_body(old.content)
     body = normalised_body(new.content)
     owner = bodies.get(body)
     if owner is not None and owner != path:
         return False  # now the same text as another included file
-    if bodies.get(old_body) == path:
-        del bodies[old_body]
+    for text, holder in list(bodies.items()):
+        if holder == path:
+            del bodies[text]  # its old text
     bodies[body] = path
     return True
 

@@ -74,15 +74,20 @@ class Renderer:
     max_total_bytes: int = 0  # an expansion inlines no more than this (0: no cap)
     _reads: dict[str, ReadOutcome] = field(default_factory=dict)
     _renders: dict[RenderRequest, _Cached] = field(default_factory=dict)
+    _real_of: dict[str, str] = field(default_factory=dict)  # path rendered → the real path read for it
 
     def clear(self) -> None:
         self._reads.clear()
         self._renders.clear()
+        self._real_of.clear()
 
     def forget(self, path: str) -> None:
         """Read ``path`` again next time (its signature may not show a quick rewrite)."""
         self._reads.pop(path, None)
-        self._reads.pop(os.path.realpath(path), None)
+        # The real path it was last read under (a file event names the path, not its target); only a
+        # path never rendered costs a realpath. Forgetting is only ever a cache miss, never a read.
+        real = self._real_of.get(path)
+        self._reads.pop(real if real is not None else os.path.realpath(path), None)
 
     def read(self, path: str) -> ReadOutcome:
         cached = self._reads.get(path)
@@ -115,6 +120,9 @@ class Renderer:
                 return Rendered(real, skip=skip, warnings=(f"{request.display}: skipped: {skip}",))
         else:
             real = os.path.realpath(request.abs_path)
+        if len(self._real_of) > _READ_CACHE_LIMIT:
+            self._real_of.clear()
+        self._real_of[request.abs_path] = real
         outcome = self.read(real)
         cached = self._renders.get(request)
         if (

@@ -28,6 +28,7 @@ and is not valid YAML). Anything else is reported and the rule is skipped.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -75,8 +76,10 @@ _MAX_BRACE_EXPANSIONS = 256
 _MAX_REGEX_CHARS = 1000
 
 
+@functools.lru_cache(maxsize=4096)
 def rule_format_for(rel_path: str) -> RuleFormat | None:
-    """The rule format of a posix path relative to a workspace folder, or None."""
+    """The rule format of a posix path relative to a workspace folder, or None (a pure function of
+    the path: cached, as every file event asks it for the same few paths)."""
     found = match_rule_path(rel_path)
     return found[0] if found else None
 

@@ -378,16 +378,22 @@ class InstructionEngine:
         base = "\n\n".join(s.text for s in rendered)
         pieces = [SectionText("environment", env_text)] if env_first else []
         pieces += rendered
-        final = base
-        if memory_last:
-            final = f"{base}{MEMORY_SEPARATOR}{memory_text}" if base else memory_text
-            pieces.append(SectionText("memory", memory_text))
+        segments: list[tuple[str, str]] = []  # (separator before it, text), in order
         if env_first:
-            final = f"{env_text}\n\n{final}" if final else env_text
+            segments.append(("\n\n", env_text))
+        if base:
+            segments.append(("\n\n", base))
+        if memory_last:
+            segments.append((MEMORY_SEPARATOR if base else "\n\n", memory_text))
+            pieces.append(SectionText("memory", memory_text))
         if env_last:
-            final = f"{final}\n\n{env_text}" if final else env_text
+            segments.append(("\n\n", env_text))
             pieces.append(SectionText("environment", env_text))
-        final = collapse_newlines(final).strip()
+        joined = "".join(sep + text if i else text for i, (sep, text) in enumerate(segments))
+        final = collapse_newlines(joined).strip()
+        # The same text as stable parts cut at blank lines (sections, "---", memory, ...): counted
+        # from their cached counts unless collapsing or stripping changed it.
+        parts = _parts_at_blank_lines(segments) if len(final) == len(joined) else [final]
         initial = None
         if placement == "initialMessage" and env_placed:
             initial = f"{INITIAL_MESSAGE_OPENING}\n\n{env_text}\n\n{INITIAL_MESSAGE_CLOSING}"
@@ -395,7 +401,7 @@ class InstructionEngine:
             text=final,
             etag=etag_of(final),
             sections=tuple(pieces),
-            tokens=self._token_report(final, pieces),
+            tokens=self._token_report(parts, pieces),
             environment_context=env_text or None,
             environment_placement=placement,
             initial_message=initial,
@@ -404,15 +410,31 @@ class InstructionEngine:
             warnings=tuple(inputs.memory.warnings) if inputs.memory else (),
         )
 
-    def _token_report(self, final: str, pieces: Sequence[SectionText]) -> TokenReport:
+    def _token_report(self, parts: Sequence[str], pieces: Sequence[SectionText]) -> TokenReport:
+        """``parts`` joined are the final text."""
         tok = self.tokenizer
         return TokenReport(
-            total=tok.count(final),
+            total=tok.count_parts(parts),
             encoding=tok.encoding_name,
             estimated=tok.estimated,
             sections=tuple((p.id, tok.count(collapse_newlines(p.text))) for p in pieces),
             reason=tok.reason,
         )
+
+
+def _parts_at_blank_lines(segments: Sequence[tuple[str, str]]) -> list[str]:
+    """The joined text of ``segments`` as parts that each end at a blank line where a separator
+    allows it ("\\n\\n---\\n\\n" gives "…\\n\\n" and "---\\n\\n")."""
+    parts: list[str] = []
+    for i, (sep, text) in enumerate(segments):
+        if i:
+            if sep.startswith("\n\n"):
+                parts[-1] += "\n\n"
+                sep = sep[2:]
+            if sep:
+                parts.append(sep)
+        parts.append(text)
+    return parts
 
 
 @dataclass(frozen=True, slots=True)
