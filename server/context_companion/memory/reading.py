@@ -80,10 +80,11 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
     try:
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(max_bytes + 1)  # never more than the cap (a file may grow meanwhile)
+        data = _read_fd(fd, max_bytes + 1)  # never more than the cap (a file may grow meanwhile)
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
+    finally:
+        os.close(fd)
     cut = None
     if len(data) > max_bytes:
         size = max(st.st_size, len(data))
@@ -103,6 +104,19 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
     if cut is not None:
         text = text.rstrip("\n") + "\n" + cut_marker(cut) + "\n"
     return ReadOutcome(text, warning=warning, signature=sig, size=len(data), cut=cut)
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd`` (plain reads: no buffered file object for one small file)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def cut_at_line(data: bytes, limit: int) -> bytes:

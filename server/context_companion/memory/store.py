@@ -79,7 +79,6 @@ class MemoryStore:
         self._match_memo: MatchMemo = {}
         self._last_call: tuple[tuple[Any, ...], MemoryResult] | None = None
         self._last_blocks: tuple[tuple[Any, ...], tuple[MemoryBlock, ...]] | None = None
-        self._last_infos: dict[str, MemoryFileInfo] = {}
         self._last_result: MemoryResult | None = None
         self._glob_cache: dict[tuple[str, str], bool] = {}  # (folder, glob) → matches a file
         self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
@@ -114,7 +113,6 @@ class MemoryStore:
             if self._last_call is not None and self._last_call[0] == raw:
                 return self._last_call[1]  # the very same call as last time: nothing to work out
             result = self._cached_result(self._activity(open_paths, active_path, interactive))
-            self._last_infos = {info.abs_path: info for info in result.files}
             self._last_result = result
             self._last_call = (raw, result)
             return result
@@ -257,12 +255,17 @@ class MemoryStore:
                 max_file_bytes=self.settings.max_file_bytes,
                 expand_options=options,
                 count=self._count,
-                last_info=self._last_infos.get(path),
+                last_info=self._last_info(path),
                 glob_cache=self._glob_cache,
             )
             return analyze_document(context, text)
 
     # ------------------------------------------------------------------ internals
+
+    def _last_info(self, path: str) -> MemoryFileInfo | None:
+        """What the last composition said of ``path`` (for the editor's code lens)."""
+        last = self._last_result
+        return next((info for info in last.files if info.abs_path == path), None) if last else None
 
     def _bump(self, keep_results: bool = False) -> None:
         self._generation += 1

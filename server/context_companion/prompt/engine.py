@@ -151,9 +151,9 @@ class InstructionEngine:
         self._skills: dict[str, list[Skill]] = {}
         self._git: bool | None = None
         self._cache: dict[tuple[object, ...], Instruction] = {}
-        # Built-in section texts by (section id, profile JSON, in a git repository): they depend on
-        # nothing else a rebuild after a memory change could alter.
-        self._section_texts: dict[tuple[str, str, bool], str] = {}
+        # Rendered sections by (profile JSON, template text, contributor files); see _render.
+        self._sections: dict[tuple[object, ...], tuple[tuple[SectionText, ...], frozenset[str]]] = {}
+        self._profile_json: tuple[AgentProfile, str] | None = None
 
     # ------------------------------------------------------------------ state changes
 
@@ -171,7 +171,7 @@ class InstructionEngine:
         self._skills = {}
         self._git = None
         self._cache.clear()
-        self._section_texts.clear()
+        self._sections.clear()
 
     # ------------------------------------------------------------------ pieces
 
@@ -305,10 +305,35 @@ class InstructionEngine:
             template_path=template_path,
             template_text=read_template(template_path) if template_path is not None else None,
             file_texts=file_texts,
+            profile_json=self._json_of(profile),
         )
 
+    def _json_of(self, profile: AgentProfile) -> str:
+        """The profile as JSON, kept for the profile last used (profiles are frozen models, and a
+        session passes the same one on every build)."""
+        last = self._profile_json
+        if last is None or last[0] is not profile:
+            last = self._profile_json = (profile, profile.model_dump_json())
+        return last[1]
+
     def _render(self, inputs: _Inputs) -> tuple[list[SectionText], set[str]]:
-        """The sections in order, and which of memory/environment a contributor placed inline."""
+        """The sections in order, and which of memory/environment a contributor placed inline.
+
+        Kept per (profile, template, contributor files) unless a dynamic contributor (date, memory,
+        environment) took part: a rebuild after a memory edit does not render the sections again.
+        """
+        key = (inputs.profile_json, inputs.template_text, tuple(inputs.file_texts.items()))
+        cached = self._sections.get(key)
+        if cached is not None:
+            return list(cached[0]), set(cached[1])
+        rendered, inline, dynamic = self._render_sections(inputs)
+        if not dynamic:
+            if len(self._sections) > 64:
+                self._sections.clear()
+            self._sections[key] = (tuple(rendered), frozenset(inline))
+        return rendered, inline
+
+    def _render_sections(self, inputs: _Inputs) -> tuple[list[SectionText], set[str], bool]:
         profile = inputs.profile
         skills = self._skills_for(profile)
         options = S.SectionOptions.from_profile(
@@ -316,20 +341,15 @@ class InstructionEngine:
         )
         if inputs.template_text is not None:
             values = template_values(S.render_skills(skills), S.agent_contexts(options), profile.tools)
-            return [SectionText("template", substitute(inputs.template_text, values).strip())], set()
+            return [SectionText("template", substitute(inputs.template_text, values).strip())], set(), False
         inline: set[str] = set()
         rendered = []
-        for c in self._contributors(options):
-            if c.kind == "builtin":
-                key = (c.id, inputs.profile_json, options.in_git_repo)
-                text = self._section_texts.get(key)
-                if text is None:
-                    text = self._section_texts[key] = (self._render_one(c, inputs, inline) or "").strip()
-            else:
-                text = (self._render_one(c, inputs, inline) or "").strip()
+        contributors = self._contributors(options)
+        for c in contributors:
+            text = (self._render_one(c, inputs, inline) or "").strip()
             if text:
                 rendered.append(SectionText(c.id, text))
-        return rendered, inline
+        return rendered, inline, any(c.kind == "dynamic" for c in contributors)
 
     def _contributors(self, options: S.SectionOptions) -> list[_Contributor]:
         settings = self.settings
@@ -449,10 +469,7 @@ class _Inputs:
     template_path: Path | None
     template_text: str | None
     file_texts: dict[str, str]
-    profile_json: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "profile_json", self.profile.model_dump_json())
+    profile_json: str  # the profile as JSON: part of the key
 
     @property
     def key(self) -> tuple[object, ...]:
