@@ -46,7 +46,7 @@ class ChangePlan:
 
 def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
     plan = ChangePlan()
-    global_dirs = {os.path.dirname(p) for p in index.global_candidates}
+    global_dirs = index.global_dirs
     for raw in paths:
         path = norm(raw)
         index.renderer.forget(path)

@@ -226,6 +226,7 @@ class ExpandOptions:
     blocked: Callable[[str], str | None] = _allow_all  # why an absolute path may not be imported
     seen: tuple[tuple[str, str], ...] = ()  # (file key, display) already in the instruction (paths.file_key)
     max_bytes: int = 0  # memory.maxTotalBytes: inline no more than this in one expansion (0: no cap)
+    key: Callable[[str], str] = file_key  # a real path's file key (the renderer's answers its stats once)
 
 
 @dataclass(slots=True)
@@ -240,7 +241,7 @@ def expand_imports(text: str, file_path: str, options: ExpandOptions, real_path:
     """Expand the imports of ``text`` (the content of ``file_path``); never raises."""
     real = real_path or os.path.realpath(file_path)
     result = Expansion("", set(), [], [], [], dict(options.seen))
-    result.included.setdefault(file_key(real), options.display(file_path))
+    result.included.setdefault(options.key(real), options.display(file_path))
     walk = _Walk(options, result)
     result.text = _expand(walk, text, _Place(file_path, 1, (real,), (), result.outcomes))
     return result
@@ -289,7 +290,7 @@ def _one_import(walk: _Walk, ref: ImportRef, token: str, place: _Place) -> str:
     here = (*place.chain, display)
     nested_start = len(result.failures)
     real = realpath(resolved)
-    key = file_key(real)  # a hard link is the same file as its other names
+    key = options.key(real)  # a hard link is the same file as its other names
     failure, text = _target_text(walk, resolved, real, key, place.depth, place.stack)
     first = result.included.get(key) if failure is None else None
     content = ""

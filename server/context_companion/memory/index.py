@@ -135,6 +135,7 @@ class MemoryIndex:
         self.globals: list[Entry] = []
         self.global_candidates: list[str] = []
         self.global_paths: frozenset[str] = frozenset()  # the candidates and their directories
+        self.global_dirs: frozenset[str] = frozenset()  # the candidates' directories
         self.home_rules: list[Entry] = []  # user-level rule files, checked against every folder
         self.home_rule_roots: tuple[str, ...] = ()
         self.policy = 0  # bumped whenever what may be imported can have changed
@@ -173,6 +174,7 @@ class MemoryIndex:
         candidates += [os.path.join(self.global_dir, name) for name in self.names]
         self.global_candidates = candidates
         self.global_paths = frozenset(p for c in candidates for p in (c, os.path.dirname(c)))
+        self.global_dirs = frozenset(os.path.dirname(c) for c in candidates)
         entries: list[Entry] = []
         for i, path in enumerate(candidates):
             if os.path.lexists(path):

@@ -23,6 +23,11 @@ class FileSignature:
     mtime_ns: int
     size: int
     ino: int
+    dev: int = 0
+
+    def key(self) -> str:
+        """The file's identity, as :func:`~.paths.file_key` gives it."""
+        return f"{self.dev}:{self.ino}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +53,7 @@ def signature_of(path: str) -> FileSignature | None:
         st = os.stat(path)
     except OSError:
         return None
-    return FileSignature(st.st_mtime_ns, st.st_size, st.st_ino)
+    return FileSignature(st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 def over_limit(size: int, max_bytes: int) -> bool:
@@ -70,7 +75,7 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         return ReadOutcome(None, missing=True)
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})")
-    sig = FileSignature(st.st_mtime_ns, st.st_size, st.st_ino)
+    sig = FileSignature(st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
     if stat.S_ISDIR(st.st_mode):
         return ReadOutcome(None, skip="not a regular file (a directory)", signature=sig)
     if not stat.S_ISREG(st.st_mode):

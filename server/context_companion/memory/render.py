@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from ..containment import place
 from .imports import ExpandOptions, expand_imports
-from .paths import file_key
 from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
 from .rules import ParsedRule, RuleFormat, parse_rule
 from .wording import frontmatter_problem, render_block
@@ -75,6 +74,9 @@ class Renderer:
     _reads: dict[str, ReadOutcome] = field(default_factory=dict)
     _renders: dict[RenderRequest, _Cached] = field(default_factory=dict)
     _real_of: dict[str, str] = field(default_factory=dict)  # path rendered → the real path read for it
+    # While one file renders, each path is stat'ed once (its key, its read check and its dependency
+    # signature all ask): None outside a render.
+    _stats: dict[str, FileSignature | None] | None = None
 
     def clear(self) -> None:
         self._reads.clear()
@@ -89,10 +91,24 @@ class Renderer:
         real = self._real_of.get(path)
         self._reads.pop(real if real is not None else os.path.realpath(path), None)
 
+    def signature(self, path: str) -> FileSignature | None:
+        """``signature_of(path)``, once per path while a file renders."""
+        memo = self._stats
+        if memo is None:
+            return signature_of(path)
+        if path not in memo:
+            memo[path] = signature_of(path)
+        return memo[path]
+
+    def key_of(self, real: str) -> str:
+        """:func:`~.paths.file_key` of a real path, from :meth:`signature`."""
+        sig = self.signature(real)
+        return sig.key() if sig is not None else real
+
     def read(self, path: str) -> ReadOutcome:
         cached = self._reads.get(path)
         if cached is not None:
-            sig = signature_of(path)
+            sig = self.signature(path)
             if (sig is not None and sig == cached.signature) or (sig is None and cached.missing):
                 return cached
         outcome = read_text_file(path, self.max_file_bytes)
@@ -112,6 +128,15 @@ class Renderer:
         self, request: RenderRequest, display: Callable[[str], str], blocked: Callable[[str], str | None]
     ) -> Rendered:
         """The file of ``request`` rendered, from the cache when nothing it used changed."""
+        self._stats = {}
+        try:
+            return self._render_cached(request, display, blocked)
+        finally:
+            self._stats = None
+
+    def _render_cached(
+        self, request: RenderRequest, display: Callable[[str], str], blocked: Callable[[str], str | None]
+    ) -> Rendered:
         if request.contained:
             placed = place(request.abs_path, request.roots)
             real = placed.real
@@ -129,11 +154,11 @@ class Renderer:
             cached is not None
             and cached.outcome is outcome
             and cached.rendered.real == real
-            and all(signature_of(p) == sig for p, sig in cached.deps)
+            and all(self.signature(p) == sig for p, sig in cached.deps)
         ):
             return cached.rendered
         rendered = self._render(request, real, outcome, display, blocked)
-        deps = tuple((p, signature_of(p)) for p in sorted(rendered.deps))
+        deps = tuple((p, self.signature(p)) for p in sorted(rendered.deps))
         if len(self._renders) > _READ_CACHE_LIMIT:
             self._renders.clear()
         self._renders[request] = _Cached(outcome, deps, rendered)
@@ -165,14 +190,21 @@ class Renderer:
             warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
             text = rule.body
         options = ExpandOptions(
-            request.roots, self.home, self.max_depth, self.read, display, blocked, max_bytes=self.max_total_bytes
+            request.roots,
+            self.home,
+            self.max_depth,
+            self.read,
+            display,
+            blocked,
+            max_bytes=self.max_total_bytes,
+            key=self.key_of,
         )
         expansion = expand_imports(text, request.abs_path, options, real)
         warnings += [f"{name}: import {f.path} failed: {f.reason}" for f in expansion.failures]
         content = expansion.text.strip("\n").rstrip()
         block = render_block(name, content) if content.strip() else ""
         tokens = self.count(block) if block else 0
-        key = file_key(real)
+        key = outcome.signature.key() if outcome.signature is not None else self.key_of(real)
         imported = tuple((p, d) for p, d in expansion.included.items() if p != key)
         deps = frozenset(expansion.deps)
         return Rendered(
@@ -205,7 +237,15 @@ class Renderer:
             return rendered
         text = rendered.rule.body if rendered.rule is not None else outcome.text
         options = ExpandOptions(
-            request.roots, self.home, self.max_depth, self.read, display, blocked, seen, self.max_total_bytes
+            request.roots,
+            self.home,
+            self.max_depth,
+            self.read,
+            display,
+            blocked,
+            seen,
+            self.max_total_bytes,
+            self.key_of,
         )
         expansion = expand_imports(text, request.abs_path, options, rendered.real)
         content = expansion.text.strip("\n").rstrip()
