@@ -72,3 +72,16 @@ def test_parse_rule_never_raises(body, fmt):
     rule = parse_rule(fmt, "---\n" + body + "\n---\nbody")
     assert rule.mode in ("always", "globs", "description", "manual")
     assert rule.error is None or isinstance(rule.error, str)
+
+
+FRAGMENTS = st.sampled_from(
+    ["` @a/b.md`", " @a/b.md", "@x.md", "`", "``", " ", "\n", "\r\n", "x", "@", "/", ".", "\\ ", "@@c.md", "e@f.md"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(FRAGMENTS, max_size=40).map("".join))
+def test_find_imports_fast_path_agrees_with_following_every_line(text):
+    """Without fences or comments only the lines with an "@" are looked at; a comment opened after
+    the last line sends the same text through the line-by-line scan, which must agree."""
+    assert find_imports(text) == find_imports(text + "\n<!-- -->")

@@ -45,6 +45,8 @@ FAILURE_CODES: dict[str, str] = {
 _TEXT_EXTENSIONS = (".md", ".mdc", ".txt", ".markdown", ".rst")
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_BLOCK_MARKERS = ("```", "~~~", "<!--", "-->")  # what can hide a line's imports: fences and comments
+_AT_LINES = re.compile(r"^.*@.*$", re.MULTILINE)
 _IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:")
 _TRAILING = ".,;:!?)]}\"'>*_"
@@ -99,6 +101,11 @@ def find_imports(text: str) -> list[ImportRef]:
     refs: list[ImportRef] = []
     if "@" not in text:
         return refs  # most imported files import nothing: no need to follow fences line by line
+    if not any(marker in text for marker in _BLOCK_MARKERS):
+        # No fence or comment anywhere: only the lines holding an "@" need looking at.
+        for m in _AT_LINES.finditer(text):
+            _line_refs(text.count("\n", 0, m.start()), m.group(), _code_spans(m.group()), refs)
+        return refs
     fence: tuple[str, int] | None = None
     in_comment = False
     for lineno, line in enumerate(text.split("\n")):
@@ -109,7 +116,7 @@ def find_imports(text: str) -> list[ImportRef]:
             if indent <= 3 and stripped and set(stripped) == {char} and len(stripped) >= length:
                 fence = None
             continue
-        m = _FENCE_OPEN.match(line)
+        m = _FENCE_OPEN.match(line) if ("```" in line or "~~~" in line) else None  # substring tests first: cheap
         if m and not in_comment:
             marker = m.group(1)
             if not (marker[0] == "`" and "`" in m.group(2)):
@@ -136,26 +143,30 @@ def find_imports(text: str) -> list[ImportRef]:
                 in_comment = True
                 pos = opening
         masked.extend(_code_spans(line))
-        if "@" not in line:
-            continue
-        for match in _IMPORT.finditer(line):
-            start = match.start()
-            if any(a <= start < b for a, b in masked):
-                continue
-            raw = match.group(1)
-            end = match.end()
-            while raw and raw[-1] in _TRAILING and not raw.endswith("\\ "):
-                raw = raw[:-1]
-                end -= 1
-            path = raw.replace("\\ ", " ")
-            if not path or path.startswith("@"):
-                continue
-            if _SCHEME.match(path) or "://" in path:
-                continue  # a URL, not a file
-            if "/" not in path and "." not in path:
-                continue  # @mention, @param ...: not a path
-            refs.append(ImportRef(lineno, start, end, path))
+        if "@" in line:
+            _line_refs(lineno, line, masked, refs)
     return refs
+
+
+def _line_refs(lineno: int, line: str, masked: list[tuple[int, int]], refs: list[ImportRef]) -> None:
+    """Append the imports of one line (outside the ``masked`` spans) to ``refs``."""
+    for match in _IMPORT.finditer(line):
+        start = match.start()
+        if any(a <= start < b for a, b in masked):
+            continue
+        raw = match.group(1)
+        end = match.end()
+        while raw and raw[-1] in _TRAILING and not raw.endswith("\\ "):
+            raw = raw[:-1]
+            end -= 1
+        path = raw.replace("\\ ", " ")
+        if not path or path.startswith("@"):
+            continue
+        if _SCHEME.match(path) or "://" in path:
+            continue  # a URL, not a file
+        if "/" not in path and "." not in path:
+            continue  # @mention, @param ...: not a path
+        refs.append(ImportRef(lineno, start, end, path))
 
 
 def resolve_import(path: str, importing_file: str, home: str) -> str:
