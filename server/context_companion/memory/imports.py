@@ -103,8 +103,9 @@ def find_imports(text: str) -> list[ImportRef]:
         return refs  # most imported files import nothing: no need to follow fences line by line
     if not any(marker in text for marker in _BLOCK_MARKERS):
         # No fence or comment anywhere: only the lines holding an "@" need looking at.
-        for m in _AT_LINES.finditer(text):
-            _line_refs(text.count("\n", 0, m.start()), m.group(), _code_spans(m.group()), refs)
+        for hit in _AT_LINES.finditer(text):
+            line = hit.group()
+            _line_refs(text.count("\n", 0, hit.start()), line, _code_spans(line), refs)
         return refs
     fence: tuple[str, int] | None = None
     in_comment = False
