@@ -12,7 +12,7 @@ __all__ = ["file_key", "home_display", "is_within", "norm", "posix"]
 
 def norm(path: str | Path) -> str:
     """Absolute and normalised; symlinks are not resolved."""
-    return os.path.normpath(os.path.abspath(os.fspath(path)))
+    return os.path.abspath(os.fspath(path))  # abspath normalises already
 
 
 def posix(rel: str) -> str:

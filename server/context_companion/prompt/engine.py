@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PromptError
-from ..settings import AgentProfile, ContributorConfig, Settings, Skill, SystemPromptConfig
+from ..settings import ENV_PREFIX, AgentProfile, ContributorConfig, Settings, Skill, SystemPromptConfig
 from ..tokens import Tokenizer
 from . import sections as S
 from .environment import (
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the memory package is optional for the engine
 log = logging.getLogger(__name__)
 
 MEMORY_SEPARATOR = "\n\n---\n\n"
+SYSTEM_MD_VARIABLE = ENV_PREFIX + "SYSTEM_MD"
 _NEWLINE_RUNS = re.compile(r"\n{3,}")
 
 
@@ -154,6 +155,8 @@ class InstructionEngine:
         # Rendered sections by (profile JSON, template text, contributor files); see _render.
         self._sections: dict[tuple[object, ...], tuple[tuple[SectionText, ...], frozenset[str]]] = {}
         self._profile_json: tuple[AgentProfile, str] | None = None
+        self._env_memo: tuple[date, Mapping[str, str] | None, str] | None = None
+        self._template_memo: tuple[str | None, Path | None] | None = None  # (CONTEXT_COMPANION_SYSTEM_MD, path)
 
     # ------------------------------------------------------------------ state changes
 
@@ -172,6 +175,8 @@ class InstructionEngine:
         self._git = None
         self._cache.clear()
         self._sections.clear()
+        self._env_memo = None
+        self._template_memo = None
 
     # ------------------------------------------------------------------ pieces
 
@@ -184,9 +189,19 @@ class InstructionEngine:
         return {str(f): folder_tree(f, env.max_items) for f in (self.folders if folders is None else folders)}
 
     def _environment(self, today: date, trees: Mapping[str, str] | None = None) -> str:
-        env = self.settings.environment
-        if env.placement == "off":
+        """The environment text for ``today`` and these trees (a session's snapshot, or the engine's
+        own when None); the last one is kept, as every build of a day asks for the same."""
+        if self.settings.environment.placement == "off":
             return ""
+        memo = self._env_memo
+        if memo is not None and memo[0] == today and memo[1] is trees:
+            return memo[2]
+        text = self._environment_text(today, trees)
+        self._env_memo = (today, trees, text)
+        return text
+
+    def _environment_text(self, today: date, trees: Mapping[str, str] | None) -> str:
+        env = self.settings.environment
         if trees is None:
             if self._trees is None:
                 self._trees = self.folder_trees()
@@ -291,7 +306,7 @@ class InstructionEngine:
         memory_text = "\n\n".join(
             t for t in ((memory_result.text.strip() if memory_result else ""), profile.mcp_instructions.strip()) if t
         )
-        template_path = resolve_template_path(settings, self.folders, self.environ)
+        template_path = self._template_path()
         # Files behind `file` contributors are read on every build, like the template: they are not
         # watched, so their content (not their path) must be part of the cache key.
         configs = settings.system_prompt.contributors if isinstance(settings.system_prompt, SystemPromptConfig) else ()
@@ -307,6 +322,15 @@ class InstructionEngine:
             file_texts=file_texts,
             profile_json=self._json_of(profile),
         )
+
+    def _template_path(self) -> Path | None:
+        """The template file to use (its text is read on every build; where it is, only when the
+        settings, the folders or ``CONTEXT_COMPANION_SYSTEM_MD`` change)."""
+        raw = self.environ.get(SYSTEM_MD_VARIABLE)
+        memo = self._template_memo
+        if memo is None or memo[0] != raw:
+            memo = self._template_memo = (raw, resolve_template_path(self.settings, self.folders, self.environ))
+        return memo[1]
 
     def _json_of(self, profile: AgentProfile) -> str:
         """The profile as JSON, kept for the profile last used (profiles are frozen models, and a
