@@ -36,6 +36,8 @@ from .paths import home_display, is_within, norm, posix
 from .render import Rendered, Renderer, RenderRequest
 from .rules import FORMAT_ORDER, RuleFormat, find_home_rules, find_rule_files, nested_bases
 
+_MEMO_LIMIT = 4096
+
 
 @dataclass(slots=True)
 class Entry:
@@ -141,6 +143,10 @@ class MemoryIndex:
         self.policy = 0  # bumped whenever what may be imported can have changed
         self.dep_index: dict[str, set[str]] = {}  # dependency path → entry abs paths
         self.by_path: dict[str, Entry] = {}
+        # Answers of display() and blocked() per path: pure functions of the folders, their chains and
+        # (for blocked) the ignore rules of the current policy. Emptied by refresh_lookups().
+        self._displays: dict[str, str] = {}
+        self._blocked: dict[tuple[int, str], str | None] = {}
 
     # ------------------------------------------------------------------ building
 
@@ -156,6 +162,8 @@ class MemoryIndex:
         """Replace the folders; folders kept keep their index, new ones are indexed when ``loaded``."""
         old = {f.path: f for f in self.folders}
         self.folders = make_folders(folders)
+        self._displays.clear()
+        self._blocked.clear()
         for i, folder in enumerate(self.folders):
             previous = old.get(folder.path)
             if previous is not None and previous.prefix == folder.prefix and loaded:
@@ -208,6 +216,7 @@ class MemoryIndex:
         folder = self.folders[i]
         folder.exists = os.path.isdir(folder.path)
         folder.chain = upward_chain(folder.path, self.markers) if folder.exists else [folder.path]
+        self._displays.clear()  # paths above the folder are shown by their place in the chain
         folder.top_real = os.path.realpath(folder.chain[0])
         entries: list[Entry] = []
         for depth, d in enumerate(folder.chain if folder.exists else ()):
@@ -317,6 +326,14 @@ class MemoryIndex:
 
     def blocked(self, abs_path: str) -> str | None:
         """Why a file may not be imported: excluded by ``context.exclude`` or ignored by an ignore file."""
+        key = (self.policy, abs_path)
+        if key not in self._blocked:
+            if len(self._blocked) > _MEMO_LIMIT:
+                self._blocked.clear()
+            self._blocked[key] = self._blocked_now(abs_path)
+        return self._blocked[key]
+
+    def _blocked_now(self, abs_path: str) -> str | None:
         for folder in self.folders:
             if abs_path.startswith(folder.prefix_path):
                 rel = posix(abs_path[len(folder.prefix_path) :])
@@ -340,6 +357,14 @@ class MemoryIndex:
 
     def display(self, abs_path: str) -> str:
         """Display path: relative to its workspace folder, else ``~/...`` under home, else absolute."""
+        shown = self._displays.get(abs_path)
+        if shown is None:
+            if len(self._displays) > _MEMO_LIMIT:
+                self._displays.clear()
+            shown = self._displays[abs_path] = self._display_now(abs_path)
+        return shown
+
+    def _display_now(self, abs_path: str) -> str:
         best: FolderState | None = None
         for folder in self.folders:
             if is_within(abs_path, [folder.path]) and (best is None or len(folder.path) > len(best.path)):
@@ -360,7 +385,9 @@ class MemoryIndex:
             yield from folder.entries()
 
     def refresh_lookups(self) -> None:
-        """Rebuild the path → entry and dependency → entries maps."""
+        """Rebuild the path → entry and dependency → entries maps (and forget the per-path answers)."""
+        self._displays.clear()
+        self._blocked.clear()
         deps: dict[str, set[str]] = {}
         by_path: dict[str, Entry] = {}
         for entry in self.entries():
