@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..containment import realpath
@@ -46,7 +46,7 @@ _TEXT_EXTENSIONS = (".md", ".mdc", ".txt", ".markdown", ".rst")
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BLOCK_MARKERS = ("```", "~~~", "<!--", "-->")  # what can hide a line's imports: fences and comments
-_AT_LINES = re.compile(r"^.*@.*$", re.MULTILINE)
+_AT = re.compile("@")
 _IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:")
 _TRAILING = ".,;:!?)]}\"'>*_"
@@ -103,9 +103,8 @@ def find_imports(text: str) -> list[ImportRef]:
         return refs  # most imported files import nothing: no need to follow fences line by line
     if not any(marker in text for marker in _BLOCK_MARKERS):
         # No fence or comment anywhere: only the lines holding an "@" need looking at.
-        for hit in _AT_LINES.finditer(text):
-            line = hit.group()
-            _line_refs(text.count("\n", 0, hit.start()), line, _code_spans(line), refs)
+        for lineno, line in _lines_with(text, _AT):
+            _line_refs(lineno, line, _code_spans(line), refs)
         return refs
     fence: tuple[str, int] | None = None
     in_comment = False
@@ -147,6 +146,24 @@ def find_imports(text: str) -> list[ImportRef]:
         if "@" in line:
             _line_refs(lineno, line, masked, refs)
     return refs
+
+
+def _lines_with(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """(0-based number, text) of each line of ``text`` where ``pattern`` matches, in order."""
+    lineno = 0
+    counted = 0  # lines counted up to this offset
+    after = 0  # the end of the last line given
+    for hit in pattern.finditer(text):
+        if hit.start() < after:
+            continue  # another hit on a line already given
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.start())
+        if end < 0:
+            end = len(text)
+        lineno += text.count("\n", counted, start)
+        counted = start
+        after = end
+        yield lineno, text[start:end]
 
 
 def _line_refs(lineno: int, line: str, masked: list[tuple[int, int]], refs: list[ImportRef]) -> None:

@@ -60,7 +60,17 @@ def patch(
     patched = MemoryResult(
         text, tuple(files), result.dropped, result.warnings, seen=result.seen, seen_at=result.seen_at
     )
-    return patched, replace(trace, renders=tuple(renders), blocks=blocks, bodies=bodies)
+    new_trace = Trace(
+        trace.entries,
+        tuple(renders),
+        blocks,
+        trace.listing,
+        bodies,
+        trace.text_twins,
+        trace.wanted,
+        trace.capped,
+    )
+    return patched, new_trace
 
 
 def _text_only(entry: Entry, old: Rendered) -> bool:

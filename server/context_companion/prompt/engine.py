@@ -268,14 +268,15 @@ class InstructionEngine:
         (``writeSystemPromptTo``) is :func:`~.export.export_instruction`, a separate step.
         """
         inputs = self._inputs(profile or self.settings.profile, open_paths, active_path, trees, memory)
-        cached = self._cache.get(inputs.key)
+        key = inputs.key
+        cached = self._cache.get(key)
         if cached is not None:
             return cached
         rendered, inline = self._render(inputs)
         instruction = self._assemble(inputs, rendered, inline)
         if len(self._cache) > 64:
             self._cache.clear()
-        self._cache[inputs.key] = instruction
+        self._cache[key] = instruction
         return instruction
 
     def compose_memory(
@@ -500,11 +501,11 @@ class _Inputs:
         # Settings are not in the key: update_settings() empties the cache. The memory result is
         # keyed by identity: the store hands out one object per composition, and the cached
         # Instruction holds that object, so its id cannot be reused while the entry lives. (Hashing
-        # it by value would walk every file's report on each build.)
+        # it by value would walk every file's report on each build.) The memory text follows from
+        # the memory result and the profile (its MCP text), so it is not in the key.
         return (
             self.profile_json,
             id(self.memory),
-            self.memory_text,
             self.env_text,
             self.today,
             self.template_text,
