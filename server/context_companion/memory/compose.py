@@ -199,6 +199,12 @@ def normalised_body(content: str) -> str:
     return " ".join(content.split())
 
 
+def first_word(content: str) -> str:
+    """The first word of :func:`normalised_body` of ``content``, without normalising all of it."""
+    words = content.split(None, 1)
+    return words[0] if words else ""
+
+
 _WINNER_ENDINGS = tuple(os.sep + winner for winner in SHADOWS)
 Shadows = dict[tuple[str, str], str]  # (loser's path, tier) → name of the file that hides it
 
@@ -223,7 +229,8 @@ class Trace:
     renders: tuple[Rendered, ...]  # each entry's rendering when it was considered
     blocks: dict[str, str]  # abs path → its block in the text, for the included files
     listing: str
-    bodies: dict[str, str]  # normalised text → abs path of the included file that has it
+    bodies: dict[str, str]  # normalised text → abs path of the included file that has it (see heads)
+    heads: dict[str, str]  # abs path → first word of its text, for every included file
     text_twins: frozenset[str]  # displays whose text another file repeated (so was left out)
     wanted: frozenset[str]  # abs paths whose verdict looked at their content
     capped: bool  # memory.maxTokens or memory.maxTotalBytes dropped or cut something
@@ -283,6 +290,7 @@ def compose_traced(
         blocks=blocks,
         listing=listing,
         bodies={body: path for body, path in acc.body_owner.items() if path in blocks},
+        heads={path: body.split(" ", 1)[0] for body, path in acc.body_owner.items() if path in blocks},
         text_twins=frozenset(acc.text_twins),
         wanted=frozenset(acc.seen_at),
         capped=bool(dropped) or any(c.startswith(TOTAL_BYTES_CUT) for c in cuts.values()),

@@ -85,7 +85,7 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
     try:
-        data = _read_fd(fd, max_bytes + 1)  # never more than the cap (a file may grow meanwhile)
+        data = _read_fd(fd, max_bytes + 1, st.st_size)  # never more than the cap (a file may grow meanwhile)
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})", signature=sig)
     finally:
@@ -111,16 +111,22 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
     return ReadOutcome(text, warning=warning, signature=sig, size=len(data), cut=cut)
 
 
-def _read_fd(fd: int, limit: int) -> bytes:
-    """Up to ``limit`` bytes from ``fd`` (plain reads: no buffered file object for one small file)."""
+def _read_fd(fd: int, limit: int, size: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd`` (plain reads: no buffered file object for one small file).
+
+    Stops once the ``size`` ``stat`` gave is read, without asking again for an end of file: the
+    signature taken with that ``stat`` says this size, so a file that grew meanwhile differs from it
+    next time and is read again."""
     chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
+    got = 0
+    while got < limit:
+        chunk = os.read(fd, min(limit - got, 1 << 20))
         if not chunk:
             break
         chunks.append(chunk)
-        left -= len(chunk)
+        got += len(chunk)
+        if got >= size > 0:
+            break
     return b"".join(chunks)
 
 

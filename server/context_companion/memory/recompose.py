@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from .compose import Trace, join_blocks, normalised_body
+from .compose import Trace, first_word, join_blocks, normalised_body
 from .index import Entry
 from .model import MemoryFileInfo, MemoryResult
 from .render import Rendered
@@ -42,9 +42,10 @@ def patch(
         return None
     blocks = dict(trace.blocks)
     bodies = dict(trace.bodies)
+    heads = dict(trace.heads)
     for i in changed:
         entry, old = trace.entries[i], trace.renders[i]
-        if not _text_only(entry, old) or not _keeps_verdict(entry, old, trace, bodies):
+        if not _text_only(entry, old) or not _keeps_verdict(entry, old, trace, bodies, heads):
             return None
         if entry.abs_path in blocks:
             blocks[entry.abs_path] = entry.rendered.block
@@ -66,6 +67,7 @@ def patch(
         blocks,
         trace.listing,
         bodies,
+        heads,
         trace.text_twins,
         trace.wanted,
         trace.capped,
@@ -94,8 +96,12 @@ def _text_only(entry: Entry, old: Rendered) -> bool:
     )
 
 
-def _keeps_verdict(entry: Entry, old: Rendered, trace: Trace, bodies: dict[str, str]) -> bool:
-    """Whether ``entry`` keeps its verdict with its new text (``bodies`` is updated to it)."""
+def _keeps_verdict(entry: Entry, old: Rendered, trace: Trace, bodies: dict[str, str], heads: dict[str, str]) -> bool:
+    """Whether ``entry`` keeps its verdict with its new text (``bodies`` and ``heads`` follow it).
+
+    Two texts are the same once whitespace is collapsed only if they start with the same word, so
+    the new text is normalised (which costs a pass over it) only when another included file's
+    text starts with its first word."""
     path = entry.abs_path
     if path not in trace.wanted:
         return True  # its verdict never looked at its text (not wanted here, or skipped)
@@ -104,14 +110,20 @@ def _keeps_verdict(entry: Entry, old: Rendered, trace: Trace, bodies: dict[str, 
     new = entry.rendered
     if trace.blocks[path] != old.block or not new.block or entry.display in trace.text_twins:
         return False  # rendered without repeated imports, now empty, or another file repeated it
-    body = normalised_body(new.content)
-    owner = bodies.get(body)
-    if owner is not None and owner != path:
-        return False  # now the same text as another included file
     for text, holder in list(bodies.items()):
         if holder == path:
             del bodies[text]  # its old text
-    bodies[body] = path
+    head = first_word(new.content)
+    rivals = [p for p, h in heads.items() if h == head and p != path]
+    if rivals:
+        known = set(bodies.values())
+        if any(p not in known for p in rivals):
+            return False  # a rival's text was never normalised: compose again rather than guess
+        body = normalised_body(new.content)
+        if body in bodies:
+            return False  # now the same text as another included file
+        bodies[body] = path
+    heads[path] = head
     return True
 
 

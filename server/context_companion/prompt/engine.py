@@ -435,7 +435,8 @@ class InstructionEngine:
             segments.append(("\n\n", env_text))
             pieces.append(SectionText("environment", env_text))
         joined = "".join(sep + text if i else text for i, (sep, text) in enumerate(segments))
-        final = collapse_newlines(joined).strip()
+        runs = "\n\n\n" in joined  # every piece is part of the joined text: none has a run if it has none
+        final = (collapse_newlines(joined) if runs else joined).strip()
         # The same text as stable parts cut at blank lines (sections, "---", memory, ...): counted
         # from their cached counts unless collapsing or stripping changed it.
         parts = _parts_at_blank_lines(segments) if len(final) == len(joined) else [final]
@@ -446,7 +447,7 @@ class InstructionEngine:
             text=final,
             etag=etag_of(final),
             sections=tuple(pieces),
-            tokens=self._token_report(parts, pieces),
+            tokens=self._token_report(parts, pieces, collapse=runs),
             environment_context=env_text or None,
             environment_placement=placement,
             initial_message=initial,
@@ -455,14 +456,14 @@ class InstructionEngine:
             warnings=tuple(inputs.memory.warnings) if inputs.memory else (),
         )
 
-    def _token_report(self, parts: Sequence[str], pieces: Sequence[SectionText]) -> TokenReport:
-        """``parts`` joined are the final text."""
+    def _token_report(self, parts: Sequence[str], pieces: Sequence[SectionText], *, collapse: bool) -> TokenReport:
+        """``parts`` joined are the final text; ``collapse``: whether a piece may hold a newline run."""
         tok = self.tokenizer
         return TokenReport(
             total=tok.count_parts(parts),
             encoding=tok.encoding_name,
             estimated=tok.estimated,
-            sections=tuple((p.id, tok.count(collapse_newlines(p.text))) for p in pieces),
+            sections=tuple((p.id, tok.count(collapse_newlines(p.text) if collapse else p.text)) for p in pieces),
             reason=tok.reason,
         )
 
