@@ -46,6 +46,9 @@ TEXTS = [
     "@CLAUDE.md\n\nSee above.\n",
     "---\nname: x\n---\nFrontmatter in a memory file.\n",
     "A much longer text. " * 40 + "\n",
+    "One two three four five six seven eight nine.\n",  # the same first words, different ends
+    "One two three four five six seven eight ten.\n",
+    "One two three four five six seven\neight ten.\n",
     "@docs/style.md\n\n" + "Longer, with the same import. " * 8 + "\n",
 ]
 SHORTER = "@docs/style.md\n"  # AGENTS.md shrinks and keeps its import

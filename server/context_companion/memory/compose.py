@@ -199,10 +199,13 @@ def normalised_body(content: str) -> str:
     return " ".join(content.split())
 
 
-def first_word(content: str) -> str:
-    """The first word of :func:`normalised_body` of ``content``, without normalising all of it."""
-    words = content.split(None, 1)
-    return words[0] if words else ""
+HEAD_WORDS = 8  # enough to tell apart files that all start with "# " and a title
+
+
+def head_of(content: str) -> str:
+    """The first :data:`HEAD_WORDS` words of :func:`normalised_body` of ``content``, without
+    normalising all of it: two texts can only be the same if their heads are."""
+    return " ".join(content.split(None, HEAD_WORDS)[:HEAD_WORDS])
 
 
 _WINNER_ENDINGS = tuple(os.sep + winner for winner in SHADOWS)
@@ -230,7 +233,7 @@ class Trace:
     blocks: dict[str, str]  # abs path → its block in the text, for the included files
     listing: str
     bodies: dict[str, str]  # normalised text → abs path of the included file that has it (see heads)
-    heads: dict[str, str]  # abs path → first word of its text, for every included file
+    heads: dict[str, str]  # abs path → head_of() its text, for every included file
     text_twins: frozenset[str]  # displays whose text another file repeated (so was left out)
     wanted: frozenset[str]  # abs paths whose verdict looked at their content
     capped: bool  # memory.maxTokens or memory.maxTotalBytes dropped or cut something
@@ -290,7 +293,7 @@ def compose_traced(
         blocks=blocks,
         listing=listing,
         bodies={body: path for body, path in acc.body_owner.items() if path in blocks},
-        heads={path: body.split(" ", 1)[0] for body, path in acc.body_owner.items() if path in blocks},
+        heads={path: head_of(body) for body, path in acc.body_owner.items() if path in blocks},
         text_twins=frozenset(acc.text_twins),
         wanted=frozenset(acc.seen_at),
         capped=bool(dropped) or any(c.startswith(TOTAL_BYTES_CUT) for c in cuts.values()),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from .compose import Trace, first_word, join_blocks, normalised_body
+from .compose import Trace, head_of, join_blocks, normalised_body
 from .index import Entry
 from .model import MemoryFileInfo, MemoryResult
 from .render import Rendered
@@ -99,9 +99,9 @@ def _text_only(entry: Entry, old: Rendered) -> bool:
 def _keeps_verdict(entry: Entry, old: Rendered, trace: Trace, bodies: dict[str, str], heads: dict[str, str]) -> bool:
     """Whether ``entry`` keeps its verdict with its new text (``bodies`` and ``heads`` follow it).
 
-    Two texts are the same once whitespace is collapsed only if they start with the same word, so
+    Two texts are the same once whitespace is collapsed only if they start with the same words, so
     the new text is normalised (which costs a pass over it) only when another included file's
-    text starts with its first word."""
+    text starts with the same words."""
     path = entry.abs_path
     if path not in trace.wanted:
         return True  # its verdict never looked at its text (not wanted here, or skipped)
@@ -113,7 +113,7 @@ def _keeps_verdict(entry: Entry, old: Rendered, trace: Trace, bodies: dict[str, 
     for text, holder in list(bodies.items()):
         if holder == path:
             del bodies[text]  # its old text
-    head = first_word(new.content)
+    head = head_of(new.content)
     rivals = [p for p, h in heads.items() if h == head and p != path]
     if rivals:
         known = set(bodies.values())
