@@ -27,6 +27,10 @@ from .report import Figure, Target
 REPO = Path(__file__).resolve().parent.parent
 TARGET_DISCOVERY = Target("ratio_le", 2.0, "≤ 2× floor")
 TARGET_FOLDER_TREE = Target("abs_le", 2.0, "≤ 2 ms")
+TARGET_REBUILD = Target("ratio_le", 3.0, "≤ 3× floor")
+# A rebuild takes well under a millisecond, so one scheduler hiccup moves a median of ten: take
+# more samples (ours and the floor alternate, so both get the same machine).
+REBUILD_SAMPLES_PER_REPEAT = 8
 TARGET_TREES = ("medium", "large")  # issue 3 states the discovery target for the 40k-file workspace
 
 
@@ -425,7 +429,12 @@ def fig_build(ctx: Context) -> list[Figure]:
     for name, (root, man) in ctx.trees.items():
         same = Figure(f"build.unchanged.{name}", "build", "instruction build, nothing changed", "ms", tree=name)
         changed = Figure(
-            f"build.changed.{name}", "build", "instruction build, one memory file changed", "ms", tree=name
+            f"build.changed.{name}",
+            "build",
+            "instruction build, one memory file changed",
+            "ms",
+            tree=name,
+            target=TARGET_REBUILD,
         )
         try:
             try:
@@ -457,7 +466,7 @@ def fig_build(ctx: Context) -> list[Figure]:
             etags = {first.etag}
             bad = None
             try:
-                for i in range(max(5, ctx.repeat * 2)):
+                for i in range(max(5, ctx.repeat * REBUILD_SAMPLES_PER_REPEAT)):
                     data = _edited(original, i) if i % 2 == 0 else original
                     target.write_bytes(data)
 

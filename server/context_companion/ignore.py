@@ -111,30 +111,18 @@ def _bracket(pat: str, i: int) -> tuple[str, int] | None:
             parts.append(re.escape(pat[i]))
             prev = pat[i]
         elif c == "-" and prev is not None and i + 1 < n and pat[i + 1] != "]":
-            i += 1
-            hi = pat[i]
-            if hi == "\\":
-                i += 1
-                if i >= n:
-                    return None
-                hi = pat[i]
-            if prev <= hi:  # the start stays in the set on its own, as in git
-                parts.append(f"{re.escape(prev)}-{re.escape(hi)}")
+            i += 2 if pat[i + 1] == "\\" else 1  # the range's end, escaped or not
+            if i >= n:
+                return None
+            if prev <= pat[i]:  # the start stays in the set on its own, as in git
+                parts.append(f"{re.escape(prev)}-{re.escape(pat[i])}")
             prev = None
         elif c == "[" and i + 1 < n and pat[i + 1] == ":":
-            close = pat.find("]", i + 2)
-            if close < 0:
+            found = _posix_class(pat, i)
+            if found is None:
                 return None
-            if pat[close - 1] != ":" or close - 1 < i + 2:
-                parts.append(re.escape("["))  # no ":]": a plain "["
-                prev = "["
-            else:
-                cls = _POSIX_CLASSES.get(pat[i + 2 : close - 1])
-                if cls is None:
-                    return None
-                parts.append(cls)
-                prev = None
-                i = close
+            part, prev, i = found
+            parts.append(part)
         else:
             parts.append(re.escape(c))
             prev = c
@@ -143,6 +131,20 @@ def _bracket(pat: str, i: int) -> tuple[str, int] | None:
     if negated:
         return f"[^/{body}]", i
     return (f"(?!/)[{body}]" if body else "(?!)"), i
+
+
+def _posix_class(pat: str, i: int) -> tuple[str, str | None, int] | None:
+    """A ``[:name:]`` at ``pat[i]`` inside a bracket expression: (regex part, the character a range
+    may start from, index of its last character); None when malformed (or an unknown class)."""
+    close = pat.find("]", i + 2)
+    if close < 0:
+        return None
+    if pat[close - 1] != ":" or close - 1 < i + 2:
+        return re.escape("["), "[", i  # no ":]": a plain "["
+    cls = _POSIX_CLASSES.get(pat[i + 2 : close - 1])
+    if cls is None:
+        return None
+    return cls, None, close
 
 
 def _translate(pat: str) -> str | None:

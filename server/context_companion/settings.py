@@ -418,14 +418,7 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
                 raise SettingsError(
                     "environment", key, f"unknown section; expected one of {', '.join(BUILTIN_SECTION_IDS)}"
                 )
-            value = raw.strip().lower()
-            if value in ("0", "false", "no", "off"):
-                enabled = False
-            elif value in ("1", "true", "yes", "on"):
-                enabled = True
-            else:
-                raise SettingsError("environment", key, f"expected 0, 1, true or false, got {raw!r}")
-            out.setdefault("prompt", {}).setdefault("sections", {})[section] = enabled
+            out.setdefault("prompt", {}).setdefault("sections", {})[section] = _env_switch(key, raw)
             continue
         parts = rest.split("__")
         model: type[BaseModel] | None = Settings
@@ -444,6 +437,16 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
                 target = target.setdefault(alias, {})
                 model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     return out
+
+
+def _env_switch(key: str, raw: str) -> bool:
+    """An on/off environment value (``0``/``false``/``no``/``off`` or ``1``/``true``/``yes``/``on``)."""
+    value = raw.strip().lower()
+    if value in ("0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise SettingsError("environment", key, f"expected 0, 1, true or false, got {raw!r}")
 
 
 def system_md_env(environ: Mapping[str, str]) -> tuple[str, str] | None:

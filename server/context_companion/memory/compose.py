@@ -287,7 +287,12 @@ def compose_traced(
         seen=tuple(acc.included_real.items()),
         seen_at=acc.seen_at,
     )
-    trace = Trace(
+    capped = bool(dropped) or any(c.startswith(TOTAL_BYTES_CUT) for c in cuts.values())
+    return result, _trace(acc, blocks, listing, capped)
+
+
+def _trace(acc: _Accounts, blocks: dict[str, str], listing: str, capped: bool) -> Trace:
+    return Trace(
         entries=tuple(acc.order),
         renders=tuple(e.rendered for e in acc.order),
         blocks=blocks,
@@ -296,9 +301,8 @@ def compose_traced(
         heads={path: head_of(body) for body, path in acc.body_owner.items() if path in blocks},
         text_twins=frozenset(acc.text_twins),
         wanted=frozenset(acc.seen_at),
-        capped=bool(dropped) or any(c.startswith(TOTAL_BYTES_CUT) for c in cuts.values()),
+        capped=capped,
     )
-    return result, trace
 
 
 def folder_rank(entry: Entry) -> int:

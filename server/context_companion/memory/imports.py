@@ -124,28 +124,34 @@ def find_imports(text: str) -> list[ImportRef]:
                 continue
         if "@" not in line and "<!--" not in line and "-->" not in line:
             continue
-        masked: list[tuple[int, int]] = []
-        # HTML comments (may span lines).
-        pos = 0
-        while pos <= len(line):
-            if in_comment:
-                close = line.find("-->", pos)
-                if close < 0:
-                    masked.append((pos, len(line)))
-                    break
-                masked.append((pos, close + 3))
-                pos = close + 3
-                in_comment = False
-            else:
-                opening = line.find("<!--", pos)
-                if opening < 0:
-                    break
-                in_comment = True
-                pos = opening
+        masked, in_comment = _comment_spans(line, in_comment)
         masked.extend(_code_spans(line))
         if "@" in line:
             _line_refs(lineno, line, masked, refs)
     return refs
+
+
+def _comment_spans(line: str, in_comment: bool) -> tuple[list[tuple[int, int]], bool]:
+    """Spans of ``line`` inside HTML comments (which may span lines), and whether one is still
+    open at its end (``in_comment``: whether one was open at its start)."""
+    masked: list[tuple[int, int]] = []
+    pos = 0
+    while pos <= len(line):
+        if in_comment:
+            close = line.find("-->", pos)
+            if close < 0:
+                masked.append((pos, len(line)))
+                break
+            masked.append((pos, close + 3))
+            pos = close + 3
+            in_comment = False
+        else:
+            opening = line.find("<!--", pos)
+            if opening < 0:
+                break
+            in_comment = True
+            pos = opening
+    return masked, in_comment
 
 
 def _lines_with(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:

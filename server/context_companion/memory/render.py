@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..containment import place
 from .imports import ExpandOptions, expand_imports
@@ -189,38 +189,22 @@ class Renderer:
                 return Rendered(real, rule=rule, skip=skip, warnings=(*warnings, f"{name}: skipped: {skip}"))
             warnings += [f"{name}: unknown frontmatter key '{key}'{hint}" for key, _line, hint in rule.unknown_keys]
             text = rule.body
-        options = ExpandOptions(
-            request.roots,
-            self.home,
-            self.max_depth,
-            self.read,
-            display,
-            blocked,
-            max_bytes=self.max_total_bytes,
-            key=self.key_of,
-        )
-        expansion = expand_imports(text, request.abs_path, options, real)
+        expansion = expand_imports(text, request.abs_path, self._options(request, display, blocked), real)
         warnings += [f"{name}: import {f.path} failed: {f.reason}" for f in expansion.failures]
-        content = expansion.text.strip("\n").rstrip()
-        block = render_block(name, content) if content.strip() else ""
-        tokens = self.count(block) if block else 0
+        content, block, tokens = self._block(name, expansion.text)
         key = outcome.signature.key() if outcome.signature is not None else self.key_of(real)
-        imported = tuple((p, d) for p, d in expansion.included.items() if p != key)
-        deps = frozenset(expansion.deps)
         return Rendered(
             real,
             content,
             block,
             tokens,
-            deps,
+            frozenset(expansion.deps),
             tuple(warnings),
-            None,
-            False,
-            rule,
-            imported,
-            key,
-            tuple(expansion.repeats),
-            outcome.cut,
+            rule=rule,
+            imported=tuple((p, d) for p, d in expansion.included.items() if p != key),
+            key=key,
+            repeats=tuple(expansion.repeats),
+            cut=outcome.cut,
         )
 
     def render_without(
@@ -236,7 +220,20 @@ class Renderer:
         if outcome.text is None:
             return rendered
         text = rendered.rule.body if rendered.rule is not None else outcome.text
-        options = ExpandOptions(
+        options = self._options(request, display, blocked, seen)
+        expansion = expand_imports(text, request.abs_path, options, rendered.real)
+        content, block, tokens = self._block(request.display, expansion.text)
+        return replace(rendered, content=content, block=block, tokens=tokens, repeats=tuple(expansion.repeats))
+
+    def _options(
+        self,
+        request: RenderRequest,
+        display: Callable[[str], str],
+        blocked: Callable[[str], str | None],
+        seen: tuple[tuple[str, str], ...] = (),
+    ) -> ExpandOptions:
+        """How the imports of ``request``'s file are expanded (``seen``: files already included)."""
+        return ExpandOptions(
             request.roots,
             self.home,
             self.max_depth,
@@ -247,22 +244,9 @@ class Renderer:
             self.max_total_bytes,
             self.key_of,
         )
-        expansion = expand_imports(text, request.abs_path, options, rendered.real)
-        content = expansion.text.strip("\n").rstrip()
-        block = render_block(request.display, content) if content.strip() else ""
-        tokens = self.count(block) if block else 0
-        return Rendered(
-            rendered.real,
-            content,
-            block,
-            tokens,
-            rendered.deps,
-            rendered.warnings,
-            None,
-            False,
-            rendered.rule,
-            rendered.imported,
-            rendered.key,
-            tuple(expansion.repeats),
-            rendered.cut,
-        )
+
+    def _block(self, name: str, expanded: str) -> tuple[str, str, int]:
+        """(content, block, tokens) of a file shown as ``name`` whose expanded text is ``expanded``."""
+        content = expanded.strip("\n").rstrip()
+        block = render_block(name, content) if content.strip() else ""
+        return content, block, self.count(block) if block else 0

@@ -42,20 +42,11 @@ def folder_tree(root: Path, max_items: int = 200) -> str:
     full = False
     while queue and not full:
         node, rel, abs_dir, parent_rules = queue.popleft()
-        try:
-            with os.scandir(abs_dir) as it:
-                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-        except OSError:
-            node.explored = True
-            continue
-        names = {n for n, _ in entries}
-        rules = (
-            IgnoreRules.for_root(Path(abs_dir), names)
-            if parent_rules is None
-            else parent_rules.descend(rel, abs_dir, names)
-        )
         node.explored = True
-        entries.sort(key=lambda e: (not e[1], e[0].lower(), e[0]))
+        listed = _list_dir(abs_dir, rel, parent_rules)
+        if listed is None:
+            continue
+        entries, rules = listed
         prefix = rel + "/" if rel else ""
         for name, is_dir in entries:
             if name in OPAQUE_DIRS and is_dir:
@@ -77,6 +68,26 @@ def folder_tree(root: Path, max_items: int = 200) -> str:
     lines = [f"{root}{os.sep}"]
     _render(top, "", lines)
     return "\n".join(lines)
+
+
+def _list_dir(
+    abs_dir: str, rel: str, parent_rules: IgnoreRules | None
+) -> tuple[list[tuple[str, bool]], IgnoreRules] | None:
+    """(name, is a folder) of a folder's entries in display order, and its ignore rules; None when
+    it cannot be listed."""
+    try:
+        with os.scandir(abs_dir) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    except OSError:
+        return None
+    names = {n for n, _ in entries}
+    rules = (
+        IgnoreRules.for_root(Path(abs_dir), names)
+        if parent_rules is None
+        else parent_rules.descend(rel, abs_dir, names)
+    )
+    entries.sort(key=lambda e: (not e[1], e[0].lower(), e[0]))
+    return entries, rules
 
 
 def _render(node: _Node, indent: str, out: list[str]) -> None:
