@@ -23,14 +23,7 @@ OPEN_FILES_CHANGED = "openFilesChanged"
 
 def did_open(ls: CompanionServer, params: t.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.when_booted(lambda c: _opened(ls, c, uri))
-
-
-def _opened(ls: CompanionServer, companion: Companion, uri: str) -> None:
-    companion.did_open(uri)
-    ls.publisher.schedule(OPEN_FILES_CHANGED, [uri_to_path(uri)])
-    ls.diagnostics.publish(uri)
-    ls.gemini.schedule_update()
+    ls.when_booted(lambda c: _opened_or_closed(ls, c, uri, opened=True))
 
 
 def did_change(ls: CompanionServer, params: t.DidChangeTextDocumentParams) -> None:
@@ -41,13 +34,20 @@ def did_change(ls: CompanionServer, params: t.DidChangeTextDocumentParams) -> No
 
 def did_close(ls: CompanionServer, params: t.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.when_booted(lambda c: _closed(ls, c, uri))
+    ls.when_booted(lambda c: _opened_or_closed(ls, c, uri, opened=False))
 
 
-def _closed(ls: CompanionServer, companion: Companion, uri: str) -> None:
-    companion.did_close(uri)
+def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, opened: bool) -> None:
+    """The open files changed: the companion's state, then a push, the file's diagnostics, Gemini."""
+    if opened:
+        companion.did_open(uri)
+    else:
+        companion.did_close(uri)
     ls.publisher.schedule(OPEN_FILES_CHANGED, [uri_to_path(uri)])
-    ls.diagnostics.clear(uri)
+    if opened:
+        ls.diagnostics.publish(uri)
+    else:
+        ls.diagnostics.clear(uri)
     ls.gemini.schedule_update()
 
 

@@ -21,7 +21,7 @@ from .formats import FORMATS
 from .index import Entry, FolderState, MemoryIndex
 from .model import ChangedFile, ChangeKind, ChangeSummary, Tier
 from .paths import is_within, norm, posix
-from .rules import RULE_DIR_PREFIXES, rule_format_for
+from .rules import RULE_DIR_PREFIXES
 
 NESTED_CLAUDE = ".claude/CLAUDE.md"  # workspace tier, like CLAUDE.md
 RULE_DIRS = frozenset(f.path for f in FORMATS if f.kind != "file")
@@ -84,7 +84,7 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
     rel = posix(path[len(folder.prefix_path) :])
     parts = rel.split("/")
     name = parts[-1]
-    if parts[0] in RULE_DIR_PREFIXES or rule_format_for(rel) is not None:
+    if parts[0] in RULE_DIR_PREFIXES or index.format_of(rel) is not None:
         plan.rerules.add(i)
     if name in IGNORE_FILE_NAMES or rel == ".git/info/exclude":
         plan.reindex.add(i)
@@ -205,7 +205,7 @@ def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str) 
     rel = posix(norm_path[len(folder.prefix_path) :])
     parts = rel.split("/")
     name = parts[-1]
-    if rule_format_for(rel) is not None or rel == ".git/info/exclude":
+    if index.format_of(rel) is not None or rel == ".git/info/exclude":
         return True
     if (len(parts) == 1 and name in RULE_DIR_PREFIXES) or rel in RULE_DIRS:
         return True  # a rule directory itself (created, deleted, renamed)
@@ -257,7 +257,7 @@ def classify(index: MemoryIndex, norm_path: str) -> tuple[Tier, int | None, str,
     for i, folder in enumerate(index.folders):
         if is_within(norm_path, [folder.path]) and norm_path != folder.path:
             rel = posix(os.path.relpath(norm_path, folder.path))
-            fmt = rule_format_for(rel)
+            fmt = index.format_of(rel)
             if fmt is not None:
                 return ("rule", i, rel, fmt)
             parts = rel.split("/")

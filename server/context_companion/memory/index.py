@@ -34,7 +34,7 @@ from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
 from .paths import home_display, is_within, norm, posix
 from .render import Rendered, Renderer, RenderRequest
-from .rules import FORMAT_ORDER, RuleFormat, find_home_rules, find_rule_files, nested_bases
+from .rules import FORMAT_ORDER, RuleFormat, find_home_rules, find_rule_files, nested_bases, rule_format_for
 
 _MEMO_LIMIT = 4096
 
@@ -147,6 +147,7 @@ class MemoryIndex:
         # (for blocked) the ignore rules of the current policy. Emptied by refresh_lookups().
         self._displays: dict[str, str] = {}
         self._blocked: dict[tuple[int, str], str | None] = {}
+        self._formats: dict[str, RuleFormat | None] = {}  # rel path → rule format (a pure function: never emptied)
 
     # ------------------------------------------------------------------ building
 
@@ -354,6 +355,14 @@ class MemoryIndex:
         if parent != self.global_dir:
             return (self.global_real, os.path.realpath(parent))
         return (self.global_real,)
+
+    def format_of(self, rel: str) -> RuleFormat | None:
+        """:func:`~.rules.rule_format_for`, kept per path: every file event asks it for the same few."""
+        if rel not in self._formats:
+            if len(self._formats) > _MEMO_LIMIT:
+                self._formats.clear()
+            self._formats[rel] = rule_format_for(rel)
+        return self._formats[rel]
 
     def display(self, abs_path: str) -> str:
         """Display path: relative to its workspace folder, else ``~/...`` under home, else absolute."""

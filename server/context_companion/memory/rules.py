@@ -28,7 +28,6 @@ and is not valid YAML). Anything else is reported and the rule is skipped.
 from __future__ import annotations
 
 import difflib
-import functools
 import os
 import re
 from collections.abc import Iterable
@@ -76,10 +75,8 @@ _MAX_BRACE_EXPANSIONS = 256
 _MAX_REGEX_CHARS = 1000
 
 
-@functools.lru_cache(maxsize=4096)
 def rule_format_for(rel_path: str) -> RuleFormat | None:
-    """The rule format of a posix path relative to a workspace folder, or None (a pure function of
-    the path: cached, as every file event asks it for the same few paths)."""
+    """The rule format of a posix path relative to a workspace folder, or None."""
     found = match_rule_path(rel_path)
     return found[0] if found else None
 
@@ -387,23 +384,33 @@ def _paths(rule: ParsedRule, _data: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _windsurf(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
-    trigger = data.get("trigger")
-    if trigger is None:
+    if data.get("trigger") is None:
         # No trigger written: glob-scoped when it has globs, else always on.
         rule.mode = _glob_mode(rule) if rule.globs else "always"
         rule.trigger = "globs" if rule.globs else "always (no trigger)"
         return None
-    if trigger not in WINDSURF_TRIGGERS:
-        return f"'trigger' must be one of {', '.join(WINDSURF_TRIGGERS)}, not {trigger!r}", "trigger"
-    rule.trigger = f"trigger: {trigger}"
-    if trigger == "always_on":
+    # model_decision and manual: listed, read on request
+    return _switched(rule, data, "trigger", WINDSURF_TRIGGERS, ("always_on", "glob", "globs"))
+
+
+def _switched(
+    rule: ParsedRule, data: dict[str, Any], key: str, choices: tuple[str, ...], meaning: tuple[str, str, str]
+) -> tuple[str, str] | None:
+    """Activation by one frontmatter key whose ``meaning`` is (value for always on, value for
+    glob-scoped, the key that holds the globs); any other valid value lists the rule by description."""
+    always, scoped, globs_key = meaning
+    value = data[key]
+    if value not in choices:
+        return f"'{key}' must be one of {', '.join(choices)}, not {value!r}", key
+    rule.trigger = f"{key}: {value}"
+    if value == always:
         rule.mode = "always"
-    elif trigger == "glob":
+    elif value == scoped:
         if not rule.globs:
-            return "'trigger: glob' needs 'globs'", "trigger"
+            return f"'{key}: {value}' needs '{globs_key}'", key
         rule.mode = _glob_mode(rule)
     else:
-        rule.mode = "description"  # model_decision and manual: listed, read on request
+        rule.mode = "description"
     return None
 
 
@@ -444,19 +451,10 @@ def _continue(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _kiro(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
-    inclusion = data.get("inclusion", "always")
-    if inclusion not in KIRO_INCLUSIONS:
-        return f"'inclusion' must be one of {', '.join(KIRO_INCLUSIONS)}, not {inclusion!r}", "inclusion"
-    rule.trigger = f"inclusion: {inclusion}"
-    if inclusion == "always":
-        rule.mode = "always"
-    elif inclusion == "fileMatch":
-        if not rule.globs:
-            return "'inclusion: fileMatch' needs 'fileMatchPattern'", "inclusion"
-        rule.mode = _glob_mode(rule)
-    else:
-        rule.mode = "description"  # manual and auto: listed by name/description
-    return None
+    # manual and auto: listed by name/description
+    return _switched(
+        rule, {"inclusion": "always", **data}, "inclusion", KIRO_INCLUSIONS, ("always", "fileMatch", "fileMatchPattern")
+    )
 
 
 _ACTIVATION: dict[str, Any] = {
