@@ -323,11 +323,7 @@ class Tokenizer:
         if len(parts) == 1:
             n = estimate_tokens(text) if self._enc is None else self._encode_count(text)
         else:
-            raw: float = 0
-            known = self._paragraphs
-            for part in parts:  # a plain loop: this runs for every paragraph of every new text
-                cost = known.get(part)
-                raw += cost if cost is not None else self._paragraph(part)
+            raw = self._sum_paragraphs(parts)
             n = _rounded(raw) if self._enc is None else int(raw)
         with self._lock:
             self._cache[text] = n
@@ -353,14 +349,29 @@ class Tokenizer:
         assert self._enc is not None
         return len(self._enc.encode(text, disallowed_special=()))
 
-    def _paragraph(self, text: str) -> float:
-        """One paragraph's count: tokens, or the estimator's unrounded cost (cached)."""
-        cached = self._paragraphs.get(text)
-        if cached is not None:
-            return cached
-        n = _estimate_raw(text) if self._enc is None else self._encode_count(text)
-        with self._lock:
-            self._paragraphs[text] = n
-            if len(self._paragraphs) > _PARAGRAPH_CACHE_SIZE:
-                self._paragraphs.popitem(last=False)
-        return n
+    def _sum_paragraphs(self, parts: list[str]) -> float:
+        """The paragraphs' counts (tokens, or the estimator's unrounded costs) added up in order; the
+        ones not cached yet are counted and cached together, under one lock."""
+        known = self._paragraphs
+        costs: list[float | None] = [known.get(part) for part in parts]
+        missing = [i for i, cost in enumerate(costs) if cost is None]
+        if missing:
+            count = self._paragraph_counter()
+            for i in missing:
+                costs[i] = count(parts[i])
+            with self._lock:
+                for i in missing:
+                    known[parts[i]] = costs[i]  # type: ignore[assignment]
+                while len(known) > _PARAGRAPH_CACHE_SIZE:
+                    known.popitem(last=False)
+        return sum(costs)  # type: ignore[arg-type]
+
+    def _paragraph_counter(self) -> Callable[[str], float]:
+        """How one paragraph is counted: the estimator's raw cost, or the length of its encoding."""
+        enc = self._enc
+        if enc is None:
+            return _estimate_raw
+        ordinary = getattr(enc, "encode_ordinary", None)  # no special-token handling: what encode() does here
+        if ordinary is None:
+            return self._encode_count
+        return lambda text: len(ordinary(text))
