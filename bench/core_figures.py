@@ -31,6 +31,7 @@ TARGET_REBUILD = Target("ratio_le", 3.0, "≤ 3× floor")
 # A rebuild takes well under a millisecond, so one scheduler hiccup moves a median of ten: take
 # more samples (ours and the floor alternate, so both get the same machine).
 REBUILD_SAMPLES_PER_REPEAT = 8
+REBUILD_WARMUP = 10
 TARGET_TREES = ("medium", "large")  # issue 3 states the discovery target for the 40k-file workspace
 
 
@@ -465,20 +466,30 @@ def fig_build(ctx: Context) -> list[Figure]:
             ours, floor = [], []
             etags = {first.etag}
             bad = None
+
+            def rebuild() -> Any:
+                store.apply_changes([target])
+                return engine.build()
+
             try:
+                # Untimed rounds first, as a running server has had: CPython specialises the code it
+                # runs often, and the first rounds pay for that (edits numbered apart from the timed ones).
+                for k in range(REBUILD_WARMUP):
+                    target.write_bytes(_edited(original, -1 - k) if k % 2 == 0 else original)
+                    rebuild()
+                    _floor_rebuild(target, first.text, tok)
                 for i in range(max(5, ctx.repeat * REBUILD_SAMPLES_PER_REPEAT)):
                     data = _edited(original, i) if i % 2 == 0 else original
                     target.write_bytes(data)
-
-                    def rebuild() -> Any:
-                        store.apply_changes([target])
-                        return engine.build()
 
                     t, inst = _timed(rebuild)
                     ours.append(t)
                     if i % 2 == 0 and inst.etag in etags:
                         bad = bad or "etag unchanged after a memory file changed"
                     etags.add(inst.etag)
+                    # The floor too starts right after a write (the same bytes again): the first system
+                    # call on a file just written costs more, and ours has paid it already otherwise.
+                    target.write_bytes(data)
                     t, _ = _timed(lambda: _floor_rebuild(target, first.text, tok))
                     floor.append(t)
             finally:
