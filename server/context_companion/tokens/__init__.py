@@ -23,8 +23,8 @@ following character that is neither whitespace nor ``/`` (the only alternatives 
 newline either end with it or hold whitespace only). So a cut between a blank line and such a
 character is a piece boundary, and the count of the whole is the sum of the counts of its parts.
 The estimator splits text the same way, so its sums are cut the same way too. Encodings with
-GPT-2's pattern (where a whitespace run before a word gives up its last character) do not have that property and are
-always counted whole.
+GPT-2's pattern (where a whitespace run before a word gives up its last character) do not have
+that property and are always counted whole.
 """
 
 from __future__ import annotations
