@@ -147,7 +147,7 @@ class MemoryIndex:
         # (for blocked) the ignore rules of the current policy. Emptied by refresh_lookups().
         self._displays: dict[str, str] = {}
         self._blocked: dict[tuple[int, str], str | None] = {}
-        self._formats: dict[str, RuleFormat | None] = {}  # rel path → rule format (a pure function: never emptied)
+        self._formats: dict[str, RuleFormat | None] = {}  # rel path → rule format (pure: only a size cap empties it)
 
     # ------------------------------------------------------------------ building
 
