@@ -6,6 +6,7 @@ imported first."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,22 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return value
+
+
+async def ws_execute(ws: Any, folder: Path, command: str, timeout: float = 30) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Over an open JSON-RPC WebSocket: initialize with ``folder``, then run ``command``; the
+    initialize answer and the command's answer."""
+    init = {"capabilities": {}, "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}]}
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    call = {"command": command, "arguments": [{}]}
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": call}))
+    answers: dict[int, dict[str, Any]] = {}
+    while 2 not in answers:
+        reply = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if reply.get("id") in (1, 2):
+            answers[reply["id"]] = reply
+    return answers[1], answers[2]
 
 
 class Harness:

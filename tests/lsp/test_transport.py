@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
-SERVER = [sys.executable, "-m", "context_companion", "serve"]
+from lsp_harness import SERVER, ws_execute
 
 
 def env(tmp_path):
@@ -58,7 +57,6 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 20.0) ->
 
 def test_websocket_transport_answers_initialize_and_commands(tmp_path):
     import asyncio
-    import json
 
     from websockets.asyncio.client import connect
 
@@ -77,35 +75,7 @@ def test_websocket_transport_answers_initialize_and_commands(tmp_path):
         async def talk() -> tuple[dict, dict]:
             auth = {"Authorization": "Bearer a-test-token-of-some-length"}
             async with connect(f"ws://127.0.0.1:{port}", additional_headers=auth) as ws:
-                await ws.send(
-                    json.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": 1,
-                            "method": "initialize",
-                            "params": {
-                                "capabilities": {},
-                                "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "ws"}],
-                            },
-                        }
-                    )
-                )
-                init = json.loads(await asyncio.wait_for(ws.recv(), 20))
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-                await ws.send(
-                    json.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": 2,
-                            "method": "workspace/executeCommand",
-                            "params": {"command": "contextCompanion.getCompressionPrompt", "arguments": [{}]},
-                        }
-                    )
-                )
-                while True:
-                    reply = json.loads(await asyncio.wait_for(ws.recv(), 20))
-                    if reply.get("id") == 2:
-                        return init, reply
+                return await ws_execute(ws, tmp_path, "contextCompanion.getCompressionPrompt", timeout=20)
 
         init, reply = asyncio.run(talk())
         assert (

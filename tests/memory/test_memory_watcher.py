@@ -3,9 +3,11 @@ polling (forced and as the fallback when the native observer cannot start)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,19 @@ class Recorder:
         while str(path) not in seen:
             seen |= self.next(timeout)
         return seen
+
+
+@contextlib.contextmanager
+def watching(store, rec: Recorder, **kwargs) -> Iterator[MemoryWatcher]:
+    """A started watcher over the store's recursive and flat roots, stopped afterwards."""
+    w = MemoryWatcher(
+        store.watch_roots(), rec, is_relevant=store.is_relevant_path, flat_roots=store.flat_watch_roots(), **kwargs
+    )
+    w.start()
+    try:
+        yield w
+    finally:
+        w.stop()
 
 
 @pytest.fixture
@@ -209,15 +224,7 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
     ws.mkdir()
     store = make_store(ws)
     rec = Recorder()
-    w = MemoryWatcher(
-        store.watch_roots(),
-        rec,
-        is_relevant=store.is_relevant_path,
-        flat_roots=store.flat_watch_roots(),
-        debounce_ms=30,
-    )
-    w.start()
-    try:
+    with watching(store, rec, debounce_ms=30) as w:
         global_dir.mkdir(parents=True)
         seen = rec.until(global_dir.parent)  # ~/.config appeared: seen through the flat watch of home
         assert store.apply_changes(seen).roots_changed
@@ -225,8 +232,6 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
         w.reschedule(store.watch_roots(), store.flat_watch_roots())
         (global_dir / "AGENTS.md").write_text("global")
         rec.until(global_dir / "AGENTS.md")
-    finally:
-        w.stop()
 
 
 def test_editing_the_repository_root_gitignore_removes_a_nested_file(tmp_path, tree, make_store, helpers):
@@ -235,18 +240,8 @@ def test_editing_the_repository_root_gitignore_removes_a_nested_file(tmp_path, t
     ws = repo / "app"
     store = make_store(ws)
     rec = Recorder()
-    w = MemoryWatcher(
-        store.watch_roots(),
-        rec,
-        is_relevant=store.is_relevant_path,
-        flat_roots=store.flat_watch_roots(),
-        debounce_ms=50,
-    )
-    w.start()
-    try:
+    with watching(store, rec, debounce_ms=50):
         (repo / ".gitignore").write_text("gen/\n")
         seen = rec.until(repo / ".gitignore")
-    finally:
-        w.stop()
     store.apply_changes(seen)
     assert helpers.included(store.compose([ws / "gen/x.py"])) == ["AGENTS.md"]

@@ -4,10 +4,10 @@ process without the token is refused over plain HTTP, never upgraded, and the se
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 
 import pytest
+from lsp_harness import ws_execute
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -46,31 +46,7 @@ async def _session(port: int, token: str, folder, **kwargs) -> dict:
     async with connect(
         f"ws://127.0.0.1:{port}/?token={token}" if kwargs.pop("query", False) else f"ws://127.0.0.1:{port}", **kwargs
     ) as ws:
-        await ws.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {"capabilities": {}, "workspaceFolders": [{"uri": folder.as_uri(), "name": "p"}]},
-                }
-            )
-        )
-        await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        await ws.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 2,
-                    "method": "workspace/executeCommand",
-                    "params": {"command": "contextCompanion.showMemory", "arguments": [{}]},
-                }
-            )
-        )
-        while True:
-            reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
-            if reply.get("id") == 2:
-                return reply
+        return (await ws_execute(ws, folder, "contextCompanion.showMemory"))[1]
 
 
 @pytest.fixture
