@@ -564,15 +564,18 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     nvim.wait_attached()
     assert "codex" in nvim.lua("return vim.fn.getcompletion('ContextCompanionExplain co', 'cmdline')")
 
+    def explain_buffer(agent: str) -> str:
+        return nvim.wait_lua(
+            f"""
+            local buf = vim.api.nvim_get_current_buf()
+            if not vim.api.nvim_buf_get_name(buf):find('context%-companion://explain/{agent}') then return nil end
+            return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
+            """,
+            f"the {agent} explain buffer",
+        )
+
     nvim.lua("vim.cmd('ContextCompanionExplain codex')")
-    text = nvim.wait_lua(
-        """
-        local buf = vim.api.nvim_get_current_buf()
-        if not vim.api.nvim_buf_get_name(buf):find('context%-companion://explain/codex') then return nil end
-        return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
-        """,
-        "the explain buffer",
-    )
+    text = explain_buffer("codex")
     assert text.startswith("# What Codex would load")
     assert "- `AGENTS.override.md` (workspace" in text
     assert "- `AGENTS.md`: Codex reads one file per folder: AGENTS.override.md is used" in text
@@ -580,14 +583,7 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     assert nvim.lua("return vim.bo.filetype") == "markdown"
 
     nvim.lua("vim.cmd('normal q'); vim.cmd('ContextCompanionExplain cursor')")
-    cursor = nvim.wait_lua(
-        """
-        local buf = vim.api.nvim_get_current_buf()
-        if not vim.api.nvim_buf_get_name(buf):find('explain/cursor') then return nil end
-        return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')
-        """,
-        "the cursor explain buffer",
-    )
+    cursor = explain_buffer("cursor")
     assert "`.cursor/rules/py.mdc` (rule" in cursor and "globs: glob '**/*.py' matches src/main.py" in cursor
 
     nvim.lua("vim.cmd('ContextCompanionExplain vim')")

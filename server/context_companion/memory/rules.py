@@ -376,18 +376,21 @@ def _copilot(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _paths(rule: ParsedRule, _data: dict[str, Any]) -> tuple[str, str] | None:
-    if rule.globs:
-        rule.mode, rule.trigger = _glob_mode(rule), "paths"
-    else:
-        rule.mode, rule.trigger = "always", "always (no paths)"
+    _globs_else_always(rule, "paths", "always (no paths)")
     return None
+
+
+def _globs_else_always(rule: ParsedRule, scoped: str, always: str) -> None:
+    """Glob-scoped when the rule has globs, else always on; ``scoped``/``always`` name the trigger."""
+    if rule.globs:
+        rule.mode, rule.trigger = _glob_mode(rule), scoped
+    else:
+        rule.mode, rule.trigger = "always", always
 
 
 def _windsurf(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
     if data.get("trigger") is None:
-        # No trigger written: glob-scoped when it has globs, else always on.
-        rule.mode = _glob_mode(rule) if rule.globs else "always"
-        rule.trigger = "globs" if rule.globs else "always (no trigger)"
+        _globs_else_always(rule, "globs", "always (no trigger)")  # no trigger written
         return None
     # model_decision and manual: listed, read on request
     return _switched(rule, data, "trigger", WINDSURF_TRIGGERS, ("always_on", "glob", "globs"))

@@ -116,22 +116,22 @@ local function decide(d, outcome)
   d.finish(outcome, outcome ~= 'rejected' and text or nil)
 end
 
-function M.accept()
+--- Decide the diff shown in the current tab ('accepted' or 'rejected').
+local function decide_current(outcome)
   local d = M.current_diff()
   if not d then
     vim.notify('Context Companion: no Gemini CLI diff is open here', vim.log.levels.WARN)
     return
   end
-  decide(d, 'accepted')
+  decide(d, outcome)
+end
+
+function M.accept()
+  decide_current('accepted')
 end
 
 function M.reject()
-  local d = M.current_diff()
-  if not d then
-    vim.notify('Context Companion: no Gemini CLI diff is open here', vim.log.levels.WARN)
-    return
-  end
-  decide(d, 'rejected')
+  decide_current('rejected')
 end
 
 --- Show the proposal beside the file in a new tab; `finish` is called once with the decision.
