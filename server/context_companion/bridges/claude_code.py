@@ -419,9 +419,8 @@ class ClaudeCodeBridge:
                 continue
             text = texts.get(uri)
             if text is None:
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
+                text, _why = companion.memory.source_text(path)  # capped, never a FIFO or a link out
+                if text is None:
                     continue
             lines = split_lines(text)
             out.append(

@@ -311,11 +311,10 @@ class McpBridge:
             info = self._memory_files(companion).get(MEMORY_PREFIX + quote(unquote(uri[len(MEMORY_PREFIX) :]), "/~"))
             if info is None:
                 raise MCPError(types.INVALID_PARAMS, f"{uri}: not a memory file of this workspace")
-            try:
-                with open(info.abs_path, encoding="utf-8", errors="replace") as f:
-                    return f.read(), "text/markdown"
-            except OSError as exc:
-                raise MCPError(types.INVALID_PARAMS, f"{uri}: cannot read: {exc.strerror or exc}") from None
+            text, why = companion.memory.source_text(info.abs_path)
+            if text is None:
+                raise MCPError(types.INVALID_PARAMS, f"{uri}: {why}")
+            return text, "text/markdown"
         raise MCPError(types.INVALID_PARAMS, f"{uri}: unknown resource")
 
     def _instruction(self, companion: Companion) -> Any:

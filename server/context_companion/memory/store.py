@@ -260,6 +260,26 @@ class MemoryStore:
             )
             return analyze_document(context, text)
 
+    def source_text(self, path: Path | str) -> tuple[str | None, str]:
+        """The text of a known memory or rule file as the reader sees it on disk (capped at
+        ``memory.maxFileBytes``, regular files only), or None and why it cannot be given: not a
+        memory file, or skipped (a symlink out of the workspace, a special file, ...)."""
+        with self._lock:
+            if not self._loaded:
+                self.load()
+            entry = self._index.by_path.get(norm(path))
+            if entry is None:
+                return None, "not a memory file of this workspace"
+            rendered = entry.rendered
+            if rendered.skip is not None or rendered.missing or not rendered.real:
+                return None, f"skipped: {rendered.skip or 'not found'}"
+            # The real path the containment check accepted when the file was rendered: reading it
+            # cannot follow a link swapped in since (that change re-renders the file first).
+            outcome = self._index.renderer.read(rendered.real)
+            if outcome.text is None:
+                return None, f"skipped: {outcome.skip or 'not found'}"
+            return outcome.text, ""
+
     # ------------------------------------------------------------------ internals
 
     def _last_info(self, path: str) -> MemoryFileInfo | None:

@@ -1,0 +1,44 @@
+"""The text of a memory file handed out as is (MCP memory resources, Claude Code diagnostics) goes
+through the reader's checks: never through a link out of the workspace, never a FIFO, capped."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from context_companion.memory import MemoryStore
+from context_companion.settings import MemorySettings
+from context_companion.tokens import Tokenizer
+
+
+def store(ws: Path, home: Path, **settings: int) -> MemoryStore:
+    s = MemoryStore(
+        MemorySettings(**settings), [ws], count_tokens=Tokenizer("estimate").count, global_dir=home / "g", home=home
+    )
+    s.load()
+    return s
+
+
+def test_a_link_out_of_the_workspace_a_fifo_and_a_big_file(tmp_path: Path) -> None:
+    ws, outside, home = tmp_path / "ws", tmp_path / "outside", tmp_path / "myhome"
+    for d in (ws, outside, home):
+        d.mkdir()
+    (ws / ".git").mkdir()
+    (outside / "id_rsa").write_text("TOP SECRET KEY\n")
+    (ws / "AGENTS.md").symlink_to(outside / "id_rsa")
+    os.mkfifo(ws / "CLAUDE.md")
+    (ws / "GEMINI.md").write_text("line\n" * 10_000)
+    s = store(ws, home, max_file_bytes=1000)
+
+    text, why = s.source_text(ws / "AGENTS.md")
+    assert text is None and "symlink leads outside the workspace" in why
+
+    started = time.monotonic()
+    text, why = s.source_text(ws / "CLAUDE.md")  # a FIFO: refused at once, never opened for reading
+    assert text is None and "not a regular file" in why and time.monotonic() - started < 5
+
+    text, why = s.source_text(ws / "GEMINI.md")
+    assert text is not None and len(text.encode()) < 1200 and "memory.maxFileBytes (1000)" in text
+
+    assert s.source_text(outside / "id_rsa") == (None, "not a memory file of this workspace")
