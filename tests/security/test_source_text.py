@@ -42,3 +42,23 @@ def test_a_link_out_of_the_workspace_a_fifo_and_a_big_file(tmp_path: Path) -> No
     assert text is not None and len(text.encode()) < 1200 and "memory.maxFileBytes (1000)" in text
 
     assert s.source_text(outside / "id_rsa") == (None, "not a memory file of this workspace")
+
+
+def test_many_whole_document_selections_build_no_more_than_the_cap() -> None:
+    """1,000 selections (the most a cursor message may carry), each the whole of a 2 MB document:
+    the selected text is cut at context.maxSelectedChars without first joining 2 GB of copies."""
+    from context_companion.context.state import TRUNCATION_MARK, EditorState, RawPosition
+    from context_companion.settings import ContextSettings
+
+    line = "y" * 199
+    text = "\n".join([line] * 10_000)  # 2 MB
+    editor = EditorState(ContextSettings(max_selected_chars=5_000))
+    uri = "file:///w/big.txt"
+    editor.open(uri)
+    whole = (RawPosition(0, 0), RawPosition(9_999, 199))
+    editor.set_cursor(uri, RawPosition(0, 0), [whole] * 1000)
+    started = time.monotonic()
+    selection = editor.selection(lambda u: text if u == uri else None)
+    assert time.monotonic() - started < 2
+    assert selection is not None and selection.text.endswith(TRUNCATION_MARK)
+    assert len(selection.text) == 5_000 + len(TRUNCATION_MARK)

@@ -264,7 +264,10 @@ class EditorState:
         self, lines: list[str], selections: Sequence[tuple[RawPosition, RawPosition]], encoding: str
     ) -> str | None:
         parts: list[str] = []
+        room = self.settings.max_selected_chars + _REDACT_MARGIN + 1  # what is built, at most: the rest is cut
         for start, end in selections:
+            if room <= 0:
+                break
             a = self._to_code_points(lines, start, encoding)
             b = self._to_code_points(lines, end, encoding)
             if a > b:
@@ -272,12 +275,11 @@ class EditorState:
             if a == b:
                 continue
             if a[0] == b[0]:
-                parts.append(lines[a[0]][a[1] : b[1]])
+                part = lines[a[0]][a[1] : b[1]]
             else:
-                chunk = [lines[a[0]][a[1] :]]
-                chunk += lines[a[0] + 1 : b[0]]
-                chunk.append(lines[b[0]][: b[1]])
-                parts.append("\n".join(chunk))
+                part = _span_text(lines, a, b, room)
+            parts.append(part[:room])
+            room -= len(part) + 1  # and the newline joining it to the next
         if not parts:
             return None
         text = "\n".join(parts)
@@ -297,3 +299,17 @@ class Baseline:
 
     state: TurnState | None = None
     turns: int = 0
+
+
+def _span_text(lines: list[str], a: tuple[int, int], b: tuple[int, int], room: int) -> str:
+    """The text from ``a`` to ``b`` (line, column) over several lines, built only as far as ``room``
+    characters: a huge selection is not copied whole only to be cut."""
+    chunk = [lines[a[0]][a[1] :]]
+    size = len(chunk[0])
+    for i in range(a[0] + 1, b[0]):
+        if size > room:
+            return "\n".join(chunk)
+        chunk.append(lines[i])
+        size += len(lines[i]) + 1
+    chunk.append(lines[b[0]][: b[1]])
+    return "\n".join(chunk)
