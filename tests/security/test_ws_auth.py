@@ -4,6 +4,7 @@ process without the token is refused over plain HTTP, never upgraded, and the se
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 
 import pytest
@@ -122,3 +123,30 @@ def test_ws_no_auth_accepts_a_client_without_a_token(start, tmp_path):
     assert server.discovery_files() == []
     reply = asyncio.run(_session(port, "", tmp_path))
     assert "result" in reply
+
+
+def test_a_document_over_a_megabyte_opens_over_websocket(ws_server):
+    """The WebSocket transport takes messages as large as TCP does (websockets alone stops at 1 MiB)."""
+    _server, info, folder = ws_server()
+    port, token = info["port"], info["token"]
+    big = folder / "big.py"
+
+    async def talk() -> dict:
+        auth = {"Authorization": f"Bearer {token}"}
+        async with connect(f"ws://127.0.0.1:{port}", additional_headers=auth) as ws:
+            opened = {
+                "textDocument": {"uri": big.as_uri(), "languageId": "python", "version": 1, "text": "x = 1\n" * 300_000}
+            }
+            init = {"capabilities": {}, "workspaceFolders": [{"uri": folder.as_uri(), "name": "p"}]}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}))
+            call = {"command": "contextCompanion.getTurnContext", "arguments": [{}]}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": call}))
+            while True:
+                reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if reply.get("id") == 2:
+                    return reply
+
+    reply = asyncio.run(talk())
+    assert str(big) in json.dumps(reply["result"])

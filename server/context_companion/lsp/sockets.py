@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
-from .framing import FrameReader, forget_before_shutdown, run_frames
+from .framing import MAX_BODY, FrameReader, forget_before_shutdown, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -312,7 +312,8 @@ async def _ws_main(
         finally:
             state.done.set()
 
-    ws = await serve(on_connection, host, port, process_request=process_request)
+    # The same message cap as TCP (websockets would close at 1 MiB: a didOpen of a larger file).
+    ws = await serve(on_connection, host, port, process_request=process_request, max_size=MAX_BODY)
     server._server = ws
     bound_port[0] = ws.sockets[0].getsockname()[1] if ws.sockets else port
     log.info("listening on %s:%s (WebSocket)", host, bound_port[0])
@@ -333,7 +334,11 @@ async def _run_websocket(
     while not stop_event.is_set():
         try:
             data = await websocket.recv(decode=False)
-        except ConnectionClosed:
+        except ConnectionClosed as exc:
+            if exc.rcvd is not None and exc.rcvd.code != 1000:
+                log.warning("WebSocket closed: %s %s", exc.rcvd.code, exc.rcvd.reason or "")
+            elif exc.sent is not None and exc.sent.code != 1000:  # e.g. 1009: a message over the cap
+                log.warning("WebSocket closed by the server: %s %s", exc.sent.code, exc.sent.reason or "")
             break
         try:
             raw = json.loads(data)
