@@ -119,6 +119,30 @@ async def test_a_file_created_under_an_open_folder_changes_nothing(start, worksp
         assert h.pushes == []
 
 
+async def test_a_setting_outside_the_environment_keeps_the_session_folder_tree(start, workspace):
+    """Files created since a session started stay out of its tree when an unrelated setting changes."""
+    end = {"environment": {"placement": "systemInstructionEnd"}}
+    write(workspace / "AGENTS.md", "Use tabs.\n")
+    h = await start(workspace, settings=end)
+    first = await h.command("contextCompanion.getSystemInstruction", {})
+    write(workspace / "later_file.py", "x = 1\n")
+    await quiet()
+    h.client.workspace_did_change_configuration(
+        t.DidChangeConfigurationParams(settings={"contextCompanion": {**end, "context": {"maxOpenFiles": 7}}})
+    )
+    await quiet()
+    again = await h.command("contextCompanion.getSystemInstruction", {})
+    assert "later_file.py" not in again["text"] and again["etag"] == first["etag"]
+    h.client.workspace_did_change_configuration(
+        t.DidChangeConfigurationParams(
+            settings={"contextCompanion": {"environment": {"placement": "systemInstructionEnd", "maxItems": 150}}}
+        )
+    )
+    await quiet()
+    retaken = await h.command("contextCompanion.getSystemInstruction", {})
+    assert "later_file.py" in retaken["text"]  # a tree setting changed: the tree is taken again
+
+
 async def test_midnight_rollover_keeps_the_default_instruction(start, workspace, tmp_path):
     write(workspace / "AGENTS.md", "Use tabs.\n")
     env = clock(tmp_path, "2026-11-21")

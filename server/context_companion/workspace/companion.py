@@ -154,8 +154,9 @@ class Companion:
             self.engine.update_settings(new.settings)
             self.editor.update_settings(new.settings.context)
             self.sessions.set_limit(new.settings.server.max_sessions)
-            for agent in self.sessions:
-                agent.trees = None  # taken again: the tree settings may be what changed
+            if old.settings.environment != new.settings.environment:
+                for agent in self.sessions:
+                    agent.trees = None  # taken again under the new tree settings; any other setting keeps them
         if old.folders != new.folders:
             self.engine.set_folders(list(new.folders))
             self._snapshot_new_folders(old.folders, new.folders)
