@@ -647,6 +647,22 @@ class IgnoreRules:
         return tuple(f.path for _s, _a, f in self._chain)
 
 
+def is_ignored_below(top: str, rel_path: str) -> bool:
+    """Whether the file at ``rel_path`` (posix, under the directory ``top``, a repository's top) is
+    ignored, by any ignore file from ``top`` down to it or by any ignored directory on the way: the
+    verdict a walk from ``top`` would reach, for one path, without walking."""
+    rules = IgnoreRules.for_root(Path(top))
+    parts = rel_path.split("/")
+    current = top
+    for k in range(1, len(parts)):
+        sub = "/".join(parts[:k])
+        if rules.is_ignored(sub, True):
+            return True
+        current = os.path.join(current, parts[k - 1])
+        rules = rules.descend(sub, current)
+    return rules.is_ignored(rel_path, False)
+
+
 def ignore_warnings(rules_of_dirs: Iterable[IgnoreRules]) -> list[str]:
     """The distinct pattern-limit warnings of several directories' rules, in order."""
     return list(dict.fromkeys(w for rules in rules_of_dirs for w in rules.warnings))

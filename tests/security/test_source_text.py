@@ -62,3 +62,32 @@ def test_many_whole_document_selections_build_no_more_than_the_cap() -> None:
     assert time.monotonic() - started < 2
     assert selection is not None and selection.text.endswith(TRUNCATION_MARK)
     assert len(selection.text) == 5_000 + len(TRUNCATION_MARK)
+
+
+def test_imports_above_the_folder_obey_the_repository_ignore_files_and_exclusions(tmp_path: Path) -> None:
+    """A workspace folder inside a repository may import up to the repository's top: files there
+    that git ignores, or that context.exclude names by path, stay out as they do inside the folder."""
+    repo, home = tmp_path / "r", tmp_path / "myhome"
+    home.mkdir()
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("private/\n")
+    (repo / "private").mkdir()
+    (repo / "private" / "notes.md").write_text("GITIGNORED_SECRET=abc\n")
+    (repo / "secrets").mkdir()
+    (repo / "secrets" / "notes.md").write_text("FOLDER_EXCLUDED\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "style.md").write_text("Use four spaces.\n")
+    app = repo / "app"
+    app.mkdir()
+    (app / "AGENTS.md").write_text("@../private/notes.md\n@../secrets/notes.md\n@../docs/style.md\n")
+    s = MemoryStore(
+        MemorySettings(),
+        [app],
+        count_tokens=Tokenizer("estimate").count,
+        global_dir=home / "g",
+        home=home,
+        exclude=[".env", "secrets/"],
+    )
+    text = s.compose([], None).text
+    assert "Use four spaces." in text  # an import above the folder still works
+    assert "GITIGNORED_SECRET" not in text and "FOLDER_EXCLUDED" not in text

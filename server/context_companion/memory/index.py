@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exclusion import exclude_matcher
-from ..ignore import ignore_sources
+from ..ignore import find_repo, ignore_sources, is_ignored_below
 from ..settings import MemorySettings
 from .discovery import (
     CLAUDE_SUBDIR,
@@ -344,7 +344,15 @@ class MemoryIndex:
                 if rules is not None and (rules.is_ignored(rel, False) or rules.is_ancestor_ignored(rel)):
                     return IGNORED
                 return None
-        return EXCLUDED if self.exclude(os.path.basename(abs_path)) else None
+        # Above every folder (an import may reach up to the repository's top) or in the global
+        # memory directory: the same exclusions and ignore files, from the repository's top down.
+        repo = find_repo(os.path.dirname(abs_path))
+        if repo is None or not abs_path.startswith(repo.top.rstrip(os.sep) + os.sep):
+            return EXCLUDED if self.exclude(os.path.basename(abs_path)) else None
+        rel = posix(os.path.relpath(abs_path, repo.top))
+        if self.exclude(rel):
+            return EXCLUDED
+        return IGNORED if is_ignored_below(repo.top, rel) else None
 
     def allowed_roots(self, entry: Entry) -> tuple[str, ...]:
         """Real paths imports of this entry may resolve into (and the entry itself must lie in)."""
