@@ -390,3 +390,22 @@ def test_total_tokens_equal_counting_the_whole_text(workspace, paragraph_tokeniz
     )
     whole = len(paragraph_tokenizer._enc.encode(built.text, disallowed_special=()))
     assert built.tokens.total == whole and whole > 0
+
+
+def test_prompt_files_are_read_like_memory_files_never_a_secret_or_a_fifo(workspace, tokenizer):
+    import os
+
+    (workspace / ".env").write_text("API_KEY=hunter2\n")
+    os.mkfifo(workspace / "pipe.md")
+    secret = validate_layer(
+        {**NO_ENV, "systemPrompt": {"contributors": [{"id": "f", "type": "file", "files": [".env"]}]}}, "t"
+    )
+    with pytest.raises(PromptError, match=r"contributor 'f': file is excluded by context.exclude: .*\.env"):
+        engine(secret, [workspace], tokenizer).build()
+    fifo = validate_layer({**NO_ENV, "systemPromptFile": str(workspace / "pipe.md")}, "t")
+    with pytest.raises(PromptError, match="not a regular file"):  # refused at once, never opened for reading
+        engine(fifo, [workspace], tokenizer).build()
+    big = validate_layer({**NO_ENV, "memory": {"maxFileBytes": 100}, "systemPromptFile": "big.md"}, "t")
+    (workspace / "big.md").write_text("x" * 500)
+    with pytest.raises(PromptError, match=r"over memory.maxFileBytes \(100 bytes\)"):
+        engine(big, [workspace], tokenizer).build()

@@ -82,3 +82,26 @@ def test_profile_validation():
         parse_profile({"tools": ["bad name!"]}, "p")
     with pytest.raises(ProfileError, match="must be an object"):
         parse_profile(["x"], "p")
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        'systemPromptFile = "~/.ssh/id_ed25519"',
+        'systemPromptFile = "../outside.md"',
+        '[systemPrompt]\ncontributors = [{ id = "x", type = "file", files = ["rules.md", "/etc/hostname"] }]',
+    ],
+)
+def test_a_workspace_settings_file_may_not_name_prompt_files_outside_the_workspace(tmp_path, toml):
+    """A cloned repository's .context-companion.toml cannot make the instruction carry your files."""
+    from context_companion.errors import SettingsError
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "rules.md").write_text("ok")
+    (ws / ".context-companion.toml").write_text(toml + "\n")
+    with pytest.raises(SettingsError) as info:
+        resolve_settings([ws], environ={}, user_dir=tmp_path / "user")
+    assert "outside the workspace folder" in str(info.value) and ".context-companion.toml" in str(info.value)
+    (ws / ".context-companion.toml").write_text('systemPromptFile = "rules.md"\n')  # inside: allowed
+    assert resolve_settings([ws], environ={}, user_dir=tmp_path / "user").system_prompt_file == "rules.md"

@@ -477,7 +477,9 @@ def resolve_settings(
     for folder in workspace_folders:
         ws_file = Path(folder) / WORKSPACE_SETTINGS_FILE
         if ws_file.is_file():
-            layers.append((str(ws_file), read_toml(ws_file)))
+            ws_data = read_toml(ws_file)
+            _confine_files(validate_layer(ws_data, str(ws_file)), Path(folder), str(ws_file))
+            layers.append((str(ws_file), ws_data))
             break
     if editor:
         layers.append(("editor settings", editor))
@@ -490,6 +492,26 @@ def resolve_settings(
         validate_layer(data, source)
         merged = deep_merge(merged, _normalise_keys(data))
     return validate_layer(merged, "settings")
+
+
+def _confine_files(layer: Settings, folder: Path, source: str) -> None:
+    """The files a workspace's own settings file names for the prompt must lie in that workspace:
+    a cloned repository may not make the instruction carry ``~/.ssh`` or any other file of yours."""
+    named: list[tuple[str, str]] = []
+    template = (layer.system_prompt_file or "").strip()
+    if template.lower() not in ("", "0", "1", "false", "true"):
+        named.append(("systemPromptFile", template))
+    if isinstance(layer.system_prompt, SystemPromptConfig):
+        for i, c in enumerate(layer.system_prompt.contributors):
+            named += [(f"systemPrompt.contributors[{i}].files[{j}]", f) for j, f in enumerate(c.files)]
+    root = os.path.realpath(folder)
+    for key, raw in named:
+        path = Path(raw).expanduser()
+        real = os.path.realpath(path if path.is_absolute() else folder / path)
+        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+            raise SettingsError(
+                source, key, f"names a file outside the workspace folder ({raw}); only your own settings may"
+            )
 
 
 def parse_profile(data: Any, source: str) -> AgentProfile:

@@ -29,7 +29,7 @@ from .environment import (
     is_git_repository,
 )
 from .skills import discover_skills
-from .template import read_template, resolve_template_path, substitute, template_values
+from .template import read_prompt_file, read_template, resolve_template_path, substitute, template_values
 
 if TYPE_CHECKING:  # the memory package is optional for the engine
     from ..memory import MemoryResult, MemoryStore
@@ -239,12 +239,7 @@ class InstructionEngine:
             path = Path(raw).expanduser()
             if not path.is_absolute():
                 path = base / path
-            try:
-                parts.append(path.read_text(encoding="utf-8", errors="replace").strip())
-            except FileNotFoundError:
-                raise PromptError(f"contributor {cfg.id!r}: file not found: {path}") from None
-            except OSError as exc:
-                raise PromptError(f"contributor {cfg.id!r}: cannot read {path}: {exc.strerror or exc}") from None
+            parts.append(read_prompt_file(path, f"contributor {cfg.id!r}: file", self.settings).strip())
         return "\n\n".join(p for p in parts if p)
 
     # ------------------------------------------------------------------ build
@@ -319,7 +314,7 @@ class InstructionEngine:
             memory_text=memory_text,
             env_text=self._environment(today, trees).strip(),
             template_path=template_path,
-            template_text=read_template(template_path) if template_path is not None else None,
+            template_text=read_template(template_path, settings) if template_path is not None else None,
             file_texts=file_texts,
             profile_json=self._json_of(profile),
         )

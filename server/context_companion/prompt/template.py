@@ -87,12 +87,24 @@ def resolve_template_path(settings: Settings, folders: Sequence[Path], environ: 
     return None
 
 
-def read_template(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise PromptError(f"system prompt template not found: {path}") from None
-    except IsADirectoryError:
-        raise PromptError(f"system prompt template is a directory: {path}") from None
-    except OSError as exc:
-        raise PromptError(f"system prompt template cannot be read: {path}: {exc.strerror or exc}") from None
+def read_template(path: Path, settings: Settings) -> str:
+    return read_prompt_file(path, "system prompt template", settings)
+
+
+def read_prompt_file(path: Path, what: str, settings: Settings) -> str:
+    """A file the settings name for the prompt (template, ``file`` contributor), read the way memory
+    files are: regular files only (a FIFO never blocks the build), at most ``memory.maxFileBytes``,
+    and never a file ``context.exclude`` names (keys, ``.env``: the prompt goes to a provider)."""
+    from ..exclusion import exclude_matcher
+    from ..memory.reading import read_text_file
+
+    if exclude_matcher(tuple(settings.context.exclude)).matches(str(path)):
+        raise PromptError(f"{what} is excluded by context.exclude: {path}")
+    outcome = read_text_file(str(path), settings.memory.max_file_bytes)
+    if outcome.text is None:
+        if outcome.missing:
+            raise PromptError(f"{what} not found: {path}")
+        raise PromptError(f"{what} cannot be used: {path}: {outcome.skip}")
+    if outcome.cut:
+        raise PromptError(f"{what} is over memory.maxFileBytes ({settings.memory.max_file_bytes} bytes): {path}")
+    return outcome.text
