@@ -55,3 +55,33 @@ def test_a_push_names_at_most_16_sessions_and_gives_the_count(tmp_path, stdio):
     push = s.wait_notifications(CHANGED)[-1]
     assert push["sessionCount"] == 40
     assert len(push["sessions"]) == 16 and set(push["sessions"]) <= {f"chat-{i:02d}" for i in range(40)}
+
+
+def test_reading_the_turn_context_resource_evicts_no_session(tmp_path, monkeypatch):
+    """The MCP turn-context resource is computed in a session that is never registered: at the
+    server.maxSessions limit it pushes no agent's session (and its baseline) out."""
+    import json
+
+    from context_companion.bridges.mcp_server import TURN_CONTEXT_URI, McpBridge
+    from context_companion.workspace.companion import Companion
+
+    class Source:
+        async def ready(self) -> Companion:
+            return companion
+
+        def texts(self) -> dict[str, str]:
+            return {}
+
+        def applied(self, change: object) -> None:
+            pass
+
+    monkeypatch.setenv("CONTEXT_COMPANION_SERVER__MAX_SESSIONS", "2")
+    monkeypatch.setenv("CONTEXT_COMPANION_CONFIG_DIR", str(tmp_path / "cfg"))
+    (tmp_path / "AGENTS.md").write_text("Rules.\n")
+    companion = Companion.open([tmp_path])
+    for name in ("a", "b"):
+        companion.turn_context(name, {})
+    text, _mime = McpBridge(Source(), mode="legacy")._content(companion, TURN_CONTEXT_URI)
+    assert json.loads(text)["kind"] == "full"
+    assert companion.sessions.find("a") is not None and companion.sessions.find("b") is not None
+    assert companion.turn_context("a", {}).kind == "none"  # a kept its baseline

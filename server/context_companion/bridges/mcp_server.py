@@ -323,12 +323,10 @@ class McpBridge:
         return companion.build(agent)
 
     def _turn_context(self, companion: Companion) -> dict[str, Any]:
-        # Always the full context, in a throwaway session: reading it moves no session's baseline.
-        probe = "\0resource"
-        try:
-            wire: dict[str, Any] = companion.turn_context(probe, self.source.texts(), force_full=True).to_wire()
-        finally:
-            companion.end_session(probe)
+        # Always the full context, in a throwaway session never registered: reading it moves no
+        # session's baseline and evicts none (the registry keeps at most server.maxSessions).
+        probe = AgentSession("\0resource", None)
+        wire: dict[str, Any] = companion.turn_for(probe, self.source.texts(), force_full=True).to_wire()
         return wire
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:

@@ -319,6 +319,19 @@ class Companion:
         ``texts`` maps a document URI to its current text (the documents the editor has open).
         ``editor=False``: memory updates only."""
         agent = self.sessions.get(session_id)
+        return self.turn_for(agent, texts, force_full=force_full, pending_tool_call=pending_tool_call, editor=editor)
+
+    def turn_for(
+        self,
+        agent: AgentSession,
+        texts: Mapping[str, str],
+        *,
+        force_full: bool = False,
+        pending_tool_call: bool = False,
+        editor: bool = True,
+    ) -> TurnContext:
+        """:meth:`turn_context` for a session given as is (one not registered: a read that is no
+        agent's turn, and must not evict a session that is)."""
         if pending_tool_call:  # a tool result must follow its call: nothing moves
             return TurnContext("none", None, None)
         turn = TurnContext("none", None, None)
