@@ -22,7 +22,6 @@ import hmac
 import json
 import logging
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from .. import __version__
 from ..context.positions import split_lines, units_from_column
 from ..context.state import EditorSelection, uri_to_path
-from ..discovery import write_private
+from ..discovery import new_token, write_private
 from ..errors import ContextCompanionError
 from ..workspace.companion import Companion
 from ..workspace.params import parse_object
@@ -221,7 +220,7 @@ class ClaudeCodeBridge:
 
     def __init__(self, source: EditorSource, *, allowed_origins: frozenset[str] = frozenset()) -> None:
         self.source = source
-        self.token = secrets.token_urlsafe(32)
+        self.token = new_token()
         self.port = 0
         self._origins = allowed_origins
         self._state = _State()

@@ -14,7 +14,6 @@ import contextlib
 import hmac
 import json
 import logging
-import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any, Literal
@@ -31,10 +30,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
 
 
 def refusal(headers: dict[bytes, bytes], token: str, port: int) -> tuple[int, str] | None:

@@ -145,7 +145,8 @@ async def _serve_stdio(source: Standalone, bridge: Any) -> None:
 
 
 async def _serve_http(source: Standalone, bridge: Any, port: int, workspace: Path) -> None:
-    from .http_host import LocalHttpHost, new_token
+    from ..discovery import new_token
+    from .http_host import LocalHttpHost
 
     app = bridge.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     host = LocalHttpHost(app, token=new_token(), port=port)

@@ -57,9 +57,10 @@ class McpEndpoint:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self, ls: CompanionServer) -> None:
-        from ..bridges.http_host import LocalHttpHost, new_token
+        from ..bridges.http_host import LocalHttpHost
         from ..bridges.mcp_main import announcement
         from ..bridges.mcp_server import McpBridge
+        from ..discovery import new_token
 
         assert ls.companion is not None
         bridge = McpBridge(LiveState(ls), mode=MODE)

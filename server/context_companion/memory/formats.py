@@ -87,8 +87,6 @@ VENDOR_GLOBALS: tuple[tuple[str, str, str], ...] = (
     (".codex", "AGENTS.md", "codex"),
 )
 
-TOP_DIRS: frozenset[str] = frozenset(f.path.split("/", 1)[0] for f in FORMATS)
-
 
 def effective_names(file_names: Sequence[str], sources: Iterable[str]) -> tuple[str, ...]:
     """Memory file names to look for: ``memory.fileNames`` minus families turned off, with

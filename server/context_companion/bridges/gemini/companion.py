@@ -22,7 +22,6 @@ import atexit
 import contextlib
 import json
 import logging
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 
+from ...discovery import new_token
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
 from .discovery import IdeDiscoveryFile, IdeInfo
@@ -146,7 +146,7 @@ class GeminiCompanion:
         self._requested_port = port
         self._directory = directory
         self._debounce_s = debounce_s
-        self.token = secrets.token_urlsafe(32)
+        self.token = new_token()
         self.port = 0
         self._host: LocalHttpHost | None = None
         self._sessions: contextlib.AsyncExitStack | None = None
