@@ -33,10 +33,13 @@ class OpenTexts(Mapping[str, str]):
         self._ls = ls
 
     def __getitem__(self, uri: str) -> str:
-        try:
-            return self._ls.workspace.get_text_document(uri).source
-        except Exception:
-            raise KeyError(uri) from None
+        # Open documents only: pygls would read any other URI from disk, on the loop (a FIFO hangs it,
+        # and a file the editor never opened is not the editor's text).
+        document = self._ls.workspace.text_documents.get(uri)
+        if document is None:
+            raise KeyError(uri)
+        text: str = document.source
+        return text
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ls.workspace.text_documents)
