@@ -74,3 +74,35 @@ def test_selected_credentials_reach_gemini_cli_redacted():
     out = files(workspace_state(editor, texts, "utf-16"))
     assert key not in repr(out)
     assert "[redacted: aws-access-key]" in out[0]["selectedText"]
+
+
+def test_open_diffs_are_capped(tmp_path):
+    """A CLI cannot open diff after diff without end: past MAX_OPEN_DIFFS waiting for a decision the
+    next is refused with a message; a new proposal for a file already shown still replaces it."""
+    import asyncio
+
+    from context_companion.bridges.gemini.companion import MAX_OPEN_DIFFS, DiffAnswer, GeminiCompanion
+
+    class Waiting:
+        can_show_diff = True
+
+        async def show_diff(self, uri: str, new_text: str, title: str) -> DiffAnswer:
+            await asyncio.Event().wait()  # the user never decides
+            return DiffAnswer("rejected")
+
+        async def close_diff(self, uri: str) -> str | None:
+            return None
+
+    async def run() -> list[bool]:
+        bridge = object.__new__(GeminiCompanion)
+        bridge._editor, bridge._diffs = Waiting(), {}
+        errors = []
+        for i in range(MAX_OPEN_DIFFS + 1):
+            result = await bridge._open_diff(None, {"filePath": str(tmp_path / f"f{i}.py"), "newContent": "x"})
+            errors.append(bool(result.is_error))
+        for diff in bridge._diffs.values():
+            diff.task.cancel()
+        return errors
+
+    errors = asyncio.run(run())
+    assert errors == [False] * MAX_OPEN_DIFFS + [True]

@@ -61,6 +61,9 @@ class DiffAnswer:
     text: str | None = None
 
 
+MAX_OPEN_DIFFS = 16  # diffs waiting in the editor at once (each is an editor tab and a task here)
+
+
 class Editor(Protocol):
     """What the companion needs from the editor connection (the language server provides it)."""
 
@@ -361,6 +364,11 @@ class GeminiCompanion:
                 error=True,
             )
         previous = self._diffs.get(file_path)
+        if previous is None and len(self._diffs) >= MAX_OPEN_DIFFS:
+            return _text_result(
+                f"openDiff: {MAX_OPEN_DIFFS} diffs are already waiting for a decision; accept, reject or close one first",
+                error=True,
+            )
         if previous is not None:  # a newer proposal replaces the one on screen, silently
             previous.suppress = True
             await self._close_in_editor(previous)
