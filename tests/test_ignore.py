@@ -332,3 +332,18 @@ def test_many_literal_and_glob_patterns_pick_the_last_match():
     assert rules.match("other.md", False) is None
     assert rules.match("dir3", True) is True and rules.match("dir3", False) is None
     assert rules.match("dir9", True) is False
+
+
+def test_a_huge_ignore_file_is_read_only_up_to_its_byte_cap(tmp_path, monkeypatch, caplog):
+    import logging
+
+    import context_companion.ignore as ignore
+
+    monkeypatch.setattr(ignore, "MAX_IGNORE_FILE_BYTES", 1024)
+    lines = ["kept.txt"] + [f"# comment {i:05d}" for i in range(200)] + ["late.txt"]
+    (tmp_path / ".gitignore").write_text("\n".join(lines) + "\n")
+    with caplog.at_level(logging.WARNING, logger="context_companion.ignore"):
+        loaded = ignore.load_ignore_file(str(tmp_path / ".gitignore"))
+    assert loaded is not None and loaded.match("kept.txt", False) is True
+    assert loaded.match("late.txt", False) is None  # past the cap: never read
+    assert any("only its first" in r.message for r in caplog.records)

@@ -347,6 +347,9 @@ def _split_lines(data: bytes) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+MAX_IGNORE_FILE_BYTES = 16 * 1024 * 1024  # far past memory.maxIgnorePatterns of ordinary lines
+
+
 def load_ignore_file(path: str, max_patterns: int = DEFAULT_MAX_PATTERNS, *, follow: bool = True) -> IgnoreFile | None:
     """The compiled ignore file at ``path``; None when missing, not a regular file or empty.
 
@@ -366,9 +369,12 @@ def load_ignore_file(path: str, max_patterns: int = DEFAULT_MAX_PATTERNS, *, fol
     if hit is None:
         try:
             with open(path, "rb") as fh:
-                data = fh.read()
+                data = fh.read(MAX_IGNORE_FILE_BYTES + 1)
         except OSError:
             return None
+        if len(data) > MAX_IGNORE_FILE_BYTES:  # bounded work: the rest is not read at all
+            data = data[: data.rfind(b"\n", 0, MAX_IGNORE_FILE_BYTES) + 1]
+            log.warning("%s: only its first %d MiB are read", path, MAX_IGNORE_FILE_BYTES >> 20)
         hit = IgnoreFile(_split_lines(data), path, max_patterns)
         if hit.dropped:
             log.warning("%s", hit.warning())
@@ -410,7 +416,7 @@ def find_repo(folder: str | os.PathLike[str]) -> GitRepo | None:
 def _read_gitdir_file(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline().strip()
+            first = fh.readline(4096).strip()  # "gitdir: <path>": one short line
     except OSError:
         return None
     if not first.startswith("gitdir:"):
@@ -484,7 +490,7 @@ def read_core_excludes_file(path: str) -> str | None:
     """The last ``core.excludesFile`` set in one git config file (None: not set there)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            raw_lines = fh.read().split("\n")
+            raw_lines = fh.read(MAX_IGNORE_FILE_BYTES).split("\n")  # a git config: bounded like ignore files
     except OSError:
         return None
     lines: list[str] = []
