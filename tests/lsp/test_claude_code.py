@@ -237,3 +237,22 @@ async def test_off_by_default(start: Any, workspace: Path, ide_dir: Path) -> Non
     h = await start(workspace, env={"CLAUDE_CONFIG_DIR": str(ide_dir.parent)})
     await h.command("contextCompanion.showMemory", {})  # the boot is done
     assert not ide_dir.exists() or list(ide_dir.glob("*.lock")) == []
+
+
+async def test_a_client_that_connects_late_is_told_where_the_editor_is(
+    start: Any, workspace: Path, ide_dir: Path
+) -> None:
+    """With nobody connected the cursor is not followed; the client that connects hears the
+    selection as it is then, once."""
+    h = await _started(start, workspace, ide_dir)
+    lock_path, lock = await _lock(ide_dir)
+    app = h.open("app.py", "x = 1\ny = 2\n", language="python")
+    h.cursor(app, 0, 0, [(0, 0, 0, 5)])
+    await asyncio.sleep(0.3)
+    h.cursor(app, 1, 0, [(1, 0, 1, 5)])
+    await asyncio.sleep(0.3)
+    received: list[Selection] = []
+    async with _session(int(lock_path.stem), lock["authToken"], received) as session:
+        [told] = await _wait(received, 1)
+        assert told.filePath == str(workspace / "app.py") and told.text == "y = 2"
+        assert (await _call(session, "getCurrentSelection"))["text"] == "y = 2"

@@ -301,8 +301,7 @@ class ClaudeCodeBridge:
                         if getattr(message, "method", None) == "notifications/initialized":
                             conn.initialized = True
                             self._state.connections.add(conn)
-                            if self._state.last_sent is not None:  # where the editor is now
-                                await self._send(conn, self._state.last_sent)
+                            await self._tell_where(conn)
 
         async def writer() -> None:
             async with write_recv:
@@ -328,9 +327,22 @@ class ClaudeCodeBridge:
 
     # ------------------------------------------------------------------ selection_changed
 
+    async def _tell_where(self, conn: Any) -> None:
+        """A client just connected: where the editor is now (worked out now: with nobody connected,
+        cursor moves are not followed)."""
+        if self._state.last_sent is None:
+            companion = await self.source.ready()
+            sel = companion.selection(self.source.texts())
+            self._state.last_sent = selection_params(sel) if sel is not None else None
+        if self._state.last_sent is not None:
+            await self._send(conn, self._state.last_sent)
+
     async def selection_changed(self) -> None:
         """The cursor or selection moved (debounced by the caller): tell connected clients when
         what they would see differs from the last notification."""
+        if not self._state.connections:
+            self._state.last_sent = None  # nobody heard it: a client that connects is told afresh
+            return
         companion = await self.source.ready()
         sel = companion.selection(self.source.texts())
         if sel is None:
