@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from model_stub import ModelStub
 
 HERE = Path(__file__).parent
+_FIGURES: dict[str, dict[str, Any]] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,3 +36,23 @@ def model_stub() -> Iterator[ModelStub]:
         module.install(stub)
     with stub:
         yield stub
+
+
+@pytest.fixture
+def agent_figures() -> Any:
+    """``agent_figures(agent, name, value)`` records a figure (version, where our context landed,
+    the identical system-prefix share, ...); they print at the end of the run, one block per agent."""
+
+    def record(agent: str, name: str, value: Any) -> None:
+        _FIGURES.setdefault(agent, {})[name] = value
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _FIGURES:
+        return
+    terminalreporter.section("real agents: recorded figures")
+    for agent, figures in sorted(_FIGURES.items()):
+        for name, value in figures.items():
+            terminalreporter.write_line(f"{agent:16} {name:40} {value}")
