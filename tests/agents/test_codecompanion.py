@@ -12,6 +12,8 @@ One chat, three turns, nothing restarted in between:
 3. ``AGENTS.md`` edited on disk, our push seen: the same chat's next request has the new text and not
    the old, and the first differing byte is inside ``AGENTS.md``'s block or later.
 
+Then a second chat starts its own session: a full editor context and the subfolder's memory again.
+
 Driven like tests/editors/test_neovim.py: ``nvim --headless --listen`` and a second ``nvim -l`` that
 relays the test's requests over Neovim's own RPC client. Keys go in with ``nvim_input``.
 """
@@ -473,6 +475,23 @@ def test_codecompanion_chat_carries_our_context(
     assert nvim.proc.poll() is None
     assert nvim.lua("return vim.lsp.get_clients({ name = 'context_companion' })[1].id") == client_id
     assert nvim.lua("return require('context_companion.codecompanion').session(_G.t_chat)") == chat_session
+
+    # a second chat is its own session: the full context and the subfolder's memory again
+    nvim.lua(
+        f"""
+        vim.api.nvim_set_current_win(vim.fn.bufwinid({lua_str(str(handler))}))
+        _G.t_first_chat = _G.t_chat
+        _G.t_chat = require('codecompanion').chat({{ params = {{ adapter = 'cc_stub' }} }})
+        return true
+        """
+    )
+    body4 = submit(nvim, model_stub, "Start over: what is handler.py?")
+    assert [m["role"] for m in body4["messages"]] == ["system", "user", "user"]
+    assert body4["messages"][0]["content"] == sys3
+    hidden4 = body4["messages"][1]["content"]
+    assert turn_json(hidden4)["activeFile"] == {"path": str(handler), "cursor": {"line": 3, "character": 5}}, hidden4
+    assert API_MEMORY in hidden4
+    assert nvim.lua("return _G.t_chat.id ~= _G.t_first_chat.id")
     models = model_stub.matching("GET", r"/v1/models")
     agent_figures(
         "codecompanion", "requests", f"{len(chat_requests(model_stub))} chat completions, {len(models)} model lists"
