@@ -12,7 +12,8 @@ One chat, three turns, nothing restarted in between:
 3. ``AGENTS.md`` edited on disk, our push seen: the same chat's next request has the new text and not
    the old, and the first differing byte is inside ``AGENTS.md``'s block or later.
 
-Then a second chat starts its own session: a full editor context and the subfolder's memory again.
+Then a second chat starts its own session: a full editor context and the subfolder's memory again;
+cleared, it gets the full context again; the closed first chat's session is ended on the server.
 
 Driven like tests/editors/test_neovim.py: ``nvim --headless --listen`` and a second ``nvim -l`` that
 relays the test's requests over Neovim's own RPC client. Keys go in with ``nvim_input``.
@@ -492,6 +493,31 @@ def test_codecompanion_chat_carries_our_context(
     assert turn_json(hidden4)["activeFile"] == {"path": str(handler), "cursor": {"line": 3, "character": 5}}, hidden4
     assert API_MEMORY in hidden4
     assert nvim.lua("return _G.t_chat.id ~= _G.t_first_chat.id")
+
+    # cleared (codecompanion's `gx`): its history is gone, so the next turn's context is full again
+    nvim.lua("_G.t_chat:clear(); return true")
+    body5 = submit(nvim, model_stub, "Again, from scratch.")
+    assert [m["role"] for m in body5["messages"]] == ["system", "user", "user"]
+    assert body5["messages"][0]["content"] == sys3
+    assert turn_json(body5["messages"][1]["content"])["activeFile"]["path"] == str(handler)
+
+    # a closed chat ends its session on the server: once the client has no request in flight, ending
+    # it again (once) is an unknown session
+    nvim.lua("_G.t_first_chat:close(); return true")
+    nvim.wait_lua(
+        "return next(vim.lsp.get_clients({ name = 'context_companion' })[1].requests) == nil",
+        "the client's requests to settle",
+    )
+    again = nvim.lua(
+        f"""
+        local res, err = require('context_companion').execute('endSession', {{ sessionId = {lua_str(chat_session)} }},
+          {{ bufnr = vim.fn.bufnr({lua_str(str(handler))}) }})
+        return {{ res = res, err = err }}
+        """
+    )
+    assert again.get("err") and again["err"].get("code") == -32602 and "unknown session" in again["err"]["message"], (
+        again
+    )
     models = model_stub.matching("GET", r"/v1/models")
     agent_figures(
         "codecompanion", "requests", f"{len(chat_requests(model_stub))} chat completions, {len(models)} model lists"

@@ -8,8 +8,11 @@
 ---   1. re-reads the instruction (cheap: the plugin asks with `ifNoneMatch`) and replaces the chat's
 ---      system message, in place, only when its text changed, so an unchanged instruction keeps its
 ---      bytes;
----   2. adds the turn's editor context (full on a chat's first turn, a delta after, with the memory
----      that applies to the open files) as a hidden user message before the user's own.
+---   2. adds the turn's editor context (full on a chat's first turn and after codecompanion cleared
+---      or compacted it, a delta after, with the memory that applies to the open files) as a hidden
+---      user message before the user's own.
+---
+--- A closed chat ends its session on the server.
 ---
 --- It also turns off codecompanion's own rules loader (`rules.opts.chat.enabled = false`), which
 --- would send `AGENTS.md` & co. a second time as a user message that goes stale when they change;
@@ -81,7 +84,10 @@ function M.before_submit(chat)
       warn_once(chat, err)
     end
   end
-  local turn, err = cc.turn_context({ sessionId = session, bufnr = bufnr })
+  -- after codecompanion cleared or compacted the chat, the earlier context is gone from its history
+  local force_full = chat._context_companion_force_full == true
+  chat._context_companion_force_full = nil
+  local turn, err = cc.turn_context({ sessionId = session, bufnr = bufnr, forceFull = force_full or nil })
   if turn and type(turn.text) == 'string' and turn.text ~= '' then
     chat:add_message({ role = 'user', content = turn.text }, { visible = false })
   elseif err then
@@ -120,17 +126,36 @@ function M.setup(opts, cc_opts)
   })
 
   local group = api.nvim_create_augroup('context_companion_codecompanion', { clear = true })
+  local function chat_of(args)
+    local ok, chat = pcall(require('codecompanion').buf_get_chat, args.data and args.data.bufnr)
+    return ok and chat or nil
+  end
   api.nvim_create_autocmd('User', {
     group = group,
     pattern = 'CodeCompanionChatCreated',
     desc = 'Context Companion: refresh the instruction and add the editor context on each submit',
     callback = function(args)
-      local chat = require('codecompanion').buf_get_chat(args.data.bufnr)
+      local chat = chat_of(args)
       if chat and not chat._context_companion then
         chat._context_companion = true
         chat:add_callback('on_before_submit', function(c)
           M.before_submit(c)
         end)
+        chat:add_callback('on_closed', function(c)
+          -- the server forgets the chat's session (an error for a chat that never sent a turn is fine)
+          cc.execute('endSession', { sessionId = M.session(c) }, { bufnr = source_buf(c) }, function() end)
+        end)
+      end
+    end,
+  })
+  api.nvim_create_autocmd('User', {
+    group = group,
+    pattern = { 'CodeCompanionChatCleared', 'CodeCompanionChatCompacting' },
+    desc = 'Context Companion: the next turn of a cleared or compacted chat gets the full editor context',
+    callback = function(args)
+      local chat = chat_of(args)
+      if chat then
+        chat._context_companion_force_full = true
       end
     end,
   })
