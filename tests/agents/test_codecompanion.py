@@ -533,3 +533,36 @@ def turn_json(text: str) -> Any:
 
 def rec_text(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
+
+
+def test_codecompanion_setup_merges_options(nvim_factory: Callable[[str, Path], Nvim], tmp_path: Path) -> None:
+    """The helper keeps the user's options, sets its two, and moves the older ``strategies`` key to
+    ``interactions`` (codecompanion would rebuild ``interactions`` from it and drop our prompt)."""
+    init = INIT_HEAD.split("require('context_companion').setup(")[0] % {
+        "plenary": lua_str(str(tmp_path)),
+        "codecompanion": lua_str(str(tmp_path)),
+        "plugin": lua_str(str(PLUGIN)),
+    }
+    nvim = nvim_factory(init, tmp_path)
+    merged = nvim.lua(
+        """
+        local o = require('context_companion.codecompanion').setup({
+          strategies = { chat = { adapter = 'mine', opts = { blank_prompt = 'hi' } } },
+          display = { chat = { window = { width = 0.3 } } },
+          rules = { opts = { chat = { enabled = true, autoload = 'default' } } },
+        })
+        return { strategies = o.strategies == nil, adapter = o.interactions.chat.adapter,
+                 blank = o.interactions.chat.opts.blank_prompt,
+                 prompt = type(o.interactions.chat.opts.system_prompt), width = o.display.chat.window.width,
+                 rules = o.rules.opts.chat.enabled, autoload = o.rules.opts.chat.autoload }
+        """
+    )
+    assert merged == {
+        "strategies": True,
+        "adapter": "mine",
+        "blank": "hi",
+        "prompt": "function",
+        "width": 0.3,
+        "rules": False,
+        "autoload": "default",
+    }

@@ -105,8 +105,8 @@ end
 function M.setup(opts, cc_opts)
   opts = vim.deepcopy(opts or {})
   M._prefix = (cc_opts and cc_opts.session_prefix) or 'codecompanion'
-  -- releases before 18 keep the chat options under `strategies`; codecompanion would rebuild
-  -- `interactions` from it and drop ours
+  -- earlier releases kept the chat options under `strategies`; codecompanion would rebuild
+  -- `interactions` from them and drop ours
   if type(opts.strategies) == 'table' then
     opts.interactions = vim.tbl_deep_extend('force', opts.interactions or {}, opts.strategies)
     opts.strategies = nil
