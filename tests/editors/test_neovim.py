@@ -418,6 +418,20 @@ def test_cursor_and_selections_reach_the_server(start_nvim, workspace: Path, enc
     assert not entry.get("selectedText")
 
 
+def test_a_cursor_move_is_sent_when_its_window_is_left_before_the_debounce_ends(start_nvim, workspace: Path) -> None:
+    # A minute of debounce: the move can only reach the server through leaving the window, as a user
+    # does who moves in a file and jumps straight to an agent's chat window.
+    nvim = start_nvim(setup_call(debounce_ms=60000))
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    nvim.keys("3G0<C-w>n")
+    entry = nvim.wait_for(
+        lambda: (e := active_file(nvim, "probe")).get("cursor") == {"line": 3, "character": 1} and e,
+        "the cursor on line 3 to be sent on leaving the window",
+    )
+    assert entry["path"].endswith("main.py")
+
+
 def test_selection_is_kept_for_a_command_run_from_visual_mode(start_nvim, workspace: Path) -> None:
     nvim = start_nvim()
     edit(nvim, workspace / "src" / "main.py")

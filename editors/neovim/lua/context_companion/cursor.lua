@@ -235,6 +235,9 @@ function M.attach(bufnr)
   end
   local group = api.nvim_create_augroup('context_companion.cursor.' .. bufnr, { clear = true })
   api.nvim_create_autocmd(EVENTS, { group = group, buffer = bufnr, callback = on_event })
+  -- Leaving the window or buffer (say, for an agent's chat window) sends a pending report now: the
+  -- report is of the current window, which would no longer be this one when the debounce ends.
+  api.nvim_create_autocmd({ 'WinLeave', 'BufLeave' }, { group = group, buffer = bufnr, callback = M.flush })
   M.attached[bufnr] = group
   if bufnr == api.nvim_get_current_buf() then
     M.schedule()
