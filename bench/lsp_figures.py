@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .core_figures import REPO, Context, Unavailable
+from .core_figures import REPO, Context
 from .generate import restore_mutable
+from .ours import Unavailable
 from .report import Figure, Target, percentile
 from .rpc import LspClient, RpcError, ServerGone, file_uri, initialize_params, notification
 
