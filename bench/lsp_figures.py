@@ -40,6 +40,8 @@ T_PUSH_P95 = Target("abs_le", 80.0, "p95 ≤ 80 ms")
 T_PUSH_BURST = Target("abs_eq", 1.0, "exactly 1 per burst")
 T_RSS = Target("ratio_le", 1.5, "≤ 1.5× bare")
 BURST_FILES = 50
+BURST_SPAN_MS = 20.0  # a burst whose writes took longer (the machine paused us) is retried, not counted
+BURST_ATTEMPTS = 4  # at most this many tries per counted burst
 BURST_DIR = ".claude/rules/bench-burst"  # always-on rules (no frontmatter): part of the instruction
 
 
@@ -588,6 +590,7 @@ async def fig_save_burst(ctx: Context) -> list[Figure]:
         path.write_text(f"Bench burst rule {k}: version 0.\n", encoding="utf-8")
     counts: list[int] = []
     spans: list[float] = []
+    slow: list[tuple[float, int]] = []
     lat: list[float] = []
     bad: list[str] = []
     try:
@@ -605,14 +608,16 @@ async def fig_save_burst(ctx: Context) -> list[Figure]:
             await asyncio.sleep(0.3)
             while not q.empty():
                 q.get_nowait()
-            for b in range(1, bursts + 1):
+            for b in range(1, BURST_ATTEMPTS * bursts + 1):
+                if len(counts) == bursts:
+                    break
                 payloads = [f"Bench burst rule {k}: version {b}.\n".encode() for k in range(BURST_FILES)]
                 t0 = time.perf_counter()
                 for path, data in zip(files, payloads, strict=True):
                     with open(path, "wb") as fh:
                         fh.write(data)
                 t_last = time.perf_counter()
-                spans.append((t_last - t0) * 1000)
+                span = (t_last - t0) * 1000
                 got: list[Any] = []
                 try:
                     t1, params = await asyncio.wait_for(q.get(), 3.0)
@@ -623,6 +628,10 @@ async def fig_save_burst(ctx: Context) -> list[Figure]:
                 await asyncio.sleep(0.5)  # well past the quiet window: a second push for this burst would be here
                 while not q.empty():
                     got.append(q.get_nowait()[1])
+                if span > BURST_SPAN_MS:  # the machine paused the writer: not the burst this figure is about
+                    slow.append((span, len(got)))
+                    continue
+                spans.append(span)
                 counts.append(len(got))
                 if got:
                     changed = got[0].get("changedFiles") if isinstance(got[0], dict) else None
@@ -635,6 +644,16 @@ async def fig_save_burst(ctx: Context) -> list[Figure]:
     finally:
         _remove_burst_dir(root)
         restore_mutable(root, man)
+    skipped = (
+        f"; {len(slow)} burst(s) took longer than {BURST_SPAN_MS:.0f} ms to write and were not counted "
+        f"({', '.join(f'{ms:.0f} ms: {n} push(es)' for ms, n in slow[:5])})"
+        if slow
+        else ""
+    )
+    if not counts:
+        return [
+            f.unavailable(f"no burst of {BURST_FILES} writes fit in {BURST_SPAN_MS:.0f} ms (busy machine){skipped}")
+        ]
     f.samples = [float(n) for n in counts]
     f.value = float(max(counts, key=lambda n: (abs(n - 1), n)))  # the burst farthest from exactly one
     f.lo, f.hi = float(min(counts)), float(max(counts))
@@ -642,6 +661,7 @@ async def fig_save_burst(ctx: Context) -> list[Figure]:
         f"pushes per burst {counts}; writes spanned {min(spans):.1f}–{max(spans):.1f} ms; "
         + (f"last write → push {min(lat):.0f}–{max(lat):.0f} ms; " if lat else "")
         + f"always-on rules in {BURST_DIR}/"
+        + skipped
     )
     if bad:
         return [f.wrong("; ".join(bad))]
