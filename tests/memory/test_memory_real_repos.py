@@ -25,12 +25,8 @@ def test_at_signs_in_prose_and_code_stay_byte_for_byte(tmp_path, tree, make_stor
         "Missing: @docs/missing.md\n"
         "--- End of Context from: AGENTS.md ---"
     )
-    # Only tokens that look like paths are reported.
-    assert sorted(w for w in result.warnings if "import" in w) == [
-        "AGENTS.md: import docs/missing.md failed: not found",
-        "AGENTS.md: import org/pkg failed: not found",
-        "AGENTS.md: import types/node failed: not found",
-    ]
+    # Only tokens meant as paths are reported: npm scopes (@org/pkg, @types/node) are prose.
+    assert sorted(w for w in result.warnings if "import" in w) == ["AGENTS.md: import docs/missing.md failed: not found"]
 
 
 def test_path_like_failures_are_diagnostics_prose_is_not(tmp_path, tree, make_store):
@@ -94,7 +90,8 @@ def test_imports_never_bypass_the_exclude_list_or_ignore_files(tmp_path, tree, m
     assert "hunter2" not in result.text and "PRIVATE" not in result.text and "GENERATED" not in result.text
     assert "FINE" in result.text and "@.env\n@keys/id_rsa.pem\n@build/notes.md\n" in result.text
     codes = [d.code for d in store.analyze(ws / "AGENTS.md", body).diagnostics]
-    assert codes == ["import-excluded", "import-ignored"]  # '.env' alone does not look like a path
+    # Each names an existing file, so each refusal is worth saying (the text stays as written).
+    assert codes == ["import-excluded", "import-excluded", "import-ignored"]
     assert "AGENTS.md: import keys/id_rsa.pem failed: excluded by context.exclude" in result.warnings
 
 
