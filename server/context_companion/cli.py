@@ -260,8 +260,8 @@ def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path]
     return opened, active if active is not None else (opened[-1] if opened else None)
 
 
-_POSITION = re.compile(r"^(\d+):(\d+)$")
-_SELECTION = re.compile(r"^(\d+):(\d+)[:-](\d+):(\d+)$")
+_POSITION = re.compile(r"^([0-9]{1,9}):([0-9]{1,9})$")
+_SELECTION = re.compile(r"^([0-9]{1,9}):([0-9]{1,9})[:-]([0-9]{1,9}):([0-9]{1,9})$")
 MAX_ACTIVE_BYTES = 32 * 1024 * 1024  # the active file is read for the lines around the cursor
 
 
@@ -334,13 +334,9 @@ class OneShot:
         if (cursor or selection) and active is None:
             flag = "--cursor" if cursor else "--selection"
             raise ContextCompanionError(f"{flag}: needs an active file (--active or --open)")
-        # Positions on the command line count characters: the editor state is told code points.
-        self.companion = companion = Companion(WorkspaceSnapshot.resolve([workspace], position_encoding="utf-32"))
-        companion.load()
         self.texts: dict[str, str] = {}
-        for path in [p for p in opened if p != active] + ([active] if active is not None else []):
-            companion.did_open(path.as_uri())  # the active file last: the most recently used, as in an editor
-        if active is not None and (cursor or selection):
+        moved: tuple[str, RawPosition, list[tuple[RawPosition, RawPosition]]] | None = None
+        if active is not None and (cursor or selection):  # checked before the slow load: errors come at once
             text = _active_text(active, workspace)
             lines = split_lines(text)
             shown = os.path.relpath(active, workspace)
@@ -351,9 +347,19 @@ class OneShot:
                     _check_position("--selection", args.selection, point, lines, shown)
             uri = active.as_uri()
             self.texts[uri] = text
-            at = cursor or (selection[1] if selection else (1, 1))
-            ranges = [tuple(RawPosition(ln - 1, col - 1) for ln, col in selection)] if selection else []
-            companion.did_change_cursor(uri, RawPosition(at[0] - 1, at[1] - 1), ranges)  # type: ignore[arg-type]
+            ranges: list[tuple[RawPosition, RawPosition]] = []
+            if selection is not None:
+                (a, b), (c, d) = selection
+                ranges.append((RawPosition(a - 1, b - 1), RawPosition(c - 1, d - 1)))
+            line, col = cursor if cursor is not None else selection[1]  # type: ignore[index]  # one is given
+            moved = (uri, RawPosition(line - 1, col - 1), ranges)
+        # Positions on the command line count characters: the editor state is told code points.
+        self.companion = companion = Companion(WorkspaceSnapshot.resolve([workspace], position_encoding="utf-32"))
+        companion.load()
+        for path in [p for p in opened if p != active] + ([active] if active is not None else []):
+            companion.did_open(path.as_uri())  # the active file last: the most recently used, as in an editor
+        if moved is not None:
+            companion.did_change_cursor(*moved)
         agent = companion.sessions.get(SESSION)
         agent.profile = profile
 

@@ -3,13 +3,12 @@ first turn, the same memory, byte for byte, for the same workspace and files (re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-from test_server import settle, write
 
 from context_companion.workspace.updates import MEMORY_PREFACE
 
@@ -17,6 +16,16 @@ SEPARATOR = (
     "======== Memory that comes with the first turn (delivered with the user's first message, "
     "not part of the system instruction above) ========"
 )
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+async def settle(h) -> None:
+    """Let the notifications sent before reach the server."""
+    await asyncio.sleep(0.3)
 
 
 def monorepo(ws: Path) -> Path:
@@ -135,6 +144,7 @@ async def test_memory_marks_what_comes_with_the_turn_like_the_editors_memory_vie
         cli(tmp_path, config_dir, "memory", "--workspace", str(ws), "--open", "api/x.py", "--json").stdout
     )
     assert data["files"] == shown["files"]
+    assert data["warnings"] == shown["warnings"] == []  # '@cline/llms', '@pytest.fixture', '@octocat' are prose
     with_turn = {f["path"]: f["comesWithTurn"] for f in data["files"]}
     assert with_turn == {
         "AGENTS.md": False,
