@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     turn.add_argument(
         "--json", action="store_true", help="print the getTurnContext result: kind, context, text, memoryUpdates"
     )
-    _add_quiet(turn)
+    _add_quiet(turn, json_warnings=False)
 
     mem = sub.add_parser("memory", help="show the memory files found, which are included and why", epilog=_PATHS_EPILOG)
     _editor_arguments(mem)
@@ -190,12 +190,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_quiet(sub: argparse.ArgumentParser) -> None:
+def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:
+    kept = "; --json keeps them in 'warnings'" if json_warnings else ""
     sub.add_argument(
         "-q",
         "--quiet",
         action="store_true",
-        help="print no warnings on stderr (errors still print; --json keeps them in 'warnings')",
+        help=f"print no warnings on stderr (errors still print{kept})",
     )
 
 
