@@ -20,6 +20,7 @@ import {
 import { findServer } from './discovery';
 import { classifyProbe, describeSource, LaunchSettingError, type LaunchPlan, resolveLaunch, runProbe } from './launch';
 import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
+import { withMcpEndpoint } from './mcpProvider';
 import { activePythonInterpreter, onPythonInterpreterChanged } from './pythonInterpreter';
 import { buildServerSettings, isOwnSection, SECTION, sectionValue, serverSettingKeys } from './settingsPayload';
 
@@ -46,6 +47,8 @@ export class ServerConnection implements vscode.Disposable {
   private current: ConnectionState = { kind: 'stopped' };
   private readonly settingKeys: string[];
   private pythonWatch: vscode.Disposable | undefined;
+  /** Start the server with `--mcp-endpoint` (set when VS Code took the MCP server definition provider). */
+  mcpEndpoint = false;
   /** True between an automatic restart after a crash and the server running again. */
   private recovering = false;
 
@@ -180,19 +183,7 @@ export class ServerConnection implements vscode.Disposable {
 
     let plan: LaunchPlan;
     try {
-      const serverCommand = config.get<unknown>('serverCommand');
-      const interpreter = config.get<unknown>('interpreter');
-      const needPython =
-        !(Array.isArray(serverCommand) && serverCommand.length > 0) &&
-        !(typeof interpreter === 'string' && interpreter.trim() !== '');
-      plan = resolveLaunch({
-        serverCommand,
-        interpreter,
-        pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
-        platform: process.platform,
-        home: os.homedir(),
-        workspaceFolder: folder?.uri.fsPath,
-      });
+      plan = await this.launchPlan();
     } catch (err) {
       if (err instanceof LaunchSettingError) {
         this.fail(err.message);
@@ -201,6 +192,7 @@ export class ServerConnection implements vscode.Disposable {
       }
       throw err;
     }
+    if (this.mcpEndpoint) plan = withMcpEndpoint(plan);
     this.log(`Server command (${describeSource(plan.source)}): ${[plan.command, ...plan.args].join(' ')}`);
     await this.watchPythonExtension(plan);
 
@@ -213,6 +205,28 @@ export class ServerConnection implements vscode.Disposable {
       options: { cwd: folder?.uri.fsPath ?? os.homedir(), env: { ...process.env } },
     };
     await this.startClient(serverOptions);
+  }
+
+  /**
+   * The command line that starts the server for this window (settings, else the Python extension's
+   * interpreter, else `python3`). Throws {@link LaunchSettingError} for an unusable setting.
+   */
+  async launchPlan(): Promise<LaunchPlan> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
+    const serverCommand = config.get<unknown>('serverCommand');
+    const interpreter = config.get<unknown>('interpreter');
+    const needPython =
+      !(Array.isArray(serverCommand) && serverCommand.length > 0) &&
+      !(typeof interpreter === 'string' && interpreter.trim() !== '');
+    return resolveLaunch({
+      serverCommand,
+      interpreter,
+      pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
+      platform: process.platform,
+      home: os.homedir(),
+      workspaceFolder: folder?.uri.fsPath,
+    });
   }
 
   /**
