@@ -133,6 +133,10 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
     {
       workspace: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
       plan: () => srv.launchPlan(),
+      serverPid: async () => {
+        await srv.whenSettled();
+        return srv.serverPid;
+      },
       onDidChange: changed.event,
       version: String(context.extension.packageJSON.version ?? ''),
     },

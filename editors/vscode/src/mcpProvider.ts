@@ -1,8 +1,8 @@
 /**
  * An MCP server definition provider: VS Code's chat (agent mode) lists "Context Companion" among its
- * MCP servers without an mcp.json, and starts it as `context-companion mcp --attach --workspace <folder>`,
- * a view of this window's language server (started with `--mcp-endpoint`), with the same Python the
- * extension runs the server with.
+ * MCP servers without an mcp.json, and starts it as
+ * `context-companion mcp --attach --workspace <folder> --server-pid <pid>`, a view of this window's
+ * language server (started with `--mcp-endpoint`), with the same Python the extension runs the server with.
  *
  * `vscode.lm.registerMcpServerDefinitionProvider` is final API from VS Code 1.101; in 1.100 it is the
  * proposal `mcpConfigurationProvider` and throws for extensions that may not use proposals. It is
@@ -27,8 +27,10 @@ export interface McpCommandLine {
  * the same interpreter (`<python> -m context_companion mcp ...`), the same program when
  * `contextCompanion.serverCommand` runs `... serve`, else `context-companion` on PATH.
  */
-export function mcpCommandLine(plan: LaunchPlan, workspace: string): McpCommandLine {
+export function mcpCommandLine(plan: LaunchPlan, workspace: string, serverPid?: number): McpCommandLine {
   const tail = ['mcp', '--attach', '--workspace', workspace];
+  // Two windows on one folder run two servers: the pid says which one is this window's.
+  if (serverPid !== undefined) tail.push('--server-pid', String(serverPid));
   if (plan.python && plan.python.length > 0) {
     const [command, ...prefix] = plan.python;
     return { command, args: [...prefix, '-m', 'context_companion', ...tail] };
@@ -68,6 +70,8 @@ export interface McpProviderSource {
   workspace(): string | undefined;
   /** The plan that starts the language server (throws when the settings are unusable). */
   plan(): Promise<LaunchPlan>;
+  /** The pid of this window's server once it runs (undefined when it runs elsewhere, in tcp mode). */
+  serverPid(): Promise<number | undefined>;
   /** Fires when the command line may have changed (interpreter, settings, folders). */
   readonly onDidChange: vscode.Event<void>;
   version: string;
@@ -98,7 +102,7 @@ export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource
           log(`MCP server definition left out: ${err instanceof Error ? err.message : String(err)}`);
           return [];
         }
-        const line = mcpCommandLine(plan, workspace);
+        const line = mcpCommandLine(plan, workspace, await source.serverPid());
         const definition = new Definition(MCP_SERVER_LABEL, line.command, line.args, {}, source.version);
         definition.cwd = vs.Uri.file(workspace);
         return [definition];

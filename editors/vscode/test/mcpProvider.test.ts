@@ -24,6 +24,19 @@ describe('MCP server definition: the command line', () => {
     assert.deepEqual(mcpCommandLine(withPrefix, '/p').args, ['-3.12', '-m', 'context_companion', 'mcp', '--attach', '--workspace', '/p']);
   });
 
+  it("names this window's server by its pid when it is known (two windows on one folder run two servers)", () => {
+    assert.deepEqual(mcpCommandLine(venvPlan, '/work/proj', 31337).args, [
+      '-m',
+      'context_companion',
+      'mcp',
+      '--attach',
+      '--workspace',
+      '/work/proj',
+      '--server-pid',
+      '31337',
+    ]);
+  });
+
   it('reuses the program of a serverCommand that runs serve, else context-companion on PATH', () => {
     const own: LaunchPlan = { command: '/opt/cc/bin/context-companion', args: ['serve', '-v'], source: 'serverCommand' };
     assert.deepEqual(mcpCommandLine(own, '/p'), {
@@ -68,6 +81,7 @@ function source(over: Partial<McpProviderSource> = {}): McpProviderSource {
   return {
     workspace: () => '/work/proj',
     plan: async () => venvPlan,
+    serverPid: async () => 4242,
     onDidChange: (() => ({ dispose() {} })) as unknown as vscode.Event<void>,
     version: '0.1.0',
     ...over,
@@ -94,7 +108,7 @@ describe('MCP server definition provider: registration', () => {
     assert.equal(rest.length, 0);
     assert.equal(def.label, 'Context Companion');
     assert.equal(def.command, '/venv/bin/python');
-    assert.deepEqual(def.args, ['-m', 'context_companion', 'mcp', '--attach', '--workspace', '/work/proj']);
+    assert.deepEqual(def.args, ['-m', 'context_companion', 'mcp', '--attach', '--workspace', '/work/proj', '--server-pid', '4242']);
     assert.equal(def.version, '0.1.0');
     assert.deepEqual(def.cwd, { fsPath: '/work/proj' });
   });
