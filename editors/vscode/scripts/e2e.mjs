@@ -224,8 +224,9 @@ function commonPrefixBytes(a, b) {
   return i;
 }
 
-/** The command line of a live `context_companion mcp --attach` process (VS Code starts it from our definition). */
-function mcpAttachProcess() {
+/** Live processes whose command line (joined by spaces) contains `needle`: [{pid, cmd}]. */
+function processes(needle) {
+  const found = [];
   for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     let cmd;
     try {
@@ -233,9 +234,14 @@ function mcpAttachProcess() {
     } catch {
       continue;
     }
-    if (cmd.includes('context_companion mcp --attach') && cmd.includes(dirs.workspace)) return cmd;
+    if (cmd.includes(needle)) found.push({ pid: Number(pid), cmd });
   }
-  return '';
+  return found;
+}
+
+/** The command line of a live `context_companion mcp --attach` process (VS Code starts it from our definition). */
+function mcpAttachProcess() {
+  return processes('context_companion mcp --attach').find((p) => p.cmd.includes(dirs.workspace))?.cmd ?? '';
 }
 
 const figures = [];
@@ -560,7 +566,19 @@ async function main() {
     const cmdline = await waitFor('a running `context_companion mcp --attach` process', () => mcpAttachProcess(), 60_000);
     log(`MCP server process: ${cmdline}`);
     if (!cmdline.includes(`--workspace ${dirs.workspace}`)) throw new Error(`not started for this workspace: ${cmdline}`);
-    if (!cmdline.startsWith(env.E2E_PYTHON)) throw new Error(`not started with the server's Python (${env.E2E_PYTHON}): ${cmdline}`);
+    const python = env.E2E_PYTHON_EXE ?? env.E2E_PYTHON;
+    if (!cmdline.startsWith(python)) throw new Error(`not started with the server's Python (${python}): ${cmdline}`);
+    const servers = processes('context_companion serve --mcp-endpoint --stdio').filter((p) => {
+      try {
+        return fs.readlinkSync(`/proc/${p.pid}/cwd`) === dirs.workspace; // this run's server, not another test's
+      } catch {
+        return false;
+      }
+    });
+    if (servers.length !== 1) throw new Error(`expected one language server with --mcp-endpoint, found: ${JSON.stringify(servers)}`);
+    if (!cmdline.includes(`--server-pid ${servers[0].pid}`)) {
+      throw new Error(`not pinned to this window's server (pid ${servers[0].pid}): ${cmdline}`);
+    }
     const state = await waitFor('the server to be listed as Running', async () => {
       await runFromPalette('MCP: List Servers');
       await row().waitFor({ state: 'visible', timeout: 15_000 });
