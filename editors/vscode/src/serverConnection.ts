@@ -395,7 +395,7 @@ export class ServerConnection implements vscode.Disposable {
     if (this.current.kind !== 'error' || client) this.setState({ kind: 'stopped' });
   }
 
-  /** A server that has not exited 2 s after stop/exit is killed (the client does this only for processes it spawned). */
+  /** A server that has not exited 3 s after stop/exit is killed (the client does this only for processes it spawned). */
   private endServerProcess(): void {
     const child = this.serverProcess;
     this.serverProcess = undefined;
