@@ -185,6 +185,13 @@ def _parser() -> argparse.ArgumentParser:
         help="be a view of the running language server for this workspace (default: when exactly one runs)",
     )
     attach.add_argument("--no-attach", dest="attach", action="store_false", help="always read the workspace itself")
+    mcp.add_argument(
+        "--server-pid",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="attach to the language server with this process id (an editor passes its own server's; implies --attach)",
+    )
     mcp.add_argument("--read-only", action="store_true", help="refuse add_memory")
     mcp.add_argument("-v", "--verbose", action="count", default=0, help="log more on stderr")
     return parser
