@@ -46,6 +46,9 @@ export const TERMINAL_VARIABLES = {
 
 export type Integration = keyof typeof TERMINAL_VARIABLES;
 
+/** Anthropic's own Claude Code extension: when it is installed, its terminals' variables are left to it. */
+export const CLAUDE_CODE_EXTENSION = 'anthropic.claude-code';
+
 /** The variables for terminals that `contextCompanion/companionStarted` announces for one
  *  integration (default: Gemini CLI); undefined when it stopped or the message does not say. */
 export function terminalEnv(params: unknown, integration: Integration = 'geminiCli'): Record<string, string> | undefined {
@@ -138,6 +141,7 @@ export class GeminiCompanionUi {
   /** `contextCompanion/companionStarted`. */
   onStarted(params: unknown): void {
     this.envs = mergeTerminalEnvs(this.envs, params);
+    if (this.vs.extensions.getExtension(CLAUDE_CODE_EXTENSION) !== undefined) this.envs.delete('claudeCode');
     const collection = this.context.environmentVariableCollection;
     collection.clear();
     const agents = [...this.envs.keys()].map((k) => (k === 'geminiCli' ? '`gemini`' : '`claude`'));
