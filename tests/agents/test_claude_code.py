@@ -287,6 +287,8 @@ def diff_round(editor: EditorTerminal, stub: ModelStub, path: Path, content: str
         " return table.concat(vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false), '\\n')"
     )
     assert shown == content.rstrip("\n")
+    told = [m["msg"] for m in editor.lua("return _G.et_msgs") if path.name in m["msg"]]
+    assert told and told[-1].startswith(f"A proposed change to {path.name} ("), told
     editor.keys("Escape")
     editor.lua(
         f"local d = require('context_companion.gemini').diffs[{json.dumps(uri)}]"

@@ -153,7 +153,7 @@ end
 local function decide_current(outcome)
   local d = M.current_diff()
   if not d then
-    vim.notify('Context Companion: no Gemini CLI diff is open here', vim.log.levels.WARN)
+    vim.notify('Context Companion: no proposed change (diff) is open here', vim.log.levels.WARN)
     return
   end
   decide(d, outcome)
@@ -209,8 +209,9 @@ function M.open(params, finish)
   end
   vim.b[proposed].context_companion_diff = uri
   vim.notify(
-    ('Gemini CLI proposes a change to %s: edit it if you like, then :ContextCompanionDiffAccept or :ContextCompanionDiffReject'):format(
-      vim.fn.fnamemodify(path, ':~:.')
+    ('A proposed change to %s (%s): edit it if you like, then :ContextCompanionDiffAccept or :ContextCompanionDiffReject'):format(
+      vim.fn.fnamemodify(path, ':~:.'),
+      params.title or 'from the agent'
     ),
     vim.log.levels.INFO
   )
