@@ -256,8 +256,9 @@ class GeminiCliSettings(_Model):
 
 
 class ClaudeCodeSettings(_Model):
-    # Off until tested against a real Claude Code build: the protocol is documented by others.
-    enabled: bool = False
+    # On: tested end to end against the real Claude Code (tests/agents/test_claude_code.py); loopback
+    # only, a per-start token in a private lock file, Host/Origin checked on every handshake.
+    enabled: bool = True
 
 
 class CompanionSettings(_Model):

@@ -889,3 +889,30 @@ def test_gemini_cli_env_reaches_terminals_and_a_diff_is_accepted_with_the_users_
     assert target.read_text(encoding="utf-8").startswith('x = "')  # the CLI writes the file, not the editor
     nvim.lua("vim.cmd('ContextCompanionStatus')")
     assert any("Gemini CLI" in m["msg"] for m in nvim.lua("return _G.t_msgs")), nvim.lua("return _G.t_msgs")
+
+
+def test_claude_code_env_reaches_terminals_beside_gemini_clis(start_nvim, workspace: Path, tmp_path: Path) -> None:
+    """Both integrations are on by default; each announces its own key and the plugin keeps both sets
+    of variables. A key's null takes only its own away, and no announcement can set another variable."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    nvim = start_nvim(env={"TMPDIR": str(tmpdir)})
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    port = nvim.wait_lua("return vim.env.CLAUDE_CODE_SSE_PORT", "the Claude Code environment")
+    nvim.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the Gemini CLI environment")
+    lock = Path(nvim.env["HOME"]) / ".claude" / "ide" / f"{port}.lock"
+    assert json.loads(lock.read_text(encoding="utf-8"))["workspaceFolders"] == [str(workspace)]
+    shell = nvim.lua("return vim.fn.system({'sh', '-c', 'echo $CLAUDE_CODE_SSE_PORT:$ENABLE_IDE_INTEGRATION'})")
+    assert shell.strip() == f"{port}:true"
+    after = nvim.lua(
+        """
+        local g = require('context_companion.gemini')
+        g.on_started(nil, { claudeCode = { port = 1, env = { CLAUDE_CODE_SSE_PORT = '1', PATH = '/evil' } } })
+        local forged = { vim.env.CLAUDE_CODE_SSE_PORT, vim.env.PATH ~= '/evil' }
+        g.on_started(nil, { claudeCode = vim.NIL })
+        return { forged = forged, claude = vim.env.CLAUDE_CODE_SSE_PORT or false,
+                 ide = vim.env.ENABLE_IDE_INTEGRATION or false, gemini = vim.env.GEMINI_CLI_IDE_SERVER_PORT ~= nil }
+        """
+    )
+    assert after == {"forged": ["1", True], "claude": False, "ide": False, "gemini": True}
