@@ -186,10 +186,6 @@ class GeminiLink:
 
 
 def register(ls: CompanionServer) -> None:
-    @ls.feature(t.EXIT)
-    async def on_exit(*_: Any) -> None:  # pygls awaits it before ending the process
-        await ls.gemini.exit()
-
     @ls.command(COMPANION_STATUS)
     async def companion_status(*_: Any) -> dict[str, Any]:
         await ls.ready.wait()

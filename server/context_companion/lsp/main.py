@@ -56,7 +56,9 @@ def serve(args: argparse.Namespace) -> int:
     elif args.ws:
         serve_ws(server, args.host, args.port, token)
     else:
-        return serve_stdio(server)
+        from .lifecycle import close
+
+        return serve_stdio(server, on_end=close)
     return 0
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...discovery import PrivateFile, private_dir
+from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir
 
 log = logging.getLogger(__name__)
 
@@ -120,5 +120,7 @@ class IdeDiscoveryFile(PrivateFile):
             "workspacePath": self.workspace_path(folders),
             "authToken": self.token,
             "ideInfo": self.ide.to_wire(),
+            # Which server wrote it: a later server removes it if this one died without doing so.
+            STAMP_KEY: owner_stamp(),
         }
         return self._publish(payload)
