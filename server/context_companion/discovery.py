@@ -117,7 +117,9 @@ def _stamp_is_dead(raw: Any) -> bool:
     """True when ``raw`` (a parsed announcement) carries our stamp and its server is gone: the pid
     is dead, or it is alive but started at another time than the stamp says (the pid was reused)."""
     stamp = raw.get(STAMP_KEY) if isinstance(raw, dict) else None
-    pid = stamp.get("serverPid") if isinstance(stamp, dict) else None
+    if not isinstance(stamp, dict):
+        return False
+    pid = stamp.get("serverPid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False  # not ours (another IDE companion's file, or ours from before the stamp): keep
     if not pid_alive(pid):

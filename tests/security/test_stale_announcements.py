@@ -127,7 +127,9 @@ def test_claude_lock_files_of_gone_servers_are_removed_in_the_config_dir(tmp_pat
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     d = tmp_path / "claude" / "ide"
     dead = _dead_pid()
-    gone = _write(d / "40001.lock", {"pid": dead, "ideName": "Context Companion", "contextCompanion": {"serverPid": dead}})
+    gone = _write(
+        d / "40001.lock", {"pid": dead, "ideName": "Context Companion", "contextCompanion": {"serverPid": dead}}
+    )
     live = LockFile(40002, "tok", "Context Companion").write([str(tmp_path)])
     other_ide = _write(d / "40003.lock", {"pid": dead, "ideName": "Neovim", "transport": "ws"})  # claudecode.nvim's
     assert live.parent == d

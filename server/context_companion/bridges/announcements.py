@@ -20,9 +20,10 @@ import re
 from pathlib import Path
 
 from ..discovery import remove_dead_announcements
-from .gemini.discovery import ide_dir
+from .gemini.discovery import remove_stale as remove_stale_gemini
 
-GEMINI_FILE = re.compile(r"^gemini-ide-server-\d+-\d+\.json$")
+__all__ = ["CLAUDE_LOCK", "claude_lock_dir", "remove_stale", "remove_stale_claude", "remove_stale_gemini"]
+
 CLAUDE_LOCK = re.compile(r"^\d+\.lock$")
 
 
@@ -30,11 +31,6 @@ def claude_lock_dir() -> Path:
     """Where Claude Code looks for lock files: ``$CLAUDE_CONFIG_DIR/ide``, else ``~/.claude/ide``."""
     base = os.environ.get("CLAUDE_CONFIG_DIR")
     return (Path(base).expanduser() if base else Path.home() / ".claude") / "ide"
-
-
-def remove_stale_gemini(directory: Path | None = None) -> list[Path]:
-    """Gemini CLI discovery files of Context Companion servers that are gone."""
-    return remove_dead_announcements(directory if directory is not None else ide_dir(), GEMINI_FILE)
 
 
 def remove_stale_claude(directory: Path | None = None) -> list[Path]:

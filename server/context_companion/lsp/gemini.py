@@ -18,8 +18,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types as t
-
 from ..workspace.commands import CLOSE_DIFF, COMPANION_STARTED, SHOW_DIFF
 
 if TYPE_CHECKING:

@@ -33,8 +33,7 @@ from mcp.server.session import ServerSession
 from ...discovery import new_token
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
-from ..announcements import remove_stale_gemini
-from .discovery import IdeDiscoveryFile, IdeInfo
+from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
 
 if TYPE_CHECKING:
     from ...workspace.companion import Companion
@@ -170,7 +169,7 @@ class GeminiCompanion:
 
         Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
         would otherwise pick one of them by directory order and fail to connect."""
-        await asyncio.to_thread(remove_stale_gemini, self._directory)
+        await asyncio.to_thread(remove_stale, self._directory)
         server: Server[Any] = Server(
             "context-companion-gemini",
             on_list_tools=self._list_tools,

@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir
+from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir, remove_dead_announcements
 
 log = logging.getLogger(__name__)
+
+FILE_NAME = re.compile(r"^gemini-ide-server-\d+-\d+\.json$")
 
 # clientInfo.name (lower case) → (ideInfo.name, ideInfo.displayName)
 _KNOWN_IDES = {
@@ -93,6 +95,12 @@ def ide_pid(process_id: int | None) -> int:
     client = process_id if process_id is not None and process_id > 0 else os.getppid()
     parent = parent_pid(client)
     return parent if parent is not None and parent > 1 else client
+
+
+def remove_stale(directory: Path | None = None) -> list[Path]:
+    """Discovery files of Context Companion servers that are gone (see
+    :func:`context_companion.discovery.remove_dead_announcements`)."""
+    return remove_dead_announcements(directory if directory is not None else ide_dir(), FILE_NAME)
 
 
 class IdeDiscoveryFile(PrivateFile):
