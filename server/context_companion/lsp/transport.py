@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .framing import AsyncLineReader, FrameReader, run_frames
+from .framing import AsyncLineReader, FrameReader, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -120,15 +120,6 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
     server.protocol.set_writer(_StdoutWriter(stdout, on_lost=stop_event.set))
     protocol = _ExitHere(server.protocol, stop_event)
 
-    def quiet_shutdown_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        # When the client leaves mid-request, pending handlers are cancelled and pygls' callbacks
-        # see CancelledError / BrokenPipeError: expected at exit, not worth a traceback.
-        exc = context.get("exception")
-        if isinstance(exc, (asyncio.CancelledError, BrokenPipeError, ConnectionResetError)):
-            log.debug("ignored at shutdown: %r", exc)
-            return
-        loop.default_exception_handler(context)
-
     async def main() -> None:
         asyncio.get_running_loop().set_exception_handler(quiet_shutdown_errors)
         reader: AsyncLineReader | None = await _pipe_reader(stdin)
@@ -185,13 +176,25 @@ def bind_host(host: str | None) -> str:
     return host or LOOPBACK
 
 
-def serve_tcp(server: Any, host: str | None, port: int | None, token: str | None) -> None:
+def serve_tcp(
+    server: Any,
+    host: str | None,
+    port: int | None,
+    token: str | None,
+    on_end: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
     from .sockets import serve_socket
 
-    serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token)
+    serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
 
 
-def serve_ws(server: Any, host: str | None, port: int | None, token: str | None) -> None:
+def serve_ws(
+    server: Any,
+    host: str | None,
+    port: int | None,
+    token: str | None,
+    on_end: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
     try:
         import websockets  # noqa: F401
     except ImportError:
@@ -200,4 +203,4 @@ def serve_ws(server: Any, host: str | None, port: int | None, token: str | None)
         raise ContextCompanionError("--ws needs the websockets package: pip install 'context-companion[ws]'") from None
     from .sockets import serve_socket
 
-    serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token)
+    serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
