@@ -193,3 +193,14 @@ def test_every_way_out_of_a_tcp_server_stops_every_bridge_cleanly(tmp_path, way_
             server.kill()
             server.wait(5)
     _assert_clean(code, (tmp_path / "server.stderr").read_text(encoding="utf-8", errors="replace"), tmp_path)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.6, 1.0])
+def test_the_editor_leaving_during_start_up_leaves_nothing_behind(spawn, tmp_path, delay):
+    """End of input while the server is still loading and starting its bridges (the editor quit
+    right after opening): the start-up is cancelled, whatever bridge already started is stopped."""
+    ws = _workspace(tmp_path)
+    proc = spawn([ws], ALL_BRIDGES, env=_dirs(tmp_path), argv=[*SERVER, "--mcp-endpoint"])
+    time.sleep(delay)  # somewhere in the start-up: importing, loading memory, starting bridges
+    proc.close_stdin()
+    _assert_clean(proc.proc.wait(timeout=20), proc.stderr_text(), tmp_path)

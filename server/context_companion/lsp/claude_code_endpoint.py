@@ -67,6 +67,7 @@ class ClaudeCodeEndpoint:
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._hooked = False  # the atexit hook is installed once per process
+        self._closed = False  # the process is ending: never started again
 
     @property
     def running(self) -> bool:
@@ -75,7 +76,7 @@ class ClaudeCodeEndpoint:
     async def reconcile(self, ls: CompanionServer) -> None:
         """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders."""
         companion = ls.companion
-        if companion is None:
+        if companion is None or self._closed:
             return
         wanted = companion.snapshot.settings.companion.claude_code.enabled
         if wanted and self._bridge is None:
@@ -100,6 +101,9 @@ class ClaudeCodeEndpoint:
         self._bridge = bridge
         self._lock = LockFile(port, bridge.token, "Context Companion")
         await asyncio.to_thread(remove_stale_claude, self._lock.path.parent)
+        if self._closed:  # closed while starting
+            self.stop()
+            return
         self._write_lock(companion)
         if not self._hooked:
             self._hooked = True
@@ -149,6 +153,7 @@ class ClaudeCodeEndpoint:
 
     async def close(self) -> None:
         """The process is ending: stop, and wait until the socket is closed and no task is left."""
+        self._closed = True
         self.stop()
         tasks = list(self._tasks)
         if tasks:
