@@ -67,7 +67,7 @@ def _assert_clean(code: int, log: str, tmp_path: Path) -> None:
         assert bad not in log, log[-4000:]
 
 
-@pytest.mark.parametrize("way_out", ["exit", "end-of-input", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("way_out", ["exit", "end-of-input", "SIGTERM", "SIGINT", "SIGHUP"])
 def test_every_way_out_stops_every_bridge_cleanly(spawn, tmp_path, way_out, figures):
     ws = _workspace(tmp_path)
     env = _dirs(tmp_path)

@@ -137,7 +137,8 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
             stop_event.set()
             reading.cancel()
 
-        signals = (signal.SIGTERM, signal.SIGINT)
+        # SIGHUP: the terminal the server was started from went away (not on Windows).
+        signals = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
         for sig in signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals on Windows' loop
                 loop.add_signal_handler(sig, on_signal, sig.name)
