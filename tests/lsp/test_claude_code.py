@@ -109,7 +109,9 @@ async def test_lock_file_tools_and_selection_changed(start: Any, workspace: Path
     assert stat.S_IMODE(lock_path.stat().st_mode) == 0o600
     assert stat.S_IMODE(ide_dir.stat().st_mode) == 0o700
     port = int(lock_path.stem)
-    assert set(lock) == {"pid", "workspaceFolders", "ideName", "transport", "authToken"}
+    assert set(lock) == {"pid", "workspaceFolders", "ideName", "transport", "authToken", "contextCompanion"}
+    # which server wrote it (removed by the next server if this one is killed): docs/reliability.md
+    assert lock["contextCompanion"]["serverPid"] == lock["pid"]
     assert lock["transport"] == "ws" and lock["workspaceFolders"] == [str(workspace)]
     assert len(lock["authToken"]) >= 40
 

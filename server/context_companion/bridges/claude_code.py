@@ -36,10 +36,11 @@ from pydantic import BaseModel, ConfigDict
 from .. import __version__
 from ..context.positions import split_lines, units_from_column
 from ..context.state import EditorSelection, uri_to_path
-from ..discovery import new_token, write_private
+from ..discovery import STAMP_KEY, new_token, owner_stamp, write_private
 from ..errors import ContextCompanionError
 from ..workspace.companion import Companion
 from ..workspace.params import parse_object
+from .announcements import claude_lock_dir
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,7 @@ SEVERITY = {"error": "Error", "warning": "Warning", "information": "Information"
 
 def lock_dir() -> Path:
     """Where Claude Code looks for lock files: ``$CLAUDE_CONFIG_DIR/ide``, else ``~/.claude/ide``."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(base).expanduser() if base else Path.home() / ".claude") / "ide"
+    return claude_lock_dir()
 
 
 def terminal_env(port: int) -> dict[str, str]:
@@ -84,6 +84,8 @@ class LockFile:
             "ideName": self.ide_name,
             "transport": "ws",
             "authToken": self.token,
+            # Which server wrote it: a later server removes it if this one died without doing so.
+            STAMP_KEY: owner_stamp(),
         }
         write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
         self._written = True

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -34,7 +33,7 @@ from mcp.server.session import ServerSession
 from ...discovery import new_token
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
-from .discovery import IdeDiscoveryFile, IdeInfo
+from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
 
 if TYPE_CHECKING:
     from ...workspace.companion import Companion
@@ -152,7 +151,6 @@ class GeminiCompanion:
         self.token = new_token()
         self.port = 0
         self._host: LocalHttpHost | None = None
-        self._sessions: contextlib.AsyncExitStack | None = None
         self._discovery: IdeDiscoveryFile | None = None
         self._clients: dict[str, _Client] = {}
         self._diffs: dict[str, _Diff] = {}
@@ -167,7 +165,11 @@ class GeminiCompanion:
         return self._host is not None
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken."""
+        """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken.
+
+        Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
+        would otherwise pick one of them by directory order and fail to connect."""
+        await asyncio.to_thread(remove_stale, self._directory)
         server: Server[Any] = Server(
             "context-companion-gemini",
             on_list_tools=self._list_tools,
@@ -175,16 +177,9 @@ class GeminiCompanion:
         )
         server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
         app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
-        stack = contextlib.AsyncExitStack()
-        await stack.enter_async_context(server.session_manager.run())  # the MCP sessions' task group
-        host = LocalHttpHost(app, token=self.token, port=self._requested_port, lifespan="off")
-        try:
-            self.port = await host.start()
-        except BaseException:
-            await stack.aclose()
-            raise
+        host = LocalHttpHost(app, token=self.token, port=self._requested_port, sessions=server.session_manager)
+        self.port = await host.start()
         self._host = host
-        self._sessions = stack
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
 
@@ -215,12 +210,12 @@ class GeminiCompanion:
         self._diffs.clear()
         host, self._host = self._host, None
         if host is not None:
-            await host.stop()
-        sessions, self._sessions = self._sessions, None
-        if sessions is not None:
-            await sessions.aclose()
-        for task in list(self._tasks):
+            await host.stop()  # the MCP sessions end first: their open streams close
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
         self._clients.clear()
 
     def folders_changed(self) -> None:
