@@ -430,6 +430,9 @@ def test_a_cursor_move_is_sent_when_its_window_is_left_before_the_debounce_ends(
         "the cursor on line 3 to be sent on leaving the window",
     )
     assert entry["path"].endswith("main.py")
+    # A selection left for another window stays the editor's selection (the user asks about it there).
+    nvim.keys("<C-w>p3G0ve<C-w>p")
+    nvim.wait_for(lambda: active_file(nvim, "probe").get("selectedText") == "third", "the selection to be kept")
 
 
 def test_selection_is_kept_for_a_command_run_from_visual_mode(start_nvim, workspace: Path) -> None:
