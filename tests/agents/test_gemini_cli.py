@@ -43,6 +43,14 @@ UTIL = "def helper():\n    return 42\n"
 FULL_INTRO = "Here is the user's editor context as a JSON object."
 DELTA_INTRO = "Here is a summary of changes in the user's editor context, in JSON format."
 
+# What the plugin puts into the terminals' environment (docs/editors/gemini-cli.md).
+ENV_NAMES = (
+    "GEMINI_CLI_IDE_SERVER_PORT",
+    "GEMINI_CLI_IDE_AUTH_TOKEN",
+    "GEMINI_CLI_IDE_WORKSPACE_PATH",
+    "GEMINI_CLI_IDE_PID",
+)
+
 SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
     "ide": {"enabled": True, "hasSeenNudge": True},
@@ -155,31 +163,68 @@ class GeminiInNeovim:
         return rec
 
 
-def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
-    model_stub: ModelStub, workspace: Path, home: Path, agent_figures: Any
-) -> None:
+def descendants(pid: int) -> list[tuple[bytes, bytes]]:
+    """Command line and environment of every process below ``pid`` (Linux /proc)."""
+    out: list[tuple[bytes, bytes]] = []
+    todo = [pid]
+    while todo:
+        for child in (Path("/proc") / str(todo.pop()) / "task").glob("*/children"):
+            for text in child.read_text().split():
+                proc = Path("/proc") / text
+                try:
+                    out.append((proc.joinpath("cmdline").read_bytes(), proc.joinpath("environ").read_bytes()))
+                except OSError:
+                    continue
+                todo.append(int(text))
+    return out
+
+
+def ide_status(editor: EditorTerminal) -> str:
+    """Types ``/ide status`` into the CLI and returns the screen once it reports the connection.
+    Enter while the command's completion is still highlighted only completes it: press again."""
+    editor.send("/ide status", enter=False)
+    editor.wait_screen(r"Check status of IDE integration", timeout=30)
+    for _ in range(3):
+        editor.keys("Enter")
+        try:
+            return editor.wait_screen(r"Connected to Neovim", timeout=20)
+        except AssertionError:
+            continue
+    return editor.wait_screen(r"Connected to Neovim", timeout=1)
+
+
+def editor_for(workspace: Path, home: Path, stub: ModelStub) -> EditorTerminal:
+    """Neovim with the plugin on ``workspace``; its terminals reach the stub with a dummy key."""
     node_packages.ensure(NODE_DIR, "Gemini CLI")
-    app, util, env_file = workspace / "src" / "app.py", workspace / "src" / "util.py", workspace / ".env"
-    editor = EditorTerminal(
+    return EditorTerminal(
         workspace,
         home,
         env={
             "GEMINI_API_KEY": "stub-key-not-a-secret",
-            "GOOGLE_GEMINI_BASE_URL": model_stub.url,
+            "GOOGLE_GEMINI_BASE_URL": stub.url,
             "SSH_CONNECTION": "127.0.0.1 0 127.0.0.1 0",
         },
     )
-    with editor:
-        editor.start(["src/app.py", "src/util.py", ".env"])
-        editor.wait_lua(
-            "return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the plugin to receive the companion's environment"
-        )
-        editor.terminal(shlex.quote(str(GEMINI)))
-        editor.wait_screen(r"Type your message", timeout=90)
+
+
+def start_gemini(editor: EditorTerminal, files: list[str], prefix: str = "") -> None:
+    """Opens ``files`` and, once the plugin has the companion's environment, runs the CLI in a
+    terminal of that Neovim (``prefix`` goes before the command)."""
+    editor.start(files)
+    editor.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the plugin to receive the companion's environment")
+    editor.terminal(prefix + shlex.quote(str(GEMINI)))
+    editor.wait_screen(r"Type your message", timeout=90)
+
+
+def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
+    model_stub: ModelStub, workspace: Path, home: Path, agent_figures: Any
+) -> None:
+    app, util, env_file = workspace / "src" / "app.py", workspace / "src" / "util.py", workspace / ".env"
+    with editor_for(workspace, home, model_stub) as editor:
+        start_gemini(editor, ["src/app.py", "src/util.py", ".env"])
 
         # 1. The CLI finds the editor: /ide status, typed into the terminal.
-        editor.send("/ide status")
-        status = editor.wait_screen(r"Connected to Neovim", timeout=60)
+        status = ide_status(editor)
         assert "app.py (active)" in status and "util.py" in status, status
         assert ".env" not in status, f"the excluded .env is listed by /ide status:\n{status}"
 
@@ -218,3 +263,25 @@ def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
         agent_figures(AGENT, "system part changed by the cursor move", sys1 != sys2)
         agent_figures(AGENT, "identical system prefix", f"{100 * same / max(len(sys1), 1):.1f}% of {len(sys1)} bytes")
         agent_figures(AGENT, "first differing system byte", "none" if sys1 == sys2 else same)
+
+
+def test_gemini_cli_finds_neovim_without_the_environment(model_stub: ModelStub, workspace: Path, home: Path) -> None:
+    """A terminal without the ``GEMINI_CLI_IDE_*`` variables (one opened before the server started,
+    or cleared by a shell profile): the CLI finds the editor by its own walk up the process tree
+    and the discovery file the server wrote, and still gets the editor context."""
+    app = workspace / "src" / "app.py"
+    unset = "".join(f"-u {name} " for name in ENV_NAMES)
+    with editor_for(workspace, home, model_stub) as editor:
+        start_gemini(editor, ["src/app.py"], prefix=f"env {unset}")
+        found = sorted((home / "tmp" / "gemini" / "ide").glob("gemini-ide-server-*.json"))
+        assert len(found) == 1, f"expected one discovery file, found {found}"
+        cli = descendants(editor.lua("return vim.fn.jobpid(_G.et_term.job)"))
+        assert any(b"gemini" in cmd for cmd, _ in cli), f"no gemini process under the terminal: {cli}"
+        for cmd, environ in cli:
+            assert b"GEMINI_CLI_IDE_" not in environ, f"{cmd!r} has the companion's variables"
+        ide_status(editor)
+        gem = GeminiInNeovim(editor, model_stub, workspace)
+        gem.select(["4G", "0", "w", "v", "e"], "greet")
+        rec = gem.prompt("Explain the selected function")
+        _, full = editor_context(rec, FULL_INTRO)
+        assert full["activeFile"] == {"path": str(app), "cursor": {"line": 4, "character": 9}, "selectedText": "greet"}
