@@ -9,11 +9,11 @@ The CLI starts in a terminal window of that Neovim, so its environment is what t
 skips every dialog. ``SSH_CONNECTION`` is set because these machines have ``/.dockerenv``, which
 otherwise makes the CLI dial ``host.docker.internal`` (docs/editors/gemini-cli.md, "Containers").
 
-The cursor and selection are made with keys typed into Neovim (tmux ``send-keys``), so CursorMoved
-and ModeChanged fire as for a user. Neovim has one mode for all its windows: a visual selection ends
-when the user goes to the terminal window to type. The prompt is therefore written into the
-terminal's job with Neovim's job API (``nvim_chan_send``) while the selection is still up, which is
-what the CLI would see if the user could type there without leaving visual mode.
+Everything the user does is typed into Neovim through tmux (``send-keys``), so CursorMoved and
+ModeChanged fire as for a user: ``<C-\\><C-n><C-w>t`` to the file, a motion and ``ve`` to select a
+word, ``<C-w>l`` and ``i`` back into the CLI's terminal, then the prompt. Leaving visual mode for the
+terminal window keeps the selection the editor last reported (the terminal buffer reports nothing),
+so the CLI still gets it, as in VS Code.
 """
 
 from __future__ import annotations
@@ -122,9 +122,10 @@ def common_prefix(a: bytes, b: bytes) -> int:
 
 
 class GeminiInNeovim:
-    def __init__(self, editor: EditorTerminal, stub: ModelStub, workspace: Path) -> None:
-        self.editor, self.stub, self.workspace = editor, stub, workspace
-        self.answers = 0
+    """The user's moves: select in the file window, prompt in the CLI's terminal window."""
+
+    def __init__(self, editor: EditorTerminal, stub: ModelStub) -> None:
+        self.editor, self.stub = editor, stub
 
     def select(self, keys: list[str], expected: str) -> dict[str, Any]:
         """From the terminal, go to the file window and make a selection with typed keys; returns
@@ -148,17 +149,15 @@ class GeminiInNeovim:
         return view
 
     def prompt(self, text: str) -> Recorded:
-        """Writes a prompt into the CLI's terminal (Neovim's job API; the editor keeps its mode) and
-        returns the model request that carries it, once the CLI has shown the answer."""
+        """Goes back to the CLI's terminal window (``<C-w>l``, ``i``), types a prompt and returns the
+        model request that carries it, once the CLI has shown the answer."""
         after = self.stub.next_seq
-        job = "_G.et_term.job"
-        self.editor.lua(f"vim.api.nvim_chan_send({job}, {json.dumps(text)})")
-        time.sleep(0.5)
-        self.editor.lua(f"vim.api.nvim_chan_send({job}, '\\r')")
+        self.editor.keys("C-w", "l", "i")
+        self.editor.wait_lua("return vim.api.nvim_get_mode().mode == 't'", "terminal mode in the CLI's window")
+        self.editor.send(text)
         rec = self.stub.wait_for(lambda r: r.path.endswith(":streamGenerateContent"), timeout=90, after=after)
         last_user = texts(rec.json["contents"][-1])
         assert last_user and last_user[-1] == text, f"the prompt is not the end of the last user turn: {last_user}"
-        self.answers += 1
         self.editor.wait_screen(rf"Stub answer {rec.seq}: noted", timeout=60)
         return rec
 
@@ -229,7 +228,7 @@ def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
         assert ".env" not in status, f"the excluded .env is listed by /ide status:\n{status}"
 
         # 2. A selection made in Neovim reaches the first request in full.
-        gem = GeminiInNeovim(editor, model_stub, workspace)
+        gem = GeminiInNeovim(editor, model_stub)
         view = gem.select(["4G", "0", "w", "v", "e"], "greet")
         assert view["cursor"] == {"line": 4, "character": 9}, view  # 1-based: the "t" of "greet"
         first = gem.prompt("Explain the selected function")
@@ -280,7 +279,7 @@ def test_gemini_cli_finds_neovim_without_the_environment(model_stub: ModelStub, 
         for cmd, environ in cli:
             assert b"GEMINI_CLI_IDE_" not in environ, f"{cmd!r} has the companion's variables"
         ide_status(editor)
-        gem = GeminiInNeovim(editor, model_stub, workspace)
+        gem = GeminiInNeovim(editor, model_stub)
         gem.select(["4G", "0", "w", "v", "e"], "greet")
         rec = gem.prompt("Explain the selected function")
         _, full = editor_context(rec, FULL_INTRO)
