@@ -262,6 +262,8 @@ def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
         agent_figures(AGENT, "system part changed by the cursor move", sys1 != sys2)
         agent_figures(AGENT, "identical system prefix", f"{100 * same / max(len(sys1), 1):.1f}% of {len(sys1)} bytes")
         agent_figures(AGENT, "first differing system byte", "none" if sys1 == sys2 else same)
+        turns1, turns2 = first.json["contents"], second.json["contents"]
+        agent_figures(AGENT, "earlier turns resent unchanged", turns2[: len(turns1)] == turns1)
 
 
 def test_gemini_cli_finds_neovim_without_the_environment(model_stub: ModelStub, workspace: Path, home: Path) -> None:
