@@ -385,6 +385,83 @@ function saveScreenshotForDocs(name) {
   log(`updated docs image ${name}`);
 }
 
+// ------------------------------------------------------------------------------------ Gemini CLI in a terminal
+
+// The recording model stub of tests/agents (Python), relaying each request it records as a JSON line.
+const STUB_RELAY = `
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from model_stub import ModelStub
+import stub_gemini
+stub = ModelStub()
+stub_gemini.install(stub)
+stub.start()
+print(json.dumps({"url": stub.url}), flush=True)
+seen = 0
+while True:
+    rec = stub.wait_for(lambda r: True, timeout=3600, after=seen)
+    seen = rec.seq + 1
+    print(json.dumps({"seq": rec.seq, "method": rec.method, "path": rec.path, "body": rec.text}), flush=True)
+`;
+let stubProcess;
+const stubRequests = [];
+
+async function startStub() {
+  stubProcess = spawn(env.E2E_PYTHON, ['-c', STUB_RELAY, env.E2E_AGENTS_DIR], {
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  fs.appendFileSync(pidFile, `${stubProcess.pid}\n`);
+  let url;
+  let buffer = '';
+  stubProcess.stdout.on('data', (chunk) => {
+    buffer += chunk;
+    let nl;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = JSON.parse(buffer.slice(0, nl));
+      buffer = buffer.slice(nl + 1);
+      if (line.url) url = line.url;
+      else stubRequests.push(line);
+    }
+  });
+  return waitFor('the model stub to start', async () => {
+    if (stubProcess.exitCode !== null) throw new Error(`the model stub exited with ${stubProcess.exitCode}`);
+    return url;
+  });
+}
+
+/** The text of the terminal panel's rows (DOM renderer: terminal.integrated.gpuAcceleration off). */
+async function terminalText() {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.terminal-wrapper.active .xterm-rows > div')]
+      .map((row) => (row.textContent ?? '').replace(/\u00a0/g, ' '))
+      .join('\n'),
+  );
+}
+
+const GEMINI_SECRET = 'sk-stub-do-not-leak-4242';
+const GEMINI_SETTINGS = {
+  security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
+  ide: { enabled: true, hasSeenNudge: true },
+  general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+  privacy: { usageStatisticsEnabled: false },
+  telemetry: { enabled: false },
+};
+
+/** The JSON of the Gemini CLI's editor-context message in a recorded request body. */
+function geminiEditorContext(body) {
+  for (const content of JSON.parse(body).contents ?? []) {
+    for (const part of content.parts ?? []) {
+      const text = part.text ?? '';
+      if (text.startsWith("Here is the user's editor context as a JSON object.")) {
+        if (content.role !== 'user') throw new Error(`editor context in a ${content.role} turn`);
+        return JSON.parse(text.match(/```json\n([\s\S]*)\n```/)[1]);
+      }
+    }
+  }
+  return undefined;
+}
+
 // ------------------------------------------------------------------------------------ the test
 
 let browserServer;
@@ -667,6 +744,92 @@ async function main() {
     if (errors.length) throw new Error(`error notifications: ${errors.join(' | ')}`);
   });
 
+  await check('Gemini CLI in a VS Code terminal: connected, its request carries the file, cursor and selection, never the open .env', async () => {
+    if (!env.E2E_GEMINI || !fs.existsSync(env.E2E_GEMINI)) throw new Error('the Gemini CLI is not installed: run scripts/e2e.sh');
+    const stubUrl = await startStub();
+    fs.mkdirSync(path.join(dirs.home, '.gemini'), { recursive: true });
+    fs.writeFileSync(path.join(dirs.home, '.gemini', 'settings.json'), JSON.stringify(GEMINI_SETTINGS));
+    // In VS Code's terminal the CLI first offers to set up Shift+Enter keybindings: answered before.
+    fs.writeFileSync(path.join(dirs.home, '.gemini', 'state.json'), JSON.stringify({ terminalSetupPromptShown: true }));
+    // Rows in the DOM (readable), small enough that the CLI's answers fit the panel beside the editor.
+    await editUserSettings({ 'terminal.integrated.gpuAcceleration': 'off', 'terminal.integrated.fontSize': 6 });
+    // An open .env (excluded by default) must never reach the model. .geminiignore keeps it out of the
+    // CLI's own folder listing, so only the editor context could carry it.
+    const envFile = path.join(dirs.workspace, '.env');
+    fs.writeFileSync(envFile, `API_KEY=${GEMINI_SECRET}\n`);
+    fs.writeFileSync(path.join(dirs.workspace, '.geminiignore'), '.env\n');
+    for (const name of ['.env', 'app.py']) {
+      await openQuickInput(name);
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
+      await quickInputBox().press('Enter');
+      await waitFor(`${name} to open`, async () => (await activeTabTitle()).includes(name));
+    }
+    await openQuickInput(':1');
+    await quickInputBox().press('Enter');
+    await quickInput().waitFor({ state: 'hidden' });
+    // "def greet(...": select the word greet
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Control+ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Control+Shift+ArrowRight');
+    await waitFor('"greet" selected (status bar: 5 selected)', async () =>
+      /Ln 1, Col 10 \(5 selected\)/.test((await page.locator('#status\\.editor\\.selection').textContent()) ?? ''),
+    );
+    await sleep(300); // the extension reports the selection 50 ms after it settles
+    // The palette without openQuickInput's Escape, which would drop the selection in the editor.
+    await page.keyboard.press('F1');
+    await quickInputBox().waitFor({ state: 'visible', timeout: 10_000 });
+    await quickInputBox().fill('>Terminal: Create New Terminal');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Terminal: Create New Terminal' }).first().waitFor();
+    await quickInputBox().press('Enter');
+    await waitFor('a shell prompt', async () => /[$#] *$/m.test(await terminalText()), 60_000);
+    // The CLI's documented base URL and a dummy key, typed as a user would. SSH_CONNECTION: this
+    // machine has /.dockerenv, which otherwise makes the CLI dial host.docker.internal. Without CI
+    // (e2e.sh sets it), or the CLI takes itself for a batch run and exits.
+    await page.keyboard.type(
+      `env -u CI GEMINI_API_KEY=stub-key-not-a-secret GOOGLE_GEMINI_BASE_URL=${stubUrl} SSH_CONNECTION='127.0.0.1 0 127.0.0.1 0' ${env.E2E_GEMINI}`,
+    );
+    await page.keyboard.press('Enter');
+    await waitFor('the Gemini CLI prompt', async () => (await terminalText()).includes('Type your message'), 120_000);
+    await page.keyboard.type('/ide status');
+    await waitFor('the /ide status completion', async () => (await terminalText()).includes('Check status of IDE integration'));
+    const connected = await waitFor(
+      '"Connected to" in /ide status',
+      async () => {
+        const text = await terminalText();
+        const line = text.split('\n').find((l) => l.includes('Connected to'));
+        if (!line) await page.keyboard.press('Enter'); // the first Enter may only complete the command
+        return line?.trim();
+      },
+      60_000,
+      5_000,
+    );
+    log(`gemini /ide status: ${connected}`);
+    const before = stubRequests.length;
+    await page.keyboard.type('Explain the selected function');
+    await sleep(500);
+    await page.keyboard.press('Enter');
+    const request = await waitFor(
+      'the prompt request at the model stub',
+      async () => stubRequests.slice(before).find((r) => r.path.endsWith(':streamGenerateContent')),
+      90_000,
+    );
+    const ide = geminiEditorContext(request.body);
+    if (!ide) throw new Error('no editor context in the request');
+    log(`gemini editor context: ${JSON.stringify(ide)}`);
+    const active = ide.activeFile ?? {};
+    if (active.path !== path.join(dirs.workspace, 'src', 'app.py')) throw new Error(`active file ${active.path}`);
+    if (active.selectedText !== 'greet') throw new Error(`selected text ${JSON.stringify(active.selectedText)}`);
+    if (active.cursor?.line !== 1 || active.cursor?.character !== 10) throw new Error(`cursor ${JSON.stringify(active.cursor)}`);
+    for (const r of stubRequests) {
+      if (r.body.includes(GEMINI_SECRET) || r.body.includes(envFile)) throw new Error(`the .env reached the model: ${r.path}`);
+    }
+    // Leave the workbench as the next check expects it: no terminal, no panel, no toasts.
+    await page.locator('.part.panel .action-label[aria-label*="Kill"]').first().click();
+    await page.locator('.part.panel .action-label[aria-label*="Close Panel"]').first().click().catch(() => undefined);
+    await clearNotifications();
+  });
+
   await check('a Python without the package gets the exact pip install command', async () => {
     const venv = path.join(scratch, 'venv-without-server');
     await run(env.E2E_PYTHON, ['-m', 'venv', '--without-pip', venv], { env: childEnv });
@@ -702,6 +865,7 @@ try {
   await browser?.close().catch(() => undefined);
   await browserServer?.close().catch(() => undefined);
   await stopCodeServer();
+  stubProcess?.kill();
   const passed = results.length - failed;
   if (figures.length) console.error(['[e2e] figures:', ...figures.map((f) => `  ${f}`)].join('\n'));
   exitCode = failed === 0 && passed > 0 ? 0 : 1;

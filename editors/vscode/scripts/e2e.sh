@@ -95,6 +95,18 @@ export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
 # (not `code-server --version`: it writes a config into the real HOME)
 log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
 
+# --------------------------------------------------------------------------- Gemini CLI (pinned)
+# The real `gemini` for the terminal check, from tests/agents/gemini (package-lock.json pins it).
+AGENTS_DIR="$(cd "$HERE/../../tests/agents" && pwd)"
+GEMINI_DIR="$AGENTS_DIR/gemini"
+if [ ! -f "$GEMINI_DIR/node_modules/.package-lock.json" ] ||
+  [ "$GEMINI_DIR/package-lock.json" -nt "$GEMINI_DIR/node_modules/.package-lock.json" ]; then
+  log "npm ci in tests/agents/gemini"
+  (cd "$GEMINI_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2) ||
+    die "npm ci failed in tests/agents/gemini"
+fi
+export E2E_GEMINI="$GEMINI_DIR/node_modules/.bin/gemini" E2E_AGENTS_DIR="$AGENTS_DIR"
+
 # --------------------------------------------------------------------------- run
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/cc-vscode-e2e.XXXXXX")"
 mkdir -p "$SCRATCH/tmp"
