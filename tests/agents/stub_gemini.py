@@ -23,6 +23,9 @@ from model_stub import ModelStub, Recorded, Reply, json_reply, sse_reply
 
 VERSION = r"/v1(?:alpha|beta)?\d*"
 MODEL = r"(?:models|tunedModels)/[^/:]+"
+# The model list and model look-ups answer only under Gemini's beta/alpha versions: plain
+# ``GET /v1/models`` is OpenAI's model list (stub_openai), which OpenAI-compatible clients call.
+LISTING_VERSION = r"/v1(?:alpha|beta)\d*"
 REPLY_TEXT = "Stub answer {seq}: noted."
 
 
@@ -125,5 +128,5 @@ def install(stub: ModelStub) -> None:
     stub.route("POST", rf"{VERSION}/{MODEL}:generateContent", generate)
     stub.route("POST", rf"{VERSION}/{MODEL}:streamGenerateContent", stream)
     stub.route("POST", rf"{VERSION}/{MODEL}:countTokens", count_tokens)
-    stub.route("GET", rf"{VERSION}/models", list_models)
-    stub.route("GET", rf"{VERSION}/{MODEL}", get_model)
+    stub.route("GET", rf"{LISTING_VERSION}/models", list_models)
+    stub.route("GET", rf"{LISTING_VERSION}/{MODEL}", get_model)
