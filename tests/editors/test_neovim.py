@@ -570,6 +570,20 @@ def test_memory_list_and_a_subfolder_joining_its_workspace(start_nvim, workspace
     assert "Handlers answer in JSON." in updates[0]["content"]
     assert nvim.lua("return require('context_companion').system_instruction().etag") == before
     assert not nvim.lua("return _G.t_events")
+    # the memory list says where api/AGENTS.md goes now: with the turn, not into the instruction
+    nvim.lua("vim.cmd('ContextCompanionMemory')")
+    row = nvim.wait_lua(
+        f"""
+        for _, item in ipairs(vim.fn.getqflist()) do
+          if vim.api.nvim_buf_get_name(item.bufnr) == {lua_str(str(workspace / "api" / "AGENTS.md"))}
+            and not item.text:find('not included', 1, true) then
+            return item.text
+          end
+        end
+        """,
+        "api/AGENTS.md listed as included",
+    )
+    assert row.endswith("(comes with the turn)"), row
 
 
 def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> None:

@@ -24,6 +24,7 @@ export function toMemoryPickItems(files: readonly MemoryFile[]): MemoryPickItem[
       const facts: string[] = [];
       if (f.tier) facts.push(f.tier);
       if (typeof f.tokens === 'number') facts.push(`${formatCount(f.tokens)} tokens`);
+      if (f.comesWithTurn === true) facts.push('comes with the turn');
       const why = f.reason ? `: ${f.reason}` : '';
       return {
         label: `${included ? '$(check)' : '$(circle-slash)'} ${baseName(f.path)}`,

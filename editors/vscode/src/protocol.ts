@@ -65,6 +65,8 @@ export interface MemoryFile {
   tokens?: number;
   included?: boolean;
   reason?: string;
+  /** Delivered with the next turn (memoryUpdates) rather than in the system instruction. */
+  comesWithTurn?: boolean;
 }
 
 export interface SystemInstructionResult {

@@ -24,6 +24,13 @@ describe('memory files quick pick', () => {
     ]);
   });
 
+  it('marks a file that comes with the turn rather than in the instruction', () => {
+    const [item] = toMemoryPickItems([
+      { path: '/w/api/AGENTS.md', tier: 'jit', tokens: 18, included: true, reason: 'active file api/h.go', comesWithTurn: true },
+    ]);
+    assert.equal(item.description, 'jit · 18 tokens · comes with the turn');
+  });
+
   it('keeps the server order and skips entries without a path', () => {
     const items = toMemoryPickItems([
       { path: 'b/CLAUDE.md' },

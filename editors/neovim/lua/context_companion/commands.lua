@@ -118,6 +118,9 @@ local function describe(file)
   else
     state = reason ~= '' and ('included: ' .. reason) or 'included'
   end
+  if file.comesWithTurn == true then
+    state = state .. ' (comes with the turn)'
+  end
   return ('%s · %s tokens · %s'):format(tostring(file.tier or '?'), tostring(file.tokens or '?'), state)
 end
 
