@@ -69,13 +69,19 @@ class ClaudeCodeEndpoint:
         self._tasks: set[asyncio.Task[None]] = set()
         self._previous_sigterm: Any = None
         self._hooked = False  # atexit and SIGTERM hooks are installed once per process
+        self._reconciling = asyncio.Lock()  # the boot and a settings change may reconcile at once
 
     @property
     def running(self) -> bool:
         return self._bridge is not None
 
     async def reconcile(self, ls: CompanionServer) -> None:
-        """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders."""
+        """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders.
+        One at a time: two starts racing would leave two bridges and two lock files."""
+        async with self._reconciling:
+            await self._reconcile(ls)
+
+    async def _reconcile(self, ls: CompanionServer) -> None:
         companion = ls.companion
         if companion is None:
             return
