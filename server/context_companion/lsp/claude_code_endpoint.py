@@ -26,7 +26,7 @@ from .mcp_endpoint import LiveState
 if TYPE_CHECKING:
     from ..bridges.claude_code import ClaudeCodeBridge, DiffOutcome, LockFile
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Text synchronisation and the cursor: the editor state the turn context is built from.
 
 These run on every keystroke or cursor move: no parsing of URIs, no closures per message, and
-the cursor's params stay a plain dict (see :class:`~.server.Protocol`).
+the cursor's params stay a plain dict (see :class:`~.protocol.Protocol`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 
 from ..context.state import RawPosition, uri_to_path
+from .protocol import DID_CHANGE_CURSOR
 
 if TYPE_CHECKING:
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
-DID_CHANGE_CURSOR = "contextCompanion/didChangeCursor"
 OPEN_FILES_CHANGED = "openFilesChanged"
 
 

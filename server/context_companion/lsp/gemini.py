@@ -5,8 +5,8 @@ connection: it starts it once the workspace is loaded (``companion.geminiCli.ena
 it when its settings change, tells the editor the terminal environment
 (``contextCompanion/companionStarted``), forwards diffs to the editor
 (``contextCompanion/showDiff`` / ``closeDiff``, server → client requests) and answers
-``contextCompanion.companionStatus``. The handlers in :mod:`.documents` call
-:meth:`GeminiLink.schedule_update` when the editor state changes.
+``contextCompanion.companionStatus`` (registered by :mod:`.companions`). The handlers in
+:mod:`.documents` call :meth:`GeminiLink.schedule_update` when the editor state changes.
 """
 
 from __future__ import annotations
@@ -18,15 +18,13 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types as t
-
 from ..workspace.commands import CLOSE_DIFF, COMPANION_STARTED, SHOW_DIFF
 
 if TYPE_CHECKING:
     from ..bridges.gemini.companion import DiffAnswer, GeminiCompanion
     from ..settings import GeminiCliSettings
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +117,7 @@ class GeminiLink:
         await asyncio.to_thread(importlib.import_module, _BRIDGE)
         from ..bridges.gemini.companion import GeminiCompanion
         from ..bridges.gemini.discovery import ide_info, ide_pid
-        from .commands import OpenTexts
+        from .texts import OpenTexts
 
         bridge = GeminiCompanion(
             companion,
@@ -183,15 +181,3 @@ class GeminiLink:
         if self.bridge is None:
             return {"geminiCli": {"running": False, "port": None, "discoveryFile": None, "connectedClients": 0}}
         return {"geminiCli": self.bridge.status()}
-
-
-def register(ls: CompanionServer) -> None:
-    @ls.feature(t.EXIT)
-    async def on_exit(*_: Any) -> None:  # pygls awaits it before ending the process
-        await ls.gemini.exit()
-
-    @ls.command(COMPANION_STATUS)
-    async def companion_status(*_: Any) -> dict[str, Any]:
-        await ls.ready.wait()
-        await ls.gemini.settled.wait()
-        return ls.gemini.status()

@@ -11,22 +11,22 @@ import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 from pygls.capabilities import ServerCapabilitiesBuilder
 
 from ..context.state import uri_to_path
+from .runtime import off_loop
 
 if TYPE_CHECKING:
     from ..workspace.snapshot import WorkspaceSnapshot
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 log = logging.getLogger(__name__)
 
 # Imported on a worker thread after initialize: start-up then costs what a bare pygls server costs.
 _HEAVY = ("context_companion.workspace.params", "context_companion.workspace.companion")
-T = TypeVar("T")
 
 
 def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
@@ -150,20 +150,6 @@ async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
         ls.watch.start(companion, ls.files_changed)
     await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
-
-
-async def off_loop(ls: CompanionServer, work: Callable[[], T]) -> T:
-    """Run slow work on a worker thread, one at a time; file changes seen meanwhile are applied again after."""
-    companion = ls.companion
-    assert companion is not None
-    async with ls.lock:
-        companion.begin_reload()
-        try:
-            return await asyncio.to_thread(work)
-        finally:
-            missed = companion.end_reload()
-            if missed:
-                asyncio.get_running_loop().call_soon(ls.files_changed, missed)
 
 
 HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..discovery import DiscoveryFile
     from ..workspace.changes import MemoryChange
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class LiveState:
         return self._ls.companion
 
     def texts(self) -> Mapping[str, str]:
-        from .commands import OpenTexts
+        from .texts import OpenTexts
 
         return OpenTexts(self._ls)
 

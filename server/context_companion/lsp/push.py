@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..workspace.changes import MemoryChange
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 SYSTEM_INSTRUCTION_CHANGED = "contextCompanion/systemInstructionChanged"
 
