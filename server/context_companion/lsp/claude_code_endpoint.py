@@ -26,7 +26,7 @@ from .mcp_endpoint import LiveState
 if TYPE_CHECKING:
     from ..bridges.claude_code import ClaudeCodeBridge, DiffOutcome, LockFile
     from ..workspace.companion import Companion
-    from .runtime import CompanionServer
+    from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,8 @@ class _LspEditor(LiveState):
 
     def language_id(self, uri: str) -> str | None:
         with contextlib.suppress(Exception):
-            return self._ls.workspace.get_text_document(uri).language_id
+            language: str | None = self._ls.workspace.get_text_document(uri).language_id
+            return language
         return None
 
     async def show_diff(self, uri: str, new_text: str, title: str) -> tuple[DiffOutcome, str | None]:
@@ -75,13 +76,13 @@ class ClaudeCodeEndpoint:
     def running(self) -> bool:
         return self._bridge is not None
 
-    async def reconcile(self, ls: CompanionServer) -> None:
+    async def reconcile(self, ls: Host) -> None:
         """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders.
         One at a time: two starts racing would leave two bridges and two lock files."""
         async with self._reconciling:
             await self._reconcile(ls)
 
-    async def _reconcile(self, ls: CompanionServer) -> None:
+    async def _reconcile(self, ls: Host) -> None:
         companion = ls.companion
         if companion is None:
             return
@@ -98,7 +99,7 @@ class ClaudeCodeEndpoint:
         elif self._lock is not None:
             self._write_lock(companion)
 
-    async def _start(self, ls: CompanionServer, companion: Companion) -> None:
+    async def _start(self, ls: Host, companion: Companion) -> None:
         from ..bridges.claude_code import ClaudeCodeBridge, LockFile, terminal_env
         from .sockets import allowed_origins
 

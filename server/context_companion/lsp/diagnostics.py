@@ -19,7 +19,7 @@ from ..context.state import uri_to_path
 
 if TYPE_CHECKING:
     from ..memory import FileAnalysis
-    from .runtime import CompanionServer
+    from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ PUBLISH_DELAY = 0.15  # seconds of quiet typing before diagnostics are recompute
 RangeOf = Callable[[Any], t.Range]
 
 
-def open_file_analysis(ls: CompanionServer, uri: str) -> tuple[FileAnalysis, RangeOf] | None:
+def open_file_analysis(ls: Host, uri: str) -> tuple[FileAnalysis, RangeOf] | None:
     """The analysis of an open memory or rule file, and a converter of its ranges to LSP ranges."""
     companion = ls.companion
     if companion is None or not ls.ready.is_set() or not uri.startswith("file:"):
@@ -63,7 +63,7 @@ def _range(lines: list[str], rng: Any, encoding: str) -> t.Range:
 
 
 class Diagnostics:
-    def __init__(self, server: CompanionServer) -> None:
+    def __init__(self, server: Host) -> None:
         self._server = server
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._published: set[str] = set()  # open memory/rule documents we published diagnostics for

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..bridges.gemini.companion import DiffAnswer, GeminiCompanion
     from ..settings import GeminiCliSettings
     from ..workspace.companion import Companion
-    from .runtime import CompanionServer
+    from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def _plain(value: Any) -> Any:
 class LspEditor:
     """The editor side of a diff, over this LSP connection."""
 
-    def __init__(self, ls: CompanionServer, can_show_diff: bool) -> None:
+    def __init__(self, ls: Host, can_show_diff: bool) -> None:
         self._ls = ls
         self._can_show_diff = can_show_diff
 
@@ -72,7 +72,7 @@ class LspEditor:
 class GeminiLink:
     """The Gemini CLI companion of this connection (at most one), and what the client announced."""
 
-    def __init__(self, ls: CompanionServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self._ls = ls
         self.process_id: int | None = None
         self.client_name: str | None = None

@@ -108,6 +108,8 @@ class CompanionServer(LanguageServer):
         assert self.companion is not None
         if change.roots_changed:
             self.watch.reschedule(self.companion)
+        if change.reason is not None:
+            self.diagnostics.recheck_open()
         self.publisher.memory_changed(change)
         if self.mcp is not None:
             self.mcp.changed(change)

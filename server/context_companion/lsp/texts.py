@@ -6,13 +6,13 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .runtime import CompanionServer
+    from .host import Host
 
 
 class OpenTexts(Mapping[str, str]):
     """The text of each document the editor has open, read when asked."""
 
-    def __init__(self, ls: CompanionServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self._ls = ls
 
     def __getitem__(self, uri: str) -> str:
