@@ -116,6 +116,7 @@ class LocalHttpHost:
             lifespan=self._lifespan,
             access_log=False,
             timeout_graceful_shutdown=1,
+            ws="none",  # the apps speak HTTP only: no WebSocket library loaded, upgrades refused
         )
         server = self._server = _EmbeddedServer(config)
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
