@@ -13,6 +13,10 @@ What the CLI gets:
 
 The protocol layer calls in (``schedule_update`` when the editor state changed, ``folders_changed``)
 and reads the values it needs to send (``env``, ``status``); nothing here imports it.
+
+Starting listens and writes the discovery file only: the MCP server (the SDK, tens of MiB) is
+loaded off the loop when the first authenticated request comes in, so an editor whose terminal
+never runs the CLI does not pay for it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -27,16 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-import mcp_types as types
-from mcp.server import Server, ServerRequestContext
-from mcp.server.session import ServerSession
-
 from ...discovery import new_token
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
 from .discovery import IdeDiscoveryFile, IdeInfo
 
 if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.session import ServerSession
+
     from ...workspace.companion import Companion
 
 log = logging.getLogger(__name__)
@@ -96,33 +101,40 @@ class _Diff:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-_OPEN_DIFF = types.Tool(
-    name="openDiff",
-    description="Show a proposed new content of a file as a diff in the editor; the user accepts or rejects it.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "filePath": {"type": "string", "description": "Absolute path of the file."},
-            "newContent": {"type": "string", "description": "The proposed full content of the file."},
+def _tools() -> list[types.Tool]:
+    """openDiff and closeDiff (built when a CLI lists them: the SDK is loaded by then)."""
+    import mcp_types as types
+
+    open_diff = types.Tool(
+        name="openDiff",
+        description="Show a proposed new content of a file as a diff in the editor; the user accepts or rejects it.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "filePath": {"type": "string", "description": "Absolute path of the file."},
+                "newContent": {"type": "string", "description": "The proposed full content of the file."},
+            },
+            "required": ["filePath", "newContent"],
         },
-        "required": ["filePath", "newContent"],
-    },
-)
-_CLOSE_DIFF = types.Tool(
-    name="closeDiff",
-    description="Close the diff of a file, returning the content the diff view held.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "filePath": {"type": "string", "description": "Absolute path of the file."},
-            "suppressNotification": {"type": "boolean"},
+    )
+    close_diff = types.Tool(
+        name="closeDiff",
+        description="Close the diff of a file, returning the content the diff view held.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "filePath": {"type": "string", "description": "Absolute path of the file."},
+                "suppressNotification": {"type": "boolean"},
+            },
+            "required": ["filePath"],
         },
-        "required": ["filePath"],
-    },
-)
+    )
+    return [open_diff, close_diff]
 
 
 def _text_result(text: str, *, error: bool = False) -> types.CallToolResult:
+    import mcp_types as types
+
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
@@ -152,13 +164,16 @@ class GeminiCompanion:
         self.token = new_token()
         self.port = 0
         self._host: LocalHttpHost | None = None
-        self._sessions: contextlib.AsyncExitStack | None = None
         self._discovery: IdeDiscoveryFile | None = None
         self._clients: dict[str, _Client] = {}
         self._diffs: dict[str, _Diff] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._last_sent: dict[str, Any] | None = None
+        self._app: ASGIApp | None = None  # the MCP server's app, once a request needed it
+        self._building = asyncio.Lock()
+        self._closing = asyncio.Event()  # ends the task that runs the MCP sessions
+        self._sessions_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -168,25 +183,45 @@ class GeminiCompanion:
 
     async def start(self) -> None:
         """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken."""
-        server: Server[Any] = Server(
-            "context-companion-gemini",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
-        server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
-        app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
-        stack = contextlib.AsyncExitStack()
-        await stack.enter_async_context(server.session_manager.run())  # the MCP sessions' task group
-        host = LocalHttpHost(app, token=self.token, port=self._requested_port, lifespan="off")
-        try:
-            self.port = await host.start()
-        except BaseException:
-            await stack.aclose()
-            raise
+        host = LocalHttpHost(_Deferred(self), token=self.token, port=self._requested_port, lifespan="off")
+        self.port = await host.start()
         self._host = host
-        self._sessions = stack
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
+
+    async def mcp_app(self) -> ASGIApp:
+        """The MCP server's ASGI app, built when the first request needs it: the SDK is imported
+        on a worker thread, and a task of its own runs the MCP sessions until :meth:`stop`."""
+        async with self._building:
+            if self._app is None:
+                await asyncio.to_thread(importlib.import_module, "mcp.server")
+                import mcp_types as types
+                from mcp.server import Server
+
+                server: Server[Any] = Server(
+                    "context-companion-gemini",
+                    on_list_tools=self._list_tools,
+                    on_call_tool=self._call_tool,
+                )
+                server.add_notification_handler(
+                    "notifications/initialized", types.NotificationParams, self._initialized
+                )
+                app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
+                running = asyncio.Event()
+                task = asyncio.get_running_loop().create_task(self._run_sessions(server, running))
+                self._sessions_task = task
+                waiting = asyncio.ensure_future(running.wait())
+                await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                if task.done():
+                    task.result()  # raises what stopped it
+                self._app = app
+            return self._app
+
+    async def _run_sessions(self, server: Server[Any], running: asyncio.Event) -> None:
+        async with server.session_manager.run():  # the MCP sessions' task group, in this task
+            running.set()
+            await self._closing.wait()
 
     def _write_discovery(self) -> None:
         if self._discovery is None:
@@ -216,9 +251,11 @@ class GeminiCompanion:
         host, self._host = self._host, None
         if host is not None:
             await host.stop()
-        sessions, self._sessions = self._sessions, None
+        self._closing.set()
+        sessions, self._sessions_task = self._sessions_task, None
         if sessions is not None:
-            await sessions.aclose()
+            with contextlib.suppress(Exception):
+                await sessions
         for task in list(self._tasks):
             task.cancel()
         self._clients.clear()
@@ -290,6 +327,8 @@ class GeminiCompanion:
     async def _notify(self, session: ServerSession | None, method: str, params: dict[str, Any]) -> None:
         if session is None:
             return
+        import mcp_types as types
+
         note = types.Notification[dict[str, Any], str](method=method, params=params)
         try:
             # The SDK sends any notification model as its method and params; the IDE methods are
@@ -339,7 +378,9 @@ class GeminiCompanion:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_OPEN_DIFF, _CLOSE_DIFF])
+        import mcp_types as types
+
+        return types.ListToolsResult(tools=_tools())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -377,6 +418,8 @@ class GeminiCompanion:
         self._diffs[file_path] = diff
         title = f"{Path(file_path).name} ↔ Gemini CLI's proposed change"
         diff.task = loop.create_task(self._run_diff(diff, Path(file_path).as_uri(), new_content, title))
+        import mcp_types as types
+
         return types.CallToolResult(content=[])
 
     async def _run_diff(self, diff: _Diff, uri: str, new_content: str, title: str) -> None:
@@ -444,6 +487,18 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
         return None
     value = headers.get(SESSION_HEADER.decode())
     return str(value) if value else None
+
+
+class _Deferred:
+    """ASGI app: the MCP server's app, built when the first request (past the host's token, Host
+    and Origin checks) reaches it."""
+
+    def __init__(self, companion: GeminiCompanion) -> None:
+        self._companion = companion
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = await self._companion.mcp_app()
+        await app(scope, receive, send)
 
 
 class _StreamWatch:
