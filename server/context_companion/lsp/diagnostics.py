@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 
 from ..context.positions import units_from_column
-from ..context.state import uri_to_path
 
 if TYPE_CHECKING:
     from ..memory import FileAnalysis
@@ -36,6 +35,8 @@ RangeOf = Callable[[Any], t.Range]
 
 def open_file_analysis(ls: Host, uri: str) -> tuple[FileAnalysis, RangeOf] | None:
     """The analysis of an open memory or rule file, and a converter of its ranges to LSP ranges."""
+    from ..context.state import uri_to_path
+
     companion = ls.companion
     if companion is None or not ls.ready.is_set() or not uri.startswith("file:"):
         return None

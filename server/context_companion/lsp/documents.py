@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 
-from ..context.state import RawPosition, uri_to_path
 from .protocol import DID_CHANGE_CURSOR
 
 if TYPE_CHECKING:
+    from ..context.state import RawPosition
     from ..workspace.companion import Companion
     from .runtime import CompanionServer
 
@@ -39,6 +39,8 @@ def did_close(ls: CompanionServer, params: t.DidCloseTextDocumentParams) -> None
 
 def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, opened: bool) -> None:
     """The open files changed: the companion's state, then a push, the file's diagnostics, Gemini."""
+    from ..context.state import uri_to_path
+
     if opened:
         companion.did_open(uri)
     else:
@@ -52,6 +54,8 @@ def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, op
 
 
 def did_change_cursor(ls: CompanionServer, params: Any) -> None:
+    from ..context.state import RawPosition  # imported after initialize, with the domain
+
     p = ls.parse_cursor(params)
     uri = p.text_document.uri
     position = RawPosition(p.position.line, p.position.character)

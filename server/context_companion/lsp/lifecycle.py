@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 from pygls.capabilities import ServerCapabilitiesBuilder
 
-from ..context.state import uri_to_path
 from .runtime import off_loop
 
 if TYPE_CHECKING:
@@ -31,22 +30,30 @@ _HEAVY = ("context_companion.workspace.params", "context_companion.workspace.com
 
 def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
     ls.use_lsp_line_splitting()  # pygls created the workspace just before this handler
+    encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
+    client = params.client_info.name if params.client_info else None
+    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
+    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, params, options, encoding))
+
+
+def _initial_folders(params: t.InitializeParams) -> list[Path]:
+    from ..context.state import uri_to_path
+
     folders = [Path(uri_to_path(f.uri)) for f in (params.workspace_folders or [])]
     if not folders and params.root_uri:
         folders = [Path(uri_to_path(params.root_uri))]
     elif not folders and params.root_path:
         folders = [Path(params.root_path)]
-    encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
-    client = params.client_info.name if params.client_info else None
-    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
-    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, options, encoding))
+    return folders
 
 
-async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding: str) -> None:
+async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, encoding: str) -> None:
     for name in _HEAVY:
         await asyncio.to_thread(importlib.import_module, name)
     from ..workspace.companion import Companion
     from ..workspace.snapshot import initial_snapshot
+
+    folders = _initial_folders(params)  # after the answer: the URI helpers are domain code
 
     snapshot, errors = initial_snapshot(folders, options, encoding)
     for message in errors:
@@ -95,6 +102,8 @@ async def did_change_configuration(ls: CompanionServer, params: t.DidChangeConfi
 
 
 async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFoldersParams) -> None:
+    from ..context.state import uri_to_path
+
     await ls.booted.wait()
     assert ls.companion is not None
     folders = [Path(uri_to_path(f.uri)) for f in ls.workspace.folders.values()]
