@@ -114,5 +114,9 @@ async def test_an_answer_overrides_the_keys_it_sets(start: Any, workspace: Path,
     text = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
     assert AGENTS in text and NOTES not in text
     assert PLANNING in text  # an option the answer did not touch
-    assert _locks(tmp_path) == []
+    for _ in range(300):  # the integration started by the boot stops once the answer is applied
+        if _locks(tmp_path) == []:
+            break
+        await asyncio.sleep(0.05)
+    assert _locks(tmp_path) == [], "companion.claudeCode.enabled = false from the answer was not applied"
     assert json.dumps(h.client.messages, default=str) == "[]"
