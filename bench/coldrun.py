@@ -14,20 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-
-def _walk_found(root: Path) -> list[str]:
-    from context_companion.ignore import walk
-
-    from .generate import MEMORY_NAMES
-
-    names = frozenset(MEMORY_NAMES)
-    found = []
-    for listing in walk(root):
-        prefix = listing.rel_dir + "/" if listing.rel_dir else ""
-        for entry in listing.files:
-            if entry.name in names and not listing.rules.is_ignored(prefix + entry.name, False):
-                found.append(prefix + entry.name)
-    return found
+from .ours import bench_settings, bench_tokenizer, memory_paths, memory_store_class, new_store, walk_found
 
 
 def main(argv: list[str]) -> int:
@@ -42,11 +29,9 @@ def main(argv: list[str]) -> int:
         import context_companion.ignore  # noqa: F401 - imported before the clock
 
         t0 = time.perf_counter()
-        found = _walk_found(root)
+        found = walk_found(root)
         seconds = time.perf_counter() - t0
     elif kind == "memory":
-        from .core_figures import bench_settings, bench_tokenizer, memory_paths, memory_store_class, new_store
-
         settings = bench_settings(json.loads(argv[2]))
         tok = bench_tokenizer(settings)
         memory_store_class()  # the import, before the clock

@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from .floors import plain_folder_tree, pruned_walk
-from .generate import MEMORY_NAMES, Manifest, restore_mutable
+from .generate import Manifest, restore_mutable
+from .ours import (
+    Unavailable,
+    bench_settings,
+    bench_tokenizer,
+    memory_paths,
+    memory_store_class,
+    new_store,
+    walk_found,
+)
 from .report import Figure, Target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,10 +42,6 @@ TARGET_REBUILD = Target("ratio_le", 3.0, "≤ 3× floor")
 REBUILD_SAMPLES_PER_REPEAT = 8
 REBUILD_WARMUP = 10
 TARGET_TREES = ("medium", "large")  # issue 3 states the discovery target for the 40k-file workspace
-
-
-class Unavailable(Exception):
-    """The API a figure needs is not there (yet): the figure reads ``n/a: <why>``."""
 
 
 @dataclass
@@ -53,43 +58,6 @@ class Context:
     lsp_tree: str = "small"
     seed: int = 6
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------------- our APIs, guarded
-
-
-def bench_settings(data: dict[str, Any]) -> Any:
-    from context_companion.settings import Settings
-
-    return Settings.model_validate(data)
-
-
-def bench_tokenizer(settings: Any) -> Any:
-    from context_companion.tokens import Tokenizer
-
-    tok = Tokenizer(settings.tokens.encoding, settings.tokens.encoding_file)
-    tok.load()
-    return tok
-
-
-def memory_store_class() -> Any:
-    try:
-        from context_companion.memory import MemoryStore  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise Unavailable(f"context_companion.memory.MemoryStore not importable ({exc})") from None
-    return MemoryStore
-
-
-def new_store(settings: Any, root: Path, tok: Any) -> Any:
-    store = memory_store_class()(settings.memory, [root], count_tokens=tok.count)
-    store.load()
-    return store
-
-
-def memory_paths(store: Any) -> list[str]:
-    """Display paths of the memory files (not rules) the store knows, from ``compose([], None)``."""
-    result = store.compose([], None)
-    return sorted(str(f.path) for f in result.files if str(f.path).rsplit("/", 1)[-1] in MEMORY_NAMES)
 
 
 def _check_found(found: list[str], man: Manifest, what: str) -> str | None:
@@ -118,12 +86,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 # --------------------------------------------------------------------------- walk (info)
-
-
-def walk_found(root: Path) -> list[str]:
-    from .coldrun import _walk_found
-
-    return _walk_found(root)
 
 
 def fig_walk(ctx: Context) -> list[Figure]:

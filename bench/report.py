@@ -26,7 +26,7 @@ def percentile(values: list[float], q: float) -> float:
 
 @dataclass
 class Target:
-    """``kind``: ``ratio_le`` / ``ratio_ge`` (against the floor) or ``abs_le`` (against the value)."""
+    """``kind``: ``ratio_le`` / ``ratio_ge`` (against the floor), ``abs_le`` or ``abs_eq`` (against the value)."""
 
     kind: str
     value: float
@@ -35,6 +35,8 @@ class Target:
     def check(self, value: float | None, ratio: float | None) -> str:
         if self.kind == "abs_le":
             return NA if value is None else (PASS if value <= self.value else MISS)
+        if self.kind == "abs_eq":
+            return NA if value is None else (PASS if value == self.value else MISS)
         if ratio is None:
             return NA
         if self.kind == "ratio_le":
@@ -107,7 +109,7 @@ class Figure:
 def fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
-    if unit == "msg/s":
+    if unit in ("msg/s", "pushes"):
         return f"{value:,.0f}"
     if unit == "MiB":
         return f"{value:.1f}"

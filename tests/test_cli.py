@@ -208,3 +208,77 @@ def test_memory_token_totals_equal_the_memory_part_of_the_instruction(tmp_path, 
     listed = next(f for f in memory["files"] if f["path"] == ".cursor/rules/db.mdc")
     assert "Long body" not in memory["text"] and listed["reason"].endswith("(listed)")
     assert 0 < listed["tokens"] < 30  # its listing line, not its 1,200-word body
+
+
+def test_instruction_prints_the_turns_memory_after_a_separator_and_instruction_only_leaves_it_out(project, env):
+    args = ("instruction", "--workspace", str(project), "--open", "api/x.py")
+    full = run(*args, env=env)
+    only = run(*args, "--instruction-only", env=env)
+    assert full.returncode == 0 and only.returncode == 0, full.stderr + only.stderr
+    instruction, sep, memory = full.stdout.partition("\n\n======== Memory that comes with the first turn")
+    assert sep and only.stdout == instruction + "\n"
+    assert "Run tests with make check." in instruction and "Handlers return JSON errors." not in instruction
+    assert "--- Context from: api/AGENTS.md ---\nHandlers return JSON errors.\n--- End of Context" in memory
+    # Nothing applies only to the open files: the instruction alone, as before.
+    alone = run("instruction", "--workspace", str(project), env=env)
+    assert "======== Memory" not in alone.stdout and alone.stdout.endswith("--- End of Context from: AGENTS.md ---\n")
+
+
+def test_turn_prints_the_first_turn_with_cursor_and_selection(project, env):
+    (project / "api" / "x.py").write_text("def handler():\n    return {'ok': True}\n")
+    out = run("turn", "--workspace", str(project), "--open", "api/x.py", "--selection", "2:5-2:11", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["kind"] == "full"
+    # The cursor is where the selection ends; the model is told 1-based positions, like the flags.
+    assert data["context"]["activeFile"] == {
+        "path": str(project / "api" / "x.py"),
+        "cursor": {"line": 2, "character": 11},
+        "selectedText": "return",
+    }
+    assert [u["path"] for u in data["memoryUpdates"]] == ["api/AGENTS.md"]
+    text = run("turn", "--workspace", str(project), "--open", "api/x.py", "--cursor", "1:5", env=env).stdout
+    assert text.startswith("Here is what I have open in my editor right now") and '"line": 1' in text
+    assert text.rstrip().endswith("Handlers return JSON errors.\n--- End of Context from: api/AGENTS.md ---")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--cursor", "3"], "--cursor 3: expected LINE:COL, 1-based (e.g. 12:5)"),
+        (["--cursor", "0:1"], "--cursor 0:1: expected LINE:COL, 1-based (e.g. 12:5)"),
+        (["--cursor", "9:1"], "--cursor 9:1: api/x.py has 3 lines"),
+        (["--cursor", "1:99"], "--cursor 1:99: line 1 of api/x.py has 14 characters"),
+        (["--selection", "1:1"], "--selection 1:1: expected START:END as LINE:COL:LINE:COL, 1-based (e.g. 3:1:5:10)"),
+        (["--selection", "2:1-1:1"], "--selection 2:1-1:1: END comes before START"),
+        (["--selection", "1:1-7:1"], "--selection 1:1-7:1: api/x.py has 3 lines"),
+    ],
+)
+def test_turn_positions_are_checked_with_one_line_errors(project, env, flags, message):
+    (project / "api" / "x.py").write_text("def handler():\n    pass\n")
+    out = run("turn", "--workspace", str(project), "--open", "api/x.py", *flags, env=env)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [f"context-companion: {message}"]
+
+
+def test_turn_needs_an_active_file_for_a_position_and_checks_paths_like_instruction(project, env, tmp_path):
+    out = run("turn", "--workspace", str(project), "--cursor", "1:1", env=env)
+    assert out.returncode == 2 and out.stderr.strip() == (
+        "context-companion: --cursor: needs an active file (--active or --open)"
+    )
+    (tmp_path / "elsewhere.py").write_text("")
+    out = run("turn", "--workspace", str(project), "--active", "../elsewhere.py", cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "outside the workspace folder" in out.stderr
+    helped = run("turn", "--help", env=env).stdout
+    assert "1-based" in helped and "like git -C" in helped and "LINE:COL" in helped
+
+
+def test_explain_codex_and_memory_show_a_sub_folder_override(project, env):
+    (project / "api" / "AGENTS.override.md").write_text("Codex: handlers return problem+json.\n")
+    rows = run("memory", "--workspace", str(project), "--open", "api/x.py", env=env).stdout.splitlines()
+    assert rows[1].startswith("+ api/AGENTS.override.md  jit") and rows[1].endswith("(comes with the turn)")
+    assert rows[2].startswith("- api/AGENTS.md") and "AGENTS.override.md in the same folder takes its place" in rows[2]
+    updates = json.loads(run("turn", "--workspace", str(project), "--open", "api/x.py", "--json", env=env).stdout)
+    assert [u["content"] for u in updates["memoryUpdates"]] == ["Codex: handlers return problem+json."]
+    table = run("explain", "--agent", "codex", "--workspace", str(project), "--open", "api/x.py", env=env).stdout
+    assert "- api/AGENTS.md " in table and "Codex reads one file per folder: AGENTS.override.md is used" in table

@@ -1,7 +1,9 @@
 """The ``context-companion`` command line.
 
-Subcommands: ``serve`` (the language server), ``instruction``, ``memory``, ``explain``,
-``compression-prompt``, ``mcp`` (the MCP server). User errors print one line to stderr and exit with status 2.
+Subcommands: ``serve`` (the language server), ``instruction``, ``turn``, ``memory``, ``explain``,
+``compression-prompt``, ``mcp`` (the MCP server). ``instruction``, ``turn`` and ``memory`` put the
+given files in a workspace :class:`~.workspace.companion.Companion`'s editor state and ask it what
+a language server client would get: one code path for both. User errors print one line to stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +24,21 @@ _PATHS_EPILOG = (
     "Relative --open/--active paths resolve against --workspace when it is given (like git -C), otherwise "
     "against the current directory. A path that does not exist or lies outside the workspace folder is an "
     "error (exit status 2)."
+)
+
+
+_POSITIONS_EPILOG = (
+    "Positions are 1-based LINE:COL as editors show them (Ln 5, Col 10); a column counts characters "
+    "(Unicode code points), and COL may be one past the line's last character. A position outside the "
+    "active file is an error (exit status 2)."
+)
+
+SESSION = "cli"  # the one agent session a command line run starts
+
+# Between the instruction and the memory that comes with the first turn (``instruction``'s text).
+TURN_MEMORY_SEPARATOR = (
+    "======== Memory that comes with the first turn (delivered with the user's first message, "
+    "not part of the system instruction above) ========"
 )
 
 
@@ -84,11 +102,54 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--clientProcessId", default=None, help=argparse.SUPPRESS)  # some clients append it
 
-    instr = sub.add_parser("instruction", help="print the system instruction for a workspace", epilog=_PATHS_EPILOG)
+    instr = sub.add_parser(
+        "instruction",
+        help="print the system instruction for a workspace, then the memory that comes with the first turn",
+        description="Print the system instruction. Memory that applies to the open files only (sub-folder "
+        "memory files, glob-scoped rules) comes with the first turn, not in the instruction: it is printed "
+        "after the instruction, under a separator line that says so (--instruction-only leaves it out).",
+        epilog=_PATHS_EPILOG,
+    )
     _editor_arguments(instr)
     instr.add_argument("--profile", default=None, help="agent profile JSON file (model, tools, approvalMode, ...)")
-    instr.add_argument("--json", action="store_true", help="print JSON with text, etag, tokens, memoryFiles, ...")
+    instr.add_argument(
+        "--instruction-only",
+        action="store_true",
+        help="print the system instruction alone, without the memory that comes with the first turn",
+    )
+    instr.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON with text (the instruction alone), etag, tokens, memoryFiles, memoryUpdates, ...",
+    )
     _add_quiet(instr)
+
+    turn = sub.add_parser(
+        "turn",
+        help="print the first turn's context for these files: editor context plus memory updates",
+        description="Print what contextCompanion.getTurnContext returns for a session's first (full) turn "
+        "with these files open: the editor context and the memory that comes with it.",
+        epilog=_PATHS_EPILOG + " " + _POSITIONS_EPILOG,
+    )
+    _editor_arguments(turn)
+    turn.add_argument(
+        "--cursor",
+        default=None,
+        metavar="LINE:COL",
+        help="the cursor in the active file: 1-based line and column, as editors show them (columns count characters)",
+    )
+    turn.add_argument(
+        "--selection",
+        default=None,
+        metavar="START:END",
+        help="the selection in the active file: START and END are LINE:COL each (e.g. 3:1:5:10, or 3:1-5:10); "
+        "END is the position after the last selected character; the cursor is at END unless --cursor says otherwise",
+    )
+    turn.add_argument("--profile", default=None, help="agent profile JSON file (model, tools, approvalMode, ...)")
+    turn.add_argument(
+        "--json", action="store_true", help="print the getTurnContext result: kind, context, text, memoryUpdates"
+    )
+    _add_quiet(turn, json_warnings=False)
 
     mem = sub.add_parser("memory", help="show the memory files found, which are included and why", epilog=_PATHS_EPILOG)
     _editor_arguments(mem)
@@ -124,17 +185,25 @@ def _parser() -> argparse.ArgumentParser:
         help="be a view of the running language server for this workspace (default: when exactly one runs)",
     )
     attach.add_argument("--no-attach", dest="attach", action="store_false", help="always read the workspace itself")
+    mcp.add_argument(
+        "--server-pid",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="attach to the language server with this process id (an editor passes its own server's; implies --attach)",
+    )
     mcp.add_argument("--read-only", action="store_true", help="refuse add_memory")
     mcp.add_argument("-v", "--verbose", action="count", default=0, help="log more on stderr")
     return parser
 
 
-def _add_quiet(sub: argparse.ArgumentParser) -> None:
+def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:
+    kept = "; --json keeps them in 'warnings'" if json_warnings else ""
     sub.add_argument(
         "-q",
         "--quiet",
         action="store_true",
-        help="print no warnings on stderr (errors still print; --json keeps them in 'warnings')",
+        help=f"print no warnings on stderr (errors still print{kept})",
     )
 
 
@@ -199,15 +268,122 @@ def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path]
     return opened, active if active is not None else (opened[-1] if opened else None)
 
 
-def _cmd_instruction(args: argparse.Namespace) -> int:
-    from .workspace.companion import Companion
+_POSITION = re.compile(r"^([0-9]{1,9}):([0-9]{1,9})$")
+_SELECTION = re.compile(r"^([0-9]{1,9}):([0-9]{1,9})[:-]([0-9]{1,9}):([0-9]{1,9})$")
+MAX_ACTIVE_BYTES = 32 * 1024 * 1024  # the active file is read for the lines around the cursor
 
-    workspace = _workspace(args.workspace)
-    open_paths, active = _editor_files(args, workspace)
-    profile = _profile(args.profile)
-    companion = Companion.open([workspace])
-    instruction = companion.engine.build(profile, open_paths, active)
-    instruction = companion.export(instruction)
+
+def _positions(
+    args: argparse.Namespace,
+) -> tuple[tuple[int, int] | None, tuple[tuple[int, int], tuple[int, int]] | None]:
+    """--cursor and --selection as 1-based (line, column) pairs; a one-line error when malformed."""
+    from .errors import ContextCompanionError
+
+    cursor = selection = None
+    raw = getattr(args, "cursor", None)
+    if raw is not None:
+        m = _POSITION.match(raw.strip())
+        if m is None or 0 in (int(m[1]), int(m[2])):
+            raise ContextCompanionError(f"--cursor {raw}: expected LINE:COL, 1-based (e.g. 12:5)")
+        cursor = (int(m[1]), int(m[2]))
+    raw = getattr(args, "selection", None)
+    if raw is not None:
+        m = _SELECTION.match(raw.strip())
+        if m is None or 0 in (int(m[1]), int(m[2]), int(m[3]), int(m[4])):
+            raise ContextCompanionError(
+                f"--selection {raw}: expected START:END as LINE:COL:LINE:COL, 1-based (e.g. 3:1:5:10)"
+            )
+        selection = ((int(m[1]), int(m[2])), (int(m[3]), int(m[4])))
+        if selection[1] < selection[0]:
+            raise ContextCompanionError(f"--selection {raw}: END comes before START")
+    return cursor, selection
+
+
+def _active_text(active: Path, workspace: Path) -> str:
+    from .errors import ContextCompanionError
+
+    shown = os.path.relpath(active, workspace)
+    try:
+        if not active.is_file():
+            raise ContextCompanionError(f"--active {shown}: not a file, so it has no positions")
+        if active.stat().st_size > MAX_ACTIVE_BYTES:
+            raise ContextCompanionError(f"--active {shown}: larger than {MAX_ACTIVE_BYTES // (1024 * 1024)} MiB")
+        return active.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ContextCompanionError(f"--active {shown}: cannot read: {exc.strerror or exc}") from None
+
+
+def _check_position(flag: str, raw: str, point: tuple[int, int], lines: list[str], shown: str) -> None:
+    from .errors import ContextCompanionError
+
+    line, col = point
+    if line > len(lines):
+        count = len(lines)
+        raise ContextCompanionError(f"{flag} {raw}: {shown} has {count} line{'' if count == 1 else 's'}")
+    width = len(lines[line - 1])
+    if col > width + 1:
+        raise ContextCompanionError(f"{flag} {raw}: line {line} of {shown} has {width} characters")
+
+
+class OneShot:
+    """A companion whose editor holds the files of the command line, and the texts it was told."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from .context.positions import split_lines
+        from .context.state import RawPosition
+        from .errors import ContextCompanionError
+        from .workspace.companion import Companion
+        from .workspace.snapshot import WorkspaceSnapshot
+
+        workspace = _workspace(args.workspace)
+        opened, active = _editor_files(args, workspace)
+        cursor, selection = _positions(args)
+        profile = _profile(getattr(args, "profile", None))
+        if (cursor or selection) and active is None:
+            flag = "--cursor" if cursor else "--selection"
+            raise ContextCompanionError(f"{flag}: needs an active file (--active or --open)")
+        self.texts: dict[str, str] = {}
+        moved: tuple[str, RawPosition, list[tuple[RawPosition, RawPosition]]] | None = None
+        if active is not None and (cursor or selection):  # checked before the slow load: errors come at once
+            text = _active_text(active, workspace)
+            lines = split_lines(text)
+            shown = os.path.relpath(active, workspace)
+            if cursor is not None:
+                _check_position("--cursor", args.cursor, cursor, lines, shown)
+            if selection is not None:
+                for point in selection:
+                    _check_position("--selection", args.selection, point, lines, shown)
+            uri = active.as_uri()
+            self.texts[uri] = text
+            ranges: list[tuple[RawPosition, RawPosition]] = []
+            if selection is not None:
+                (a, b), (c, d) = selection
+                ranges.append((RawPosition(a - 1, b - 1), RawPosition(c - 1, d - 1)))
+            line, col = cursor if cursor is not None else selection[1]  # type: ignore[index]  # one is given
+            moved = (uri, RawPosition(line - 1, col - 1), ranges)
+        # Positions on the command line count characters: the editor state is told code points.
+        self.companion = companion = Companion(WorkspaceSnapshot.resolve([workspace], position_encoding="utf-32"))
+        companion.load()
+        for path in [p for p in opened if p != active] + ([active] if active is not None else []):
+            companion.did_open(path.as_uri())  # the active file last: the most recently used, as in an editor
+        if moved is not None:
+            companion.did_change_cursor(*moved)
+        agent = companion.sessions.get(SESSION)
+        agent.profile = profile
+
+    def start(self) -> Any:
+        """Start the session: its instruction, written where ``writeSystemPromptTo`` says."""
+        return self.companion.export(self.companion.start_session(SESSION))
+
+    def turn(self, *, editor: bool = True) -> Any:
+        """The session's next turn context (``editor=False``: its memory updates only)."""
+        return self.companion.turn_context(SESSION, self.texts, editor=editor)
+
+
+def _cmd_instruction(args: argparse.Namespace) -> int:
+    shot = OneShot(args)
+    instruction = shot.start()
+    memory = shot.turn(editor=False)
     for warning in instruction.warnings:
         _warn(args, warning)
     if args.json:
@@ -215,24 +391,42 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
         out["environmentPlacement"] = instruction.environment_placement
         if instruction.initial_message is not None:
             out["initialMessage"] = instruction.initial_message
-        active = open_paths[-1] if open_paths else None
-        out["memoryUpdates"] = [u.to_wire() for u in companion.first_turn_memory(open_paths, active)]
+        out["memoryUpdates"] = list(memory.memory_updates)
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(instruction.text + "\n")
+        return 0
+    sys.stdout.write(instruction_with_turn_memory(instruction.text, None if args.instruction_only else memory.text))
+    return 0
+
+
+def instruction_with_turn_memory(instruction: str, memory: str | None) -> str:
+    """``instruction``'s plain text: the instruction, then (when there is any) the memory that
+    comes with the first turn, under :data:`TURN_MEMORY_SEPARATOR`."""
+    if not memory:
+        return instruction + "\n"
+    return f"{instruction}\n\n{TURN_MEMORY_SEPARATOR}\n\n{memory}\n"
+
+
+def _cmd_turn(args: argparse.Namespace) -> int:
+    shot = OneShot(args)
+    instruction = shot.start()
+    for warning in instruction.warnings:
+        _warn(args, warning)
+    turn = shot.turn()
+    if args.json:
+        sys.stdout.write(json.dumps(turn.to_wire(), indent=2, ensure_ascii=False) + "\n")
+    elif turn.text:
+        sys.stdout.write(turn.text + "\n")
     return 0
 
 
 def _cmd_memory(args: argparse.Namespace) -> int:
-    from .workspace.companion import Companion
-
-    workspace = _workspace(args.workspace)
-    open_paths, active = _editor_files(args, workspace)
-    companion = Companion.open([workspace])
-    result = companion.memory.compose(open_paths, active)
+    shot = OneShot(args)
+    companion = shot.companion
+    result = companion.show_memory()
+    with_turn = companion.turn_delivered()
     if args.json:
         payload = {
-            "files": [f.to_wire() for f in result.files],
+            "files": [{**f.to_wire(), "comesWithTurn": f.path in with_turn} for f in result.files],
             "dropped": list(result.dropped),
             "warnings": list(result.warnings),
             "tokens": companion.memory_tokens(result),
@@ -246,7 +440,8 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     width = max((len(f.path) for f in result.files), default=0)
     for f in result.files:
         mark = "+" if f.included else "-"
-        sys.stdout.write(f"{mark} {f.path.ljust(width)}  {f.tier:<9} {f.tokens:>6} tokens  {f.reason}\n")
+        turn = f" ({COMES_WITH_TURN})" if f.path in with_turn else ""
+        sys.stdout.write(f"{mark} {f.path.ljust(width)}  {f.tier:<9} {f.tokens:>6} tokens  {f.reason}{turn}\n")
     for w in result.warnings:
         sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
@@ -254,6 +449,9 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         f"{len(included)} of {len(result.files)} files included, {companion.memory_tokens(result)} tokens\n"
     )
     return 0
+
+
+COMES_WITH_TURN = "comes with the turn"
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
@@ -320,6 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {
         "serve": _cmd_serve,
         "instruction": _cmd_instruction,
+        "turn": _cmd_turn,
         "memory": _cmd_memory,
         "explain": _cmd_explain,
         "compression-prompt": _cmd_compression,

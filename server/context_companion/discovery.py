@@ -8,6 +8,11 @@ the user's files. Files whose process is gone are removed by the next server tha
 No protocol code here: the LSP transports and other bridges (an MCP endpoint, an IDE companion)
 share it. Small API: :class:`DiscoveryFile` (``write``, ``remove``), :func:`find`,
 :func:`remove_stale`, :func:`runtime_dir`.
+
+Announcements written for other programs (Gemini CLI's discovery file, Claude Code's lock file)
+carry an ``owner_stamp()`` (``"contextCompanion": {"serverPid", "serverStartTime"}``), so that
+:func:`remove_dead_announcements` can tell the ones of a server that is gone (killed, crashed)
+from those of a live server or of another program.
 """
 
 from __future__ import annotations
@@ -84,6 +89,98 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process: alive
     return True
+
+
+def process_start_time(pid: int) -> int | None:
+    """When ``pid`` started, as the kernel counts it (``/proc/<pid>/stat`` field 22, clock ticks
+    since boot), or None where that cannot be read (no such process, no ``/proc``). With the pid,
+    it names one process: a pid reused by a later process has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        # The command name is in parentheses and may itself hold spaces or parentheses.
+        return int(data[data.rindex(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+STAMP_KEY = "contextCompanion"
+
+
+def owner_stamp() -> dict[str, Any]:
+    """What an announcement records about the server that wrote it (see :func:`remove_dead_announcements`)."""
+    pid = os.getpid()
+    return {"serverPid": pid, "serverStartTime": process_start_time(pid)}
+
+
+def _stamp_is_dead(raw: Any) -> bool:
+    """True when ``raw`` (a parsed announcement) carries our stamp and its server is gone: the pid
+    is dead, or it is alive but started at another time than the stamp says (the pid was reused)."""
+    stamp = raw.get(STAMP_KEY) if isinstance(raw, dict) else None
+    if not isinstance(stamp, dict):
+        return False
+    pid = stamp.get("serverPid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False  # not ours (another IDE companion's file, or ours from before the stamp): keep
+    if not pid_alive(pid):
+        return True
+    recorded = stamp.get("serverStartTime")
+    if not isinstance(recorded, int) or isinstance(recorded, bool):
+        return False
+    current = process_start_time(pid)
+    return current is not None and current != recorded
+
+
+def remove_dead_announcements(directory: Path, name: re.Pattern[str], max_bytes: int = 64 * 1024) -> list[Path]:
+    """Remove the announcements in ``directory`` (file names matching ``name``) whose server is gone.
+
+    Only what this process may safely judge is touched: ``directory`` itself must be a real
+    directory owned by this user (no symlink), and it is opened once and used by descriptor; a
+    file must be a regular file (never a symlink: opened with O_NOFOLLOW) owned by this user,
+    small, JSON, carrying our stamp with a server that is gone (:func:`_stamp_is_dead`). It is
+    unlinked only if the name still points at the same inode that was read. Returns what went.
+    """
+    removed: list[Path] = []
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow)
+    except OSError:
+        return removed  # missing, a symlink, or not ours to read: nothing to do
+    try:
+        st = os.fstat(dir_fd)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return removed
+        for entry in os.listdir(dir_fd):
+            if name.match(entry) is None:
+                continue
+            try:
+                fd = os.open(entry, os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
+            except OSError:
+                continue
+            try:
+                fst = os.fstat(fd)
+                if not stat.S_ISREG(fst.st_mode) or fst.st_uid != os.getuid() or fst.st_size > max_bytes:
+                    continue
+                raw = json.loads(os.read(fd, max_bytes + 1))
+            except (OSError, ValueError):
+                continue
+            finally:
+                os.close(fd)
+            if not _stamp_is_dead(raw):
+                continue
+            try:
+                now = os.stat(entry, dir_fd=dir_fd, follow_symlinks=False)
+                if (now.st_dev, now.st_ino) != (fst.st_dev, fst.st_ino):
+                    continue  # rewritten since it was read (by a live server): not the file judged
+                os.unlink(entry, dir_fd=dir_fd)
+            except OSError:
+                continue
+            removed.append(directory / entry)
+    finally:
+        os.close(dir_fd)
+    if removed:
+        log.info("removed %d announcement(s) of servers that are gone: %s", len(removed), [p.name for p in removed])
+    return removed
 
 
 def new_token() -> str:

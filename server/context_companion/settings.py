@@ -203,7 +203,7 @@ class MemorySettings(_Model):
     max_file_bytes: int = Field(default=256 * 1024, ge=1)
     max_total_bytes: int = Field(default=1024 * 1024, ge=0)
     max_tokens: int = Field(default=0, ge=0)
-    debounce_ms: int = Field(default=100, ge=0, le=10_000)
+    debounce_ms: int = Field(default=25, ge=0, le=10_000)
     import_max_depth: int = Field(default=5, ge=0, le=20)
     max_ignore_patterns: int = Field(default=10_000, ge=1, le=1_000_000)
     watch: bool = True
@@ -256,8 +256,9 @@ class GeminiCliSettings(_Model):
 
 
 class ClaudeCodeSettings(_Model):
-    # Off until tested against a real Claude Code build: the protocol is documented by others.
-    enabled: bool = False
+    # On: tested end to end against the real Claude Code (tests/agents/test_claude_code.py); loopback
+    # only, a per-start token in a private lock file, Host/Origin checked on every handshake.
+    enabled: bool = True
 
 
 class CompanionSettings(_Model):

@@ -3,17 +3,21 @@ model stub (``model_stub.py``) and reads the request the agent sent to its model
 
 These tests install pinned npm packages on first run and drive terminal programs, so they are their
 own suite: ``python -m pytest -m agents tests/agents`` (the default ``python -m pytest`` leaves them
-out; ``.ci/run`` runs both). Every test here is marked ``agents``."""
+out; ``.ci/run`` runs both). Every test here is marked ``agents``. The codecompanion.nvim test loads the
+pinned codecompanion.nvim + plenary.nvim from ``$CONTEXT_COMPANION_VENDOR`` (the ``shared/vendor``
+folder; ``.ci/run`` sets it to ``../shared/vendor``) and fails with one line when it is not set."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from model_stub import ModelStub
 
 HERE = Path(__file__).parent
+_FIGURES: dict[str, dict[str, Any]] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,3 +38,23 @@ def model_stub() -> Iterator[ModelStub]:
         module.install(stub)
     with stub:
         yield stub
+
+
+@pytest.fixture
+def agent_figures() -> Any:
+    """``agent_figures(agent, name, value)`` records a figure (version, where our context landed,
+    the identical system-prefix share, ...); they print at the end of the run, one block per agent."""
+
+    def record(agent: str, name: str, value: Any) -> None:
+        _FIGURES.setdefault(agent, {})[name] = value
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _FIGURES:
+        return
+    terminalreporter.section("real agents: recorded figures")
+    for agent, figures in sorted(_FIGURES.items()):
+        for name, value in figures.items():
+            terminalreporter.write_line(f"{agent:16} {name:40} {value}")

@@ -31,3 +31,14 @@ def test_records_bodies_and_answers_json_and_sse() -> None:
         assert first.json == {"x": 7} and first.query == {"key": ["k"]}
         assert [r.path for r in stub.requests] == ["/json", "/sse", "/nowhere"]
         assert stub.next_seq == 3
+
+
+def test_every_api_installed_each_model_list_answers_in_its_own_shape(model_stub: ModelStub) -> None:
+    # OpenAI-compatible clients (codecompanion) list models at /v1/models; Gemini's list is under
+    # /v1beta: with all three APIs on one stub, neither may answer the other's.
+    with urllib.request.urlopen(model_stub.url + "/v1/models", timeout=10) as resp:
+        openai = json.loads(resp.read())
+    assert openai["object"] == "list" and all("id" in m for m in openai["data"])
+    with urllib.request.urlopen(model_stub.url + "/v1beta/models", timeout=10) as resp:
+        gemini = json.loads(resp.read())
+    assert all(m["name"].startswith("models/") for m in gemini["models"])

@@ -418,6 +418,23 @@ def test_cursor_and_selections_reach_the_server(start_nvim, workspace: Path, enc
     assert not entry.get("selectedText")
 
 
+def test_a_cursor_move_is_sent_when_its_window_is_left_before_the_debounce_ends(start_nvim, workspace: Path) -> None:
+    # A minute of debounce: the move can only reach the server through leaving the window, as a user
+    # does who moves in a file and jumps straight to an agent's chat window.
+    nvim = start_nvim(setup_call(debounce_ms=60000))
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    nvim.keys("3G0<C-w>n")
+    entry = nvim.wait_for(
+        lambda: (e := active_file(nvim, "probe")).get("cursor") == {"line": 3, "character": 1} and e,
+        "the cursor on line 3 to be sent on leaving the window",
+    )
+    assert entry["path"].endswith("main.py")
+    # A selection left for another window stays the editor's selection (the user asks about it there).
+    nvim.keys("<C-w>p3G0ve<C-w>p")
+    nvim.wait_for(lambda: active_file(nvim, "probe").get("selectedText") == "third", "the selection to be kept")
+
+
 def test_selection_is_kept_for_a_command_run_from_visual_mode(start_nvim, workspace: Path) -> None:
     nvim = start_nvim()
     edit(nvim, workspace / "src" / "main.py")
@@ -875,3 +892,30 @@ def test_gemini_cli_env_reaches_terminals_and_a_diff_is_accepted_with_the_users_
     assert target.read_text(encoding="utf-8").startswith('x = "')  # the CLI writes the file, not the editor
     nvim.lua("vim.cmd('ContextCompanionStatus')")
     assert any("Gemini CLI" in m["msg"] for m in nvim.lua("return _G.t_msgs")), nvim.lua("return _G.t_msgs")
+
+
+def test_claude_code_env_reaches_terminals_beside_gemini_clis(start_nvim, workspace: Path, tmp_path: Path) -> None:
+    """Both integrations are on by default; each announces its own key and the plugin keeps both sets
+    of variables. A key's null takes only its own away, and no announcement can set another variable."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    nvim = start_nvim(env={"TMPDIR": str(tmpdir)})
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    port = nvim.wait_lua("return vim.env.CLAUDE_CODE_SSE_PORT", "the Claude Code environment")
+    nvim.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the Gemini CLI environment")
+    lock = Path(nvim.env["HOME"]) / ".claude" / "ide" / f"{port}.lock"
+    assert json.loads(lock.read_text(encoding="utf-8"))["workspaceFolders"] == [str(workspace)]
+    shell = nvim.lua("return vim.fn.system({'sh', '-c', 'echo $CLAUDE_CODE_SSE_PORT:$ENABLE_IDE_INTEGRATION'})")
+    assert shell.strip() == f"{port}:true"
+    after = nvim.lua(
+        """
+        local g = require('context_companion.gemini')
+        g.on_started(nil, { claudeCode = { port = 1, env = { CLAUDE_CODE_SSE_PORT = '1', PATH = '/evil' } } })
+        local forged = { vim.env.CLAUDE_CODE_SSE_PORT, vim.env.PATH ~= '/evil' }
+        g.on_started(nil, { claudeCode = vim.NIL })
+        return { forged = forged, claude = vim.env.CLAUDE_CODE_SSE_PORT or false,
+                 ide = vim.env.ENABLE_IDE_INTEGRATION or false, gemini = vim.env.GEMINI_CLI_IDE_SERVER_PORT ~= nil }
+        """
+    )
+    assert after == {"forged": ["1", True], "claude": False, "ide": False, "gemini": True}

@@ -32,8 +32,10 @@ class Editor:
 
         @client.feature(STARTED)
         def _on_started(params: Any) -> None:
-            self.started.append(plain(params))
-            self._event.set()
+            started = plain(params)
+            if "geminiCli" in started:  # the Claude Code integration announces itself with its own key
+                self.started.append(started)
+                self._event.set()
 
     @property
     def ide_dir(self) -> Path:

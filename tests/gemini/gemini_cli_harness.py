@@ -71,8 +71,9 @@ async def run(root: Path) -> None:
 
     @client.feature("contextCompanion/companionStarted")
     def on_started(params: Any) -> None:
-        if not started.done():
-            started.set_result(plain(params))
+        announced = plain(params)
+        if not started.done() and "geminiCli" in announced:  # Claude Code's integration has its own key
+            started.set_result(announced)
 
     @client.feature("contextCompanion/showDiff")
     def on_show_diff(params: Any) -> dict[str, Any]:

@@ -23,6 +23,10 @@ async def test_discovery_file_names_the_editor_process_and_is_private(start_edit
     assert path.is_file(), sorted(p.name for p in editor.ide_dir.iterdir())
     data = json.loads(path.read_text())
     env = started["geminiCli"]["env"]
+    # Which server wrote it (the server's own pid, alive, not the editor's): see docs/reliability.md.
+    stamp = data.pop("contextCompanion")
+    assert isinstance(stamp["serverPid"], int) and stamp["serverPid"] not in (os.getpid(), os.getppid())
+    assert os.path.exists(f"/proc/{stamp['serverPid']}") and isinstance(stamp["serverStartTime"], int)
     assert data == {
         "port": port,
         "workspacePath": str(workspace),

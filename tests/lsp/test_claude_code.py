@@ -109,7 +109,9 @@ async def test_lock_file_tools_and_selection_changed(start: Any, workspace: Path
     assert stat.S_IMODE(lock_path.stat().st_mode) == 0o600
     assert stat.S_IMODE(ide_dir.stat().st_mode) == 0o700
     port = int(lock_path.stem)
-    assert set(lock) == {"pid", "workspaceFolders", "ideName", "transport", "authToken"}
+    assert set(lock) == {"pid", "workspaceFolders", "ideName", "transport", "authToken", "contextCompanion"}
+    # which server wrote it (removed by the next server if this one is killed): docs/reliability.md
+    assert lock["contextCompanion"]["serverPid"] == lock["pid"]
     assert lock["transport"] == "ws" and lock["workspaceFolders"] == [str(workspace)]
     assert len(lock["authToken"]) >= 40
 
@@ -233,10 +235,18 @@ async def test_handshakes_without_the_token_or_with_a_foreign_host_are_refused(
     writer.close()
 
 
-async def test_off_by_default(start: Any, workspace: Path, ide_dir: Path) -> None:
+async def test_on_by_default_and_gone_when_turned_off(start: Any, workspace: Path, ide_dir: Path) -> None:
     h = await start(workspace, env={"CLAUDE_CONFIG_DIR": str(ide_dir.parent)})
-    await h.command("contextCompanion.showMemory", {})  # the boot is done
-    assert not ide_dir.exists() or list(ide_dir.glob("*.lock")) == []
+    lock_path, lock = await _lock(ide_dir)
+    assert lock["workspaceFolders"] == [str(workspace)]
+    off = await start(
+        workspace,
+        settings={"companion": {"claudeCode": {"enabled": False}}},
+        env={"CLAUDE_CONFIG_DIR": str(ide_dir.parent / "off")},
+    )
+    await off.command("contextCompanion.showMemory", {})  # the boot is done
+    assert not (ide_dir.parent / "off" / "ide").exists()
+    assert lock_path.exists() and h is not None
 
 
 async def test_a_client_that_connects_late_is_told_where_the_editor_is(
@@ -256,3 +266,28 @@ async def test_a_client_that_connects_late_is_told_where_the_editor_is(
         [told] = await _wait(received, 1)
         assert told.filePath == str(workspace / "app.py") and told.text == "y = 2"
         assert (await _call(session, "getCurrentSelection"))["text"] == "y = 2"
+
+
+async def test_a_client_that_lists_the_tools_is_told_again_shortly_after(
+    start: Any, workspace: Path, ide_dir: Path
+) -> None:
+    """Claude Code subscribes to selection_changed only after it has listed the tools, and drops
+    what came before: the editor's state is told again after tools/list, the newest state each time."""
+    h = await _started(start, workspace, ide_dir)
+    lock_path, lock = await _lock(ide_dir)
+    app = h.open("app.py", "x = 1\ny = 2\n", language="python")
+    h.cursor(app, 0, 0, [(0, 0, 0, 5)])
+    await asyncio.sleep(0.3)
+    received: list[Selection] = []
+    async with _session(int(lock_path.stem), lock["authToken"], received) as session:
+        await _wait(received, 1)  # on initialized
+        await session.list_tools()
+        await _wait(received, 2)  # again, once the tools were listed
+        assert {(s.filePath, s.text) for s in received} == {(str(workspace / "app.py"), "x = 1")}
+        h.cursor(app, 1, 0, [(1, 0, 1, 5)])
+        for _ in range(200):
+            if received[-1].text == "y = 2" and len(received) >= 4:
+                break
+            await asyncio.sleep(0.025)
+        # the move itself, then the later re-tellings carry the new selection, never the old one
+        assert [s.text for s in received[2:]] == ["y = 2"] * (len(received) - 2), [s.text for s in received]

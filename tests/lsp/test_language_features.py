@@ -99,3 +99,15 @@ async def test_an_import_that_only_repeats_an_included_file_gets_a_hint(start, w
     assert instruction["text"].count("Shared rules.") == 1
     sections = {s["id"]: s["tokens"] for s in instruction["tokens"]["sections"]}
     assert shown["tokens"] == sections["memory"] > 0
+
+
+async def test_npm_scopes_and_decorators_in_prose_get_no_diagnostic(start, workspace):
+    text = "# Rules\nUse @cline/llms, not @types/node; see @pytest.fixture; ask @octocat.\nAlso @./gone.md\n"
+    (workspace / "AGENTS.md").write_text(text)
+    h = await start(workspace, settings=NO_ENV)
+    uri = h.open("AGENTS.md", text, "markdown")
+    diags = await wait_diagnostics(h, uri)
+    assert [(d.code, d.range.start.line) for d in diags] == [("import-not-found", 2)]  # only the path
+    shown = await h.command("contextCompanion.showMemory", {})
+    assert shown["warnings"] == ["AGENTS.md: import ./gone.md failed: not found"]
+    assert "Use @cline/llms, not @types/node; see @pytest.fixture; ask @octocat." in shown["text"]

@@ -152,12 +152,12 @@ async def test_a_bridge_switched_on_is_imported(
 async def test_the_default_configuration_imports_only_the_bridge_it_switches_on(
     workspace: Path, tmp_path: Path
 ) -> None:
-    """By default the Gemini CLI companion is on and Claude Code's integration is off. The companion
-    listens (the HTTP host) but loads the MCP SDK only when a CLI connects."""
+    """By default the Gemini CLI companion and Claude Code's integration are on. Each listens (the
+    HTTP host, the WebSocket server) but loads the MCP SDK only when a client connects."""
     imported = _bridges(await _imported(workspace, tmp_path, None))
     assert "context_companion.bridges.gemini.companion" in imported
     assert "context_companion.bridges.http_host" in imported
+    assert "context_companion.bridges.claude_code" in imported
     sdk = ("mcp", "mcp_types", "starlette", "sse_starlette")
-    assert [m for m in imported if m.split(".")[0] in sdk] == [], "the MCP SDK was loaded before any CLI connected"
-    assert [m for m in imported if m.startswith(("context_companion.bridges.claude_code", "websockets"))] == []
+    assert [m for m in imported if m.split(".")[0] in sdk] == [], "the MCP SDK was loaded before any client connected"
     assert [m for m in imported if m.startswith("context_companion.bridges.mcp_")] == []

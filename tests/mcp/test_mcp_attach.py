@@ -78,3 +78,65 @@ async def test_attach_without_a_server_is_a_clear_error(ws: Path, server_env: di
     _, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2
     assert "--attach: no language server with an MCP endpoint found for" in err.decode()
+
+
+async def test_server_pid_attaches_to_that_window_when_two_serve_the_folder(
+    ws: Path, server_env: dict[str, str]
+) -> None:
+    """Two editor windows on one folder: plain --attach refuses to guess; --server-pid picks the named one."""
+    first = await _language_server(ws, server_env)
+    second = await _language_server(ws, server_env)
+    try:
+        opened = {}
+        for client, name in ((first, "first.py"), (second, "second.py")):
+            source = ws / name
+            source.write_text("x = 1\n", encoding="utf-8")
+            client.text_document_did_open(
+                t.DidOpenTextDocumentParams(
+                    text_document=t.TextDocumentItem(
+                        uri=source.as_uri(), language_id="python", version=1, text="x = 1\n"
+                    )
+                )
+            )
+            opened[client._server.pid] = str(source)
+        folder = Path(server_env["XDG_RUNTIME_DIR"]) / "context-companion"
+        for _ in range(300):
+            if len(list(folder.glob("server-*.json"))) == 2:
+                break
+            await asyncio.sleep(0.05)
+
+        guess = await asyncio.create_subprocess_exec(
+            *mcp_command(ws, "--attach"),
+            env=server_env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(guess.communicate(), 30)
+        assert guess.returncode == 2
+        assert "--attach: 2 language servers with an MCP endpoint found for" in err.decode()
+
+        pid = second._server.pid
+        command = mcp_command(ws, "--attach", "--server-pid", str(pid))
+        params = StdioServerParameters(command=command[0], args=command[1:], env=server_env, cwd=str(ws))
+        async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
+            result = await client.call_tool("get_turn_context", {"session": "agent"})
+            assert not result.is_error, result.content[0].text
+            assert result.structured_content["context"]["activeFile"]["path"] == opened[pid]
+    finally:
+        await asyncio.wait_for(first.shutdown_session(), 10)
+        await asyncio.wait_for(second.shutdown_session(), 10)
+
+
+async def test_server_pid_of_no_such_server_is_a_clear_error(ws: Path, server_env: dict[str, str]) -> None:
+    for args, message in (
+        (("--attach", "--server-pid", "999999999"), "--server-pid 999999999: no language server with that process id"),
+        (("--server-pid", "0"), "--server-pid 0: must be a positive process id"),
+        (("--no-attach", "--server-pid", "5"), "--server-pid: cannot be combined with --no-attach"),
+    ):
+        process = await asyncio.create_subprocess_exec(
+            *mcp_command(ws, *args), env=server_env, stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 2, err.decode()
+        assert message in err.decode()
+        assert "Traceback" not in err.decode()

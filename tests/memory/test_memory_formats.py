@@ -221,3 +221,74 @@ def test_explain_each_agent_on_the_fixture(tmp_path, make_store, home):
     ours = _explain(store, "context-companion", py)
     assert ours["onlyAgent"] == [] and ours["onlyContextCompanion"] == []
     assert ".cursor/rules/gen.mdc" in _loaded(ours) and ".windsurf/rules/always.md" not in _loaded(ours)
+
+
+def test_a_sub_folders_override_takes_its_agents_md_place_in_every_tier(tmp_path, tree, make_store, helpers):
+    # Codex reads AGENTS.override.md instead of AGENTS.md in each folder from the repository root down.
+    repo = tmp_path / "repo"
+    tree(
+        repo,
+        {
+            ".git/HEAD": "ref: refs/heads/main\n",
+            "AGENTS.md": "REPO PLAIN\n",
+            "AGENTS.override.md": "REPO OVERRIDE\n",
+            "svc/AGENTS.md": "SVC PLAIN\n",
+            "svc/AGENTS.override.md": "SVC OVERRIDE\n",
+            "svc/api/AGENTS.md": "API PLAIN\n",
+            "svc/api/AGENTS.override.md": "API OVERRIDE\n",
+            "svc/api/h.go": "package api\n",
+            "svc/web/AGENTS.md": "WEB PLAIN\n",
+            "svc/web/page.ts": "",
+        },
+    )
+    ws = repo / "svc"  # a folder below the repository root: the root's files are the workspace tier too
+    store = make_store(ws)
+    result = store.compose([ws / "api/h.go", ws / "web/page.ts"], ws / "api/h.go")
+    files = _state(result)
+    shadowed = "not included: AGENTS.override.md in the same folder takes its place"
+    for plain, override, tier in (
+        ("../AGENTS.md", "../AGENTS.override.md", "workspace"),
+        ("AGENTS.md", "AGENTS.override.md", "workspace"),
+        ("api/AGENTS.md", "api/AGENTS.override.md", "jit"),
+    ):
+        assert (files[override].tier, files[override].included) == (tier, True), override
+        assert (files[plain].tier, files[plain].included, files[plain].reason) == (tier, False, shadowed), plain
+    assert files["web/AGENTS.md"].included  # no override in web/: its AGENTS.md stays
+    for text in ("REPO OVERRIDE", "SVC OVERRIDE", "API OVERRIDE", "WEB PLAIN"):
+        assert text in result.text
+    for text in ("REPO PLAIN", "SVC PLAIN", "API PLAIN"):
+        assert text not in result.text
+    # Codex says the same of the sub-folder it does not read, and of the file the override hides.
+    codex = _explain(store, "codex", ws / "api/h.go")
+    reasons = {f["path"]: f["reason"] for f in codex["notLoaded"]}
+    assert reasons["api/AGENTS.md"] == "Codex reads one file per folder: AGENTS.override.md is used"
+    assert reasons["api/AGENTS.override.md"] == "Codex does not read memory files in sub-folders"
+    assert _loaded(codex) == ["../AGENTS.override.md", "AGENTS.override.md"]
+
+
+def test_an_override_created_later_in_a_sub_folder_takes_over_and_goes_away_again(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {"api/AGENTS.md": "API PLAIN\n", "api/h.go": ""})
+    store = make_store(ws)
+    h = ws / "api/h.go"
+    assert "API PLAIN" in store.compose([h], h).text
+    override = ws / "api/AGENTS.override.md"
+    override.write_text("API OVERRIDE\n")
+    store.apply_changes([override])
+    text = store.compose([h], h).text
+    assert "API OVERRIDE" in text and "API PLAIN" not in text
+    override.unlink()
+    store.apply_changes([override])
+    assert "API PLAIN" in store.compose([h], h).text
+
+
+def test_sub_folder_files_of_a_family_turned_off_are_not_read(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(
+        ws,
+        {"api/AGENTS.md": "API PLAIN\n", "api/AGENTS.override.md": "API OVERRIDE\n", "api/GEMINI.md": "API GEMINI\n"},
+    )
+    h = ws / "api/x.py"
+    h.write_text("")
+    paths = [f.path for f in make_store(ws, sources=["agents", "claude"]).compose([h], h).files]
+    assert paths == ["api/AGENTS.md"]  # no codex: no override; no gemini: no GEMINI.md, in sub-folders too

@@ -25,11 +25,9 @@ def test_at_signs_in_prose_and_code_stay_byte_for_byte(tmp_path, tree, make_stor
         "Missing: @docs/missing.md\n"
         "--- End of Context from: AGENTS.md ---"
     )
-    # Only tokens that look like paths are reported.
+    # Only tokens meant as paths are reported: npm scopes (@org/pkg, @types/node) are prose.
     assert sorted(w for w in result.warnings if "import" in w) == [
-        "AGENTS.md: import docs/missing.md failed: not found",
-        "AGENTS.md: import org/pkg failed: not found",
-        "AGENTS.md: import types/node failed: not found",
+        "AGENTS.md: import docs/missing.md failed: not found"
     ]
 
 
@@ -94,7 +92,8 @@ def test_imports_never_bypass_the_exclude_list_or_ignore_files(tmp_path, tree, m
     assert "hunter2" not in result.text and "PRIVATE" not in result.text and "GENERATED" not in result.text
     assert "FINE" in result.text and "@.env\n@keys/id_rsa.pem\n@build/notes.md\n" in result.text
     codes = [d.code for d in store.analyze(ws / "AGENTS.md", body).diagnostics]
-    assert codes == ["import-excluded", "import-ignored"]  # '.env' alone does not look like a path
+    # Each names an existing file, so each refusal is worth saying (the text stays as written).
+    assert codes == ["import-excluded", "import-excluded", "import-ignored"]
     assert "AGENTS.md: import keys/id_rsa.pem failed: excluded by context.exclude" in result.warnings
 
 
@@ -143,3 +142,23 @@ def test_a_file_that_only_repeats_an_included_one_says_so(tmp_path, tree, make_s
     assert diagnostics[0].message.startswith("Already included from AGENTS.md")
     # AGENTS.md itself imports nothing twice: no hint there.
     assert store.analyze(ws / "AGENTS.md", "Shared rules.\n").diagnostics == ()
+
+
+def test_only_tokens_meant_as_paths_are_failed_imports(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    prose = "Depends on @cline/llms and @types/node; decorate with @pytest.fixture; thanks @octocat, @org/pkg.\n"
+    meant = "@./gone.txt @../above/gone @~/gone @/nonexistent/gone @notes.json @scripts/run\n"
+    tree(ws, {"AGENTS.md": prose + meant, ".gitignore": "scripts/\n", "scripts/run": "#!/bin/sh\n"})
+    store = make_store(ws)
+    result = store.compose([])
+    assert prose + meant.rstrip("\n") in result.text  # nothing is changed, imported or not
+    diagnostics = store.analyze(ws / "AGENTS.md", prose + meant).diagnostics
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [
+        ("import-not-found", 1),  # ./gone.txt: starts like a path
+        ("import-outside-roots", 1),  # ../above/gone
+        ("import-outside-roots", 1),  # ~/gone
+        ("import-outside-roots", 1),  # /nonexistent/gone
+        ("import-not-found", 1),  # notes.json: ends in a file extension
+        ("import-ignored", 1),  # scripts/run: no extension, but it names a file that exists
+    ]
+    assert not [w for w in result.warnings if "cline" in w or "types/node" in w or "org/pkg" in w]

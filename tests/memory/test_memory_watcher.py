@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import queue
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,6 +126,20 @@ def test_debounce_coalesces_a_burst_into_one_callback(watched):
     assert batch == {str(ws / "AGENTS.md"), str(ws / "src/AGENTS.md")}
     with pytest.raises(queue.Empty):
         rec.next(timeout=1.0)
+
+
+def test_every_event_restarts_the_quiet_window(watched):
+    """Saves keep coming for longer than the window, never with a gap as long as it: still one batch
+    (a timer started by the first event would report mid-burst). Gaps are 1/20 of the window."""
+    ws, _store, rec, start = watched
+    start(debounce_ms=1000)
+    for i in range(30):  # ~1.5 s of saves, 50 ms apart
+        (ws / "AGENTS.md").write_text(f"burst {i}")
+        time.sleep(0.05)
+    (ws / "src/AGENTS.md").write_text("last of the burst")
+    assert rec.next() == {str(ws / "AGENTS.md"), str(ws / "src/AGENTS.md")}
+    with pytest.raises(queue.Empty):
+        rec.next(timeout=1.5)
 
 
 def test_irrelevant_changes_are_filtered(watched, tree):

@@ -1,6 +1,6 @@
 // End-to-end test of the extension in code-server, driven by playwright-core + Debian's Chromium.
 // Run it through scripts/e2e.sh, which builds the .vsix, installs code-server and sets:
-//   CODE_SERVER_BIN, E2E_SCRATCH, E2E_VSIX, E2E_PYTHON, E2E_ARTIFACTS, E2E_DOCS_IMAGES,
+//   CODE_SERVER_BIN, E2E_SCRATCH, E2E_VSIX, E2E_PROBE_VSIX, E2E_PYTHON, E2E_ARTIFACTS, E2E_DOCS_IMAGES,
 //   and optionally E2E_UPDATE_DOCS=1 (copy the screenshots into the docs).
 // Prints one line per check and "N passed, N failed" last; exit status 1 when any check failed.
 import { execFile, spawn } from 'node:child_process';
@@ -12,7 +12,7 @@ import { chromium } from 'playwright-core';
 
 const run = promisify(execFile);
 const env = process.env;
-for (const name of ['CODE_SERVER_BIN', 'E2E_SCRATCH', 'E2E_VSIX', 'E2E_PYTHON', 'E2E_ARTIFACTS']) {
+for (const name of ['CODE_SERVER_BIN', 'E2E_SCRATCH', 'E2E_VSIX', 'E2E_PROBE_VSIX', 'E2E_PYTHON', 'E2E_ARTIFACTS']) {
   if (!env[name]) {
     console.error(`[e2e] ${name} is not set: run scripts/e2e.sh`);
     console.log('0 passed, 1 failed');
@@ -80,6 +80,7 @@ Object.assign(childEnv, {
   XDG_CACHE_HOME: path.join(dirs.home, '.cache'),
   XDG_RUNTIME_DIR: path.join(dirs.tmp, 'runtime'),
   TMPDIR: dirs.tmp,
+  CC_E2E_PROBE_OUT: path.join(scratch, 'probe.json'), // where the probe extension writes what it got
 });
 fs.mkdirSync(childEnv.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
 
@@ -196,6 +197,61 @@ async function errorNotifications() {
   return (await notifications()).filter((n) => /unknown setting|Context Companion: (the|The) server|cannot import|not installed/i.test(n));
 }
 
+// ------------------------------------------------------------------------------------ language model tools
+
+const TOOL_NAMES = ['contextCompanion_memoryFiles', 'contextCompanion_systemInstruction', 'contextCompanion_turnContext'];
+const AGENTS_BLOCK = '--- Context from: AGENTS.md ---';
+
+/**
+ * Run the probe extension's palette command: it lists `vscode.lm.tools` and calls `vscode.lm.invokeTool`
+ * from its own extension host code, as a chat extension does, and writes what it got to a JSON file.
+ */
+async function runProbe() {
+  const file = childEnv.CC_E2E_PROBE_OUT;
+  fs.rmSync(file, { force: true });
+  await runFromPalette('E2E Probe: Run Language Model Tools Probe');
+  const out = await waitFor('the probe result', async () => (fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : undefined), 60_000);
+  if (out.error) throw new Error(`the probe failed: ${out.error}`);
+  return out;
+}
+
+/** Length in bytes of the common prefix of two strings' UTF-8 encodings. */
+function commonPrefixBytes(a, b) {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  let i = 0;
+  while (i < x.length && i < y.length && x[i] === y[i]) i++;
+  return i;
+}
+
+/** Live processes whose command line (joined by spaces) contains `needle`: [{pid, cmd}]. */
+function processes(needle) {
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    let cmd;
+    try {
+      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    } catch {
+      continue;
+    }
+    if (cmd.includes(needle)) found.push({ pid: Number(pid), cmd });
+  }
+  return found;
+}
+
+/** The command line of a live `context_companion mcp --attach` process (VS Code starts it from our definition). */
+function mcpAttachProcess() {
+  return processes('context_companion mcp --attach').find((p) => p.cmd.includes(dirs.workspace))?.cmd ?? '';
+}
+
+const figures = [];
+function figure(name, value) {
+  figures.push(`${name}: ${value}`);
+  log(`figure: ${name}: ${value}`);
+}
+
+let instructionBeforeEdit = '';
+
 // ------------------------------------------------------------------------------------ setup
 
 function writeWorkspace() {
@@ -231,6 +287,9 @@ function userSettings() {
     'editor.scrollBeyondLastLine': false, // Ctrl+End then shows a full page ending with the memory
     'window.restoreWindows': 'none',
     'chat.commandCenter.enabled': false,
+    // VS Code 1.100 checks each MCP tool's inputSchema against https://json-schema.org/draft-07/schema,
+    // which it downloads; this machine is offline, so point that URL at VS Code's built-in draft-07 copy.
+    'json.schemas': [{ url: 'https://json-schema.org/draft-07/schema', schema: { $ref: 'http://json-schema.org/draft-07/schema#' } }],
   };
 }
 
@@ -248,14 +307,18 @@ async function startCodeServer(port) {
   fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   const common = ['--config', config, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
 
-  const installed = await run(env.CODE_SERVER_BIN, [...common, '--install-extension', env.E2E_VSIX], {
-    env: childEnv,
-    timeout: 180_000,
-  });
-  log(installed.stdout.trim().split('\n').pop());
+  for (const vsix of [env.E2E_VSIX, env.E2E_PROBE_VSIX]) {
+    const installed = await run(env.CODE_SERVER_BIN, [...common, '--install-extension', vsix], {
+      env: childEnv,
+      timeout: 180_000,
+    });
+    log(installed.stdout.trim().split('\n').pop());
+  }
   const listed = await run(env.CODE_SERVER_BIN, [...common, '--list-extensions'], { env: childEnv, timeout: 120_000 });
-  if (!listed.stdout.split('\n').includes('context-companion.context-companion')) {
-    throw new Error(`extension not listed after install: ${listed.stdout.trim() || '(none)'}`);
+  for (const id of ['context-companion.context-companion', 'context-companion-e2e.e2e-lm-probe']) {
+    if (!listed.stdout.split('\n').includes(id)) {
+      throw new Error(`${id} not listed after install: ${listed.stdout.trim() || '(none)'}`);
+    }
   }
 
   const logFd = fs.openSync(path.join(artifacts, 'code-server.log'), 'w');
@@ -322,6 +385,83 @@ function saveScreenshotForDocs(name) {
   log(`updated docs image ${name}`);
 }
 
+// ------------------------------------------------------------------------------------ Gemini CLI in a terminal
+
+// The recording model stub of tests/agents (Python), relaying each request it records as a JSON line.
+const STUB_RELAY = `
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from model_stub import ModelStub
+import stub_gemini
+stub = ModelStub()
+stub_gemini.install(stub)
+stub.start()
+print(json.dumps({"url": stub.url}), flush=True)
+seen = 0
+while True:
+    rec = stub.wait_for(lambda r: True, timeout=3600, after=seen)
+    seen = rec.seq + 1
+    print(json.dumps({"seq": rec.seq, "method": rec.method, "path": rec.path, "body": rec.text}), flush=True)
+`;
+let stubProcess;
+const stubRequests = [];
+
+async function startStub() {
+  stubProcess = spawn(env.E2E_PYTHON, ['-c', STUB_RELAY, env.E2E_AGENTS_DIR], {
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  fs.appendFileSync(pidFile, `${stubProcess.pid}\n`);
+  let url;
+  let buffer = '';
+  stubProcess.stdout.on('data', (chunk) => {
+    buffer += chunk;
+    let nl;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = JSON.parse(buffer.slice(0, nl));
+      buffer = buffer.slice(nl + 1);
+      if (line.url) url = line.url;
+      else stubRequests.push(line);
+    }
+  });
+  return waitFor('the model stub to start', async () => {
+    if (stubProcess.exitCode !== null) throw new Error(`the model stub exited with ${stubProcess.exitCode}`);
+    return url;
+  });
+}
+
+/** The text of the terminal panel's rows (DOM renderer: terminal.integrated.gpuAcceleration off). */
+async function terminalText() {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('.terminal-wrapper.active .xterm-rows > div')]
+      .map((row) => (row.textContent ?? '').replace(/\u00a0/g, ' '))
+      .join('\n'),
+  );
+}
+
+const GEMINI_SECRET = 'sk-stub-do-not-leak-4242';
+const GEMINI_SETTINGS = {
+  security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
+  ide: { enabled: true, hasSeenNudge: true },
+  general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+  privacy: { usageStatisticsEnabled: false },
+  telemetry: { enabled: false },
+};
+
+/** The JSON of the Gemini CLI's editor-context message in a recorded request body. */
+function geminiEditorContext(body) {
+  for (const content of JSON.parse(body).contents ?? []) {
+    for (const part of content.parts ?? []) {
+      const text = part.text ?? '';
+      if (text.startsWith("Here is the user's editor context as a JSON object.")) {
+        if (content.role !== 'user') throw new Error(`editor context in a ${content.role} turn`);
+        return JSON.parse(text.match(/```json\n([\s\S]*)\n```/)[1]);
+      }
+    }
+  }
+  return undefined;
+}
+
 // ------------------------------------------------------------------------------------ the test
 
 let browserServer;
@@ -380,6 +520,27 @@ async function main() {
     { required: true },
   );
 
+  await check('vscode.lm.tools lists our three tools, and vscode.lm.invokeTool returns the instruction the server has', async () => {
+    const out = await runProbe();
+    figure('VS Code', out.vscodeVersion);
+    const names = out.tools.map((t) => t.name).sort();
+    if (JSON.stringify(names) !== JSON.stringify(TOOL_NAMES)) throw new Error(`our tools in vscode.lm.tools: ${names.join(', ') || '(none)'}`);
+    for (const t of out.tools) {
+      if (!t.description || !Array.isArray(t.tags) || !t.tags.includes('context-companion')) {
+        throw new Error(`${t.name}: no description or tags: ${JSON.stringify(t)}`);
+      }
+    }
+    const [first, second] = out.instruction;
+    if (!first.includes(MARKER)) throw new Error(`the instruction tool's text has no "${MARKER}" from AGENTS.md`);
+    if (first !== out.serverInstruction) throw new Error('the tool text differs from contextCompanion.getSystemInstruction');
+    if (second !== first) throw new Error('two invocations with no change returned different text');
+    const same = commonPrefixBytes(first, second);
+    figure('identical prefix of two invocations with no memory change', `${((same / Buffer.byteLength(first)) * 100).toFixed(1)}% (${same} of ${Buffer.byteLength(first)} bytes)`);
+    if (!/AGENTS\.md/.test(out.memoryFiles) || !/included/.test(out.memoryFiles)) throw new Error(`memory list: ${out.memoryFiles}`);
+    if (!/sessionId: must be a string/.test(out.badInput)) throw new Error(`bad input answered: ${out.badInput}`);
+    instructionBeforeEdit = first;
+  });
+
   await check('the palette lists the Context Companion commands (screenshot)', async () => {
     await openQuickInput('>Context Companion: ');
     const titles = [
@@ -436,6 +597,83 @@ async function main() {
       await page.keyboard.press('Control+End');
       return (await activeEditorText()).includes(EDIT_MARKER);
     });
+  });
+
+  await check('after the AGENTS.md edit the next vscode.lm.invokeTool returns the new text; the change starts in its block', async () => {
+    if (!instructionBeforeEdit) throw new Error('no instruction from before the edit (the tools check failed)');
+    const out = await runProbe(); // the status bar changed above: the push has arrived
+    const after = out.instruction[0];
+    if (!after.includes(EDIT_MARKER)) throw new Error(`the instruction tool's text has no "${EDIT_MARKER}" after the edit`);
+    if (after !== out.serverInstruction) throw new Error('the tool text differs from contextCompanion.getSystemInstruction');
+    const firstDiff = commonPrefixBytes(instructionBeforeEdit, after);
+    const block = after.indexOf(AGENTS_BLOCK);
+    if (block < 0) throw new Error(`no "${AGENTS_BLOCK}" in the instruction`);
+    const blockAt = Buffer.byteLength(after.slice(0, block));
+    figure(
+      'after an AGENTS.md edit',
+      `first differing byte ${firstDiff} of ${Buffer.byteLength(after)}; AGENTS.md block starts at byte ${blockAt}; ` +
+        `identical prefix ${((firstDiff / Buffer.byteLength(instructionBeforeEdit)) * 100).toFixed(1)}% of the previous instruction`,
+    );
+    if (firstDiff < blockAt) throw new Error(`the first differing byte ${firstDiff} lies before the AGENTS.md block at ${blockAt}`);
+  });
+
+  await check('the MCP server definition provider: registered where VS Code has the API, else the missing API is named', async () => {
+    const out = await runProbe();
+    const text = await waitFor('the MCP provider line in the extension log', () =>
+      /MCP server definition provider (registered|not registered)/.test(extensionLog()) ? extensionLog() : '',
+    );
+    if (out.mcpApi === 'function' && /MCP server definition provider registered/.test(text)) {
+      figure('MCP provider', 'registered');
+      return;
+    }
+    const line = text.split('\n').find((l) => l.includes('MCP server definition provider not registered'));
+    if (!line) throw new Error('the extension logged nothing about its MCP server definition provider');
+    figure('MCP provider', line.replace(/^.*not registered: /, 'not registered: '));
+  });
+
+  await check('"MCP: List Servers" lists Context Companion; started, its mcp --attach process serves our tools', async () => {
+    const row = () => page.locator('.quick-input-list .monaco-list-row', { hasText: 'Context Companion' }).first();
+    await runFromPalette('MCP: List Servers');
+    await row().waitFor({ state: 'visible', timeout: 30_000 });
+    log(`MCP: List Servers row: ${((await row().textContent()) ?? '').replace(/\s+/g, ' ')}`);
+    await row().click();
+    const start = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Start Server' }).first();
+    await start.waitFor({ state: 'visible', timeout: 15_000 });
+    await start.click();
+    const cmdline = await waitFor('a running `context_companion mcp --attach` process', () => mcpAttachProcess(), 60_000);
+    log(`MCP server process: ${cmdline}`);
+    if (!cmdline.includes(`--workspace ${dirs.workspace}`)) throw new Error(`not started for this workspace: ${cmdline}`);
+    const python = env.E2E_PYTHON_EXE ?? env.E2E_PYTHON;
+    if (!cmdline.startsWith(python)) throw new Error(`not started with the server's Python (${python}): ${cmdline}`);
+    const servers = processes('context_companion serve --mcp-endpoint --stdio').filter((p) => {
+      try {
+        return fs.readlinkSync(`/proc/${p.pid}/cwd`) === dirs.workspace; // this run's server, not another test's
+      } catch {
+        return false;
+      }
+    });
+    if (servers.length !== 1) throw new Error(`expected one language server with --mcp-endpoint, found: ${JSON.stringify(servers)}`);
+    if (!cmdline.includes(`--server-pid ${servers[0].pid}`)) {
+      throw new Error(`not pinned to this window's server (pid ${servers[0].pid}): ${cmdline}`);
+    }
+    const state = await waitFor('the server to be listed as Running', async () => {
+      await runFromPalette('MCP: List Servers');
+      await row().waitFor({ state: 'visible', timeout: 15_000 });
+      const text = ((await row().textContent()) ?? '').replace(/\s+/g, ' ');
+      await page.keyboard.press('Escape');
+      return /Running/.test(text) ? text : /Error/.test(text) ? Promise.reject(new Error(text)) : '';
+    }, 60_000, 1_000);
+    log(`MCP: List Servers row: ${state}`);
+    const out = await waitFor('VS Code to offer the MCP server\'s tools', async () => {
+      const o = await runProbe();
+      return o.mcpTool ? o : undefined;
+    }, 60_000, 1_000);
+    const prefix = out.mcpTool.slice(0, -'get_system_instruction'.length); // VS Code names them <short id>_<tool>
+    figure('MCP tools VS Code took from our server', out.allTools.filter((n) => n.startsWith(prefix)).join(', '));
+    if (!String(out.mcpInstruction).includes(EDIT_MARKER)) {
+      throw new Error(`${out.mcpTool} answered: ${String(out.mcpInstruction).slice(0, 300)}`);
+    }
+    figure('MCP get_system_instruction equals the LM tool text', String(out.mcpInstruction === out.serverInstruction));
   });
 
   await check('"Show Memory Files" lists AGENTS.md as included', async () => {
@@ -506,6 +744,92 @@ async function main() {
     if (errors.length) throw new Error(`error notifications: ${errors.join(' | ')}`);
   });
 
+  await check('Gemini CLI in a VS Code terminal: connected, its request carries the file, cursor and selection, never the open .env', async () => {
+    if (!env.E2E_GEMINI || !fs.existsSync(env.E2E_GEMINI)) throw new Error('the Gemini CLI is not installed: run scripts/e2e.sh');
+    const stubUrl = await startStub();
+    fs.mkdirSync(path.join(dirs.home, '.gemini'), { recursive: true });
+    fs.writeFileSync(path.join(dirs.home, '.gemini', 'settings.json'), JSON.stringify(GEMINI_SETTINGS));
+    // In VS Code's terminal the CLI first offers to set up Shift+Enter keybindings: answered before.
+    fs.writeFileSync(path.join(dirs.home, '.gemini', 'state.json'), JSON.stringify({ terminalSetupPromptShown: true }));
+    // Rows in the DOM (readable), small enough that the CLI's answers fit the panel beside the editor.
+    await editUserSettings({ 'terminal.integrated.gpuAcceleration': 'off', 'terminal.integrated.fontSize': 6 });
+    // An open .env (excluded by default) must never reach the model. .geminiignore keeps it out of the
+    // CLI's own folder listing, so only the editor context could carry it.
+    const envFile = path.join(dirs.workspace, '.env');
+    fs.writeFileSync(envFile, `API_KEY=${GEMINI_SECRET}\n`);
+    fs.writeFileSync(path.join(dirs.workspace, '.geminiignore'), '.env\n');
+    for (const name of ['.env', 'app.py']) {
+      await openQuickInput(name);
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
+      await quickInputBox().press('Enter');
+      await waitFor(`${name} to open`, async () => (await activeTabTitle()).includes(name));
+    }
+    await openQuickInput(':1');
+    await quickInputBox().press('Enter');
+    await quickInput().waitFor({ state: 'hidden' });
+    // "def greet(...": select the word greet
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Control+ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Control+Shift+ArrowRight');
+    await waitFor('"greet" selected (status bar: 5 selected)', async () =>
+      /Ln 1, Col 10 \(5 selected\)/.test((await page.locator('#status\\.editor\\.selection').textContent()) ?? ''),
+    );
+    await sleep(300); // the extension reports the selection 50 ms after it settles
+    // The palette without openQuickInput's Escape, which would drop the selection in the editor.
+    await page.keyboard.press('F1');
+    await quickInputBox().waitFor({ state: 'visible', timeout: 10_000 });
+    await quickInputBox().fill('>Terminal: Create New Terminal');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Terminal: Create New Terminal' }).first().waitFor();
+    await quickInputBox().press('Enter');
+    await waitFor('a shell prompt', async () => /[$#] *$/m.test(await terminalText()), 60_000);
+    // The CLI's documented base URL and a dummy key, typed as a user would. SSH_CONNECTION: this
+    // machine has /.dockerenv, which otherwise makes the CLI dial host.docker.internal. Without CI
+    // (e2e.sh sets it), or the CLI takes itself for a batch run and exits.
+    await page.keyboard.type(
+      `env -u CI GEMINI_API_KEY=stub-key-not-a-secret GOOGLE_GEMINI_BASE_URL=${stubUrl} SSH_CONNECTION='127.0.0.1 0 127.0.0.1 0' ${env.E2E_GEMINI}`,
+    );
+    await page.keyboard.press('Enter');
+    await waitFor('the Gemini CLI prompt', async () => (await terminalText()).includes('Type your message'), 120_000);
+    await page.keyboard.type('/ide status');
+    await waitFor('the /ide status completion', async () => (await terminalText()).includes('Check status of IDE integration'));
+    const connected = await waitFor(
+      '"Connected to" in /ide status',
+      async () => {
+        const text = await terminalText();
+        const line = text.split('\n').find((l) => l.includes('Connected to'));
+        if (!line) await page.keyboard.press('Enter'); // the first Enter may only complete the command
+        return line?.trim();
+      },
+      60_000,
+      5_000,
+    );
+    log(`gemini /ide status: ${connected}`);
+    const before = stubRequests.length;
+    await page.keyboard.type('Explain the selected function');
+    await sleep(500);
+    await page.keyboard.press('Enter');
+    const request = await waitFor(
+      'the prompt request at the model stub',
+      async () => stubRequests.slice(before).find((r) => r.path.endsWith(':streamGenerateContent')),
+      90_000,
+    );
+    const ide = geminiEditorContext(request.body);
+    if (!ide) throw new Error('no editor context in the request');
+    log(`gemini editor context: ${JSON.stringify(ide)}`);
+    const active = ide.activeFile ?? {};
+    if (active.path !== path.join(dirs.workspace, 'src', 'app.py')) throw new Error(`active file ${active.path}`);
+    if (active.selectedText !== 'greet') throw new Error(`selected text ${JSON.stringify(active.selectedText)}`);
+    if (active.cursor?.line !== 1 || active.cursor?.character !== 10) throw new Error(`cursor ${JSON.stringify(active.cursor)}`);
+    for (const r of stubRequests) {
+      if (r.body.includes(GEMINI_SECRET) || r.body.includes(envFile)) throw new Error(`the .env reached the model: ${r.path}`);
+    }
+    // Leave the workbench as the next check expects it: no terminal, no panel, no toasts.
+    await page.locator('.part.panel .action-label[aria-label*="Kill"]').first().click();
+    await page.locator('.part.panel .action-label[aria-label*="Close Panel"]').first().click().catch(() => undefined);
+    await clearNotifications();
+  });
+
   await check('a Python without the package gets the exact pip install command', async () => {
     const venv = path.join(scratch, 'venv-without-server');
     await run(env.E2E_PYTHON, ['-m', 'venv', '--without-pip', venv], { env: childEnv });
@@ -541,7 +865,9 @@ try {
   await browser?.close().catch(() => undefined);
   await browserServer?.close().catch(() => undefined);
   await stopCodeServer();
+  stubProcess?.kill();
   const passed = results.length - failed;
+  if (figures.length) console.error(['[e2e] figures:', ...figures.map((f) => `  ${f}`)].join('\n'));
   exitCode = failed === 0 && passed > 0 ? 0 : 1;
   console.log(`${passed} passed, ${failed} failed`);
 }

@@ -61,6 +61,11 @@ log "npm run package"
 npm run --silent package >&2 || die "packaging the extension failed"
 VSIX="$HERE/context-companion.vsix"
 [ -f "$VSIX" ] || die "no $VSIX after npm run package"
+# A test-only extension that uses our tools through vscode.lm, as any chat extension does (never shipped).
+PROBE_VSIX="$CACHE/e2e-lm-probe.vsix"
+mkdir -p "$CACHE"
+(cd "$HERE/scripts/e2e-probe" && "$HERE/node_modules/.bin/vsce" package --no-dependencies --out "$PROBE_VSIX" >&2) ||
+  die "packaging the e2e probe extension failed"
 
 # --------------------------------------------------------------------------- code-server (cached)
 if [ ! -f "$CS_DIR/.installed" ]; then
@@ -90,6 +95,18 @@ export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
 # (not `code-server --version`: it writes a config into the real HOME)
 log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
 
+# --------------------------------------------------------------------------- Gemini CLI (pinned)
+# The real `gemini` for the terminal check, from tests/agents/gemini (package-lock.json pins it).
+AGENTS_DIR="$(cd "$HERE/../../tests/agents" && pwd)"
+GEMINI_DIR="$AGENTS_DIR/gemini"
+if [ ! -f "$GEMINI_DIR/node_modules/.package-lock.json" ] ||
+  [ "$GEMINI_DIR/package-lock.json" -nt "$GEMINI_DIR/node_modules/.package-lock.json" ]; then
+  log "npm ci in tests/agents/gemini"
+  (cd "$GEMINI_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2) ||
+    die "npm ci failed in tests/agents/gemini"
+fi
+export E2E_GEMINI="$GEMINI_DIR/node_modules/.bin/gemini" E2E_AGENTS_DIR="$AGENTS_DIR"
+
 # --------------------------------------------------------------------------- run
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/cc-vscode-e2e.XXXXXX")"
 mkdir -p "$SCRATCH/tmp"
@@ -118,7 +135,18 @@ trap cleanup EXIT
 [ "${E2E_KEEP:-0}" != 1 ] || log "E2E_KEEP=1: the scratch directory $SCRATCH is kept"
 trap 'exit 130' INT TERM
 
-export E2E_SCRATCH="$SCRATCH" E2E_VSIX="$VSIX" E2E_PYTHON="$PY_REAL" E2E_ARTIFACTS="$CACHE/artifacts"
+PY_FOR_VSCODE="$PY_REAL"
+if [ -n "${PYTHONPATH:-}" ]; then
+  # VS Code and every Python it starts would inherit PYTHONPATH, so even a venv without the server
+  # would import it from there: give PYTHONPATH to the server's Python alone, through a wrapper.
+  PY_FOR_VSCODE="$SCRATCH/python-with-pythonpath"
+  printf '#!/usr/bin/env bash\nPYTHONPATH=%q exec %q "$@"\n' "$PYTHONPATH" "$PY_REAL" >"$PY_FOR_VSCODE"
+  chmod +x "$PY_FOR_VSCODE"
+  log "PYTHONPATH=$PYTHONPATH goes to the server's Python only ($PY_FOR_VSCODE)"
+  unset PYTHONPATH
+fi
+export E2E_SCRATCH="$SCRATCH" E2E_VSIX="$VSIX" E2E_PROBE_VSIX="$PROBE_VSIX" E2E_PYTHON="$PY_FOR_VSCODE" E2E_PYTHON_EXE="$PY_REAL"
+export E2E_ARTIFACTS="$CACHE/artifacts"
 export E2E_DOCS_IMAGES="$HERE/../../docs/editors/images"
 set +e
 TMPDIR="$SCRATCH/tmp" node "$HERE/scripts/e2e.mjs" "$SCRATCH" &

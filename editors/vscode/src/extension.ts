@@ -15,6 +15,8 @@ import {
   type ShowDiffParams,
 } from './gemini';
 import { InstructionModel } from './instruction';
+import { registerLanguageModelTools } from './lmTools';
+import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
 import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
 import { ServerConnection } from './serverConnection';
@@ -101,7 +103,9 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
       }
     }),
     ...registerPalette(srv, instruction, views, cursor),
+    ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line)),
   );
+  registerAgentMcpServer(context, srv);
 
   void srv.start();
 
@@ -116,6 +120,38 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     },
     onDidChangeSystemInstruction: srv.onDidChangeInstruction,
   };
+}
+
+/**
+ * Offer `context-companion mcp --attach` to VS Code's chat as an MCP server of this window; when
+ * VS Code takes it, the language server starts with `--mcp-endpoint` so there is something to attach to.
+ */
+function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerConnection): void {
+  const changed = new vscode.EventEmitter<void>();
+  const registration = registerMcpProvider(
+    vscode,
+    {
+      workspace: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      plan: () => srv.launchPlan(),
+      serverPid: async () => {
+        await srv.whenSettled();
+        return srv.serverPid;
+      },
+      onDidChange: changed.event,
+      version: String(context.extension.packageJSON.version ?? ''),
+    },
+    (line) => srv.log(line),
+  );
+  context.subscriptions.push(changed);
+  if (!registration.registered) return;
+  srv.mcpEndpoint = true;
+  context.subscriptions.push(
+    registration.disposable,
+    vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
+    srv.onDidChangeState((state) => {
+      if (state.kind === 'running') changed.fire();
+    }),
+  );
 }
 
 export async function deactivate(): Promise<void> {

@@ -37,20 +37,50 @@ export interface DiffAnswer {
   text?: string;
 }
 
-/** The variables for terminals from `contextCompanion/companionStarted`; undefined when it stopped. */
-export function terminalEnv(params: unknown): Record<string, string> | undefined {
+/** The integrations that announce terminal variables, and the only variable names each may set
+ *  (a server cannot change PATH or anything else in terminals). */
+export const TERMINAL_VARIABLES = {
+  geminiCli: /^GEMINI_CLI_[A-Z_]+$/,
+  claudeCode: /^(CLAUDE_CODE_SSE_PORT|ENABLE_IDE_INTEGRATION)$/,
+} as const;
+
+export type Integration = keyof typeof TERMINAL_VARIABLES;
+
+/** Anthropic's own Claude Code extension: when it is installed, its terminals' variables are left to it. */
+export const CLAUDE_CODE_EXTENSION = 'anthropic.claude-code';
+
+/** The variables for terminals that `contextCompanion/companionStarted` announces for one
+ *  integration (default: Gemini CLI); undefined when it stopped or the message does not say. */
+export function terminalEnv(params: unknown, integration: Integration = 'geminiCli'): Record<string, string> | undefined {
   if (typeof params !== 'object' || params === null) return undefined;
-  const gemini = (params as { geminiCli?: unknown }).geminiCli;
-  if (typeof gemini !== 'object' || gemini === null) return undefined;
-  const env = (gemini as { env?: unknown }).env;
+  const started = (params as Record<string, unknown>)[integration];
+  if (typeof started !== 'object' || started === null) return undefined;
+  const env = (started as { env?: unknown }).env;
   if (typeof env !== 'object' || env === null) return undefined;
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
-    if (/^GEMINI_CLI_[A-Z_]+$/.test(key) && (typeof value === 'string' || typeof value === 'number')) {
+    if (TERMINAL_VARIABLES[integration].test(key) && (typeof value === 'string' || typeof value === 'number')) {
       out[key] = String(value);
     }
   }
   return out;
+}
+
+/** Each integration sends its own notification with its own key: the terminal variables after one
+ *  arrives are the previous ones with that key's replaced (`null` removes them); other keys stay. */
+export function mergeTerminalEnvs(
+  current: ReadonlyMap<Integration, Record<string, string>>,
+  params: unknown,
+): Map<Integration, Record<string, string>> {
+  const next = new Map(current);
+  if (typeof params !== 'object' || params === null) return next;
+  for (const integration of Object.keys(TERMINAL_VARIABLES) as Integration[]) {
+    if (!Object.prototype.hasOwnProperty.call(params, integration)) continue;
+    const env = terminalEnv(params, integration);
+    if (env) next.set(integration, env);
+    else next.delete(integration);
+  }
+  return next;
 }
 
 /** Status bar text for the companion; undefined hides the item (not running). */
@@ -83,6 +113,7 @@ interface PendingDiff {
 /** The extension's side of the companion. `vscodeApi` is the `vscode` module (injected: tests need no VS Code). */
 export class GeminiCompanionUi {
   private readonly diffs = new Map<string, PendingDiff>();
+  private envs = new Map<Integration, Record<string, string>>();
   private readonly item: vscode.StatusBarItem;
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -109,12 +140,16 @@ export class GeminiCompanionUi {
 
   /** `contextCompanion/companionStarted`. */
   onStarted(params: unknown): void {
-    const env = terminalEnv(params);
+    this.envs = mergeTerminalEnvs(this.envs, params);
+    if (this.vs.extensions.getExtension(CLAUDE_CODE_EXTENSION) !== undefined) this.envs.delete('claudeCode');
     const collection = this.context.environmentVariableCollection;
     collection.clear();
-    if (env) {
-      collection.description = 'Lets `gemini` in this terminal connect to Context Companion.';
-      for (const [key, value] of Object.entries(env)) collection.replace(key, value);
+    const agents = [...this.envs.keys()].map((k) => (k === 'geminiCli' ? '`gemini`' : '`claude`'));
+    if (agents.length > 0) {
+      collection.description = `Lets ${agents.join(' and ')} in this terminal connect to Context Companion.`;
+      for (const env of this.envs.values()) {
+        for (const [key, value] of Object.entries(env)) collection.replace(key, value);
+      }
     }
     void this.refresh();
   }

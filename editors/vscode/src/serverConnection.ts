@@ -1,6 +1,7 @@
 /**
  * Starts, stops and talks to the Context Companion language server.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
@@ -15,11 +16,11 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
   State,
-  TransportKind,
 } from 'vscode-languageclient/node';
 import { findServer } from './discovery';
 import { classifyProbe, describeSource, LaunchSettingError, type LaunchPlan, resolveLaunch, runProbe } from './launch';
 import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
+import { withMcpEndpoint } from './mcpProvider';
 import { activePythonInterpreter, onPythonInterpreterChanged } from './pythonInterpreter';
 import { buildServerSettings, isOwnSection, SECTION, sectionValue, serverSettingKeys } from './settingsPayload';
 
@@ -46,6 +47,10 @@ export class ServerConnection implements vscode.Disposable {
   private current: ConnectionState = { kind: 'stopped' };
   private readonly settingKeys: string[];
   private pythonWatch: vscode.Disposable | undefined;
+  /** Start the server with `--mcp-endpoint` (set when VS Code took the MCP server definition provider). */
+  mcpEndpoint = false;
+  /** The server process this window started (launch mode); the language client talks over its stdio. */
+  private serverProcess: ChildProcess | undefined;
   /** True between an automatic restart after a crash and the server running again. */
   private recovering = false;
 
@@ -65,6 +70,12 @@ export class ServerConnection implements vscode.Disposable {
 
   get state(): ConnectionState {
     return this.current;
+  }
+
+  /** The process id of the server this window started and that still runs (undefined in tcp mode). */
+  get serverPid(): number | undefined {
+    const child = this.serverProcess;
+    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
   }
 
   get running(): boolean {
@@ -180,19 +191,7 @@ export class ServerConnection implements vscode.Disposable {
 
     let plan: LaunchPlan;
     try {
-      const serverCommand = config.get<unknown>('serverCommand');
-      const interpreter = config.get<unknown>('interpreter');
-      const needPython =
-        !(Array.isArray(serverCommand) && serverCommand.length > 0) &&
-        !(typeof interpreter === 'string' && interpreter.trim() !== '');
-      plan = resolveLaunch({
-        serverCommand,
-        interpreter,
-        pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
-        platform: process.platform,
-        home: os.homedir(),
-        workspaceFolder: folder?.uri.fsPath,
-      });
+      plan = await this.launchPlan();
     } catch (err) {
       if (err instanceof LaunchSettingError) {
         this.fail(err.message);
@@ -201,18 +200,46 @@ export class ServerConnection implements vscode.Disposable {
       }
       throw err;
     }
+    if (this.mcpEndpoint) plan = withMcpEndpoint(plan);
     this.log(`Server command (${describeSource(plan.source)}): ${[plan.command, ...plan.args].join(' ')}`);
     await this.watchPythonExtension(plan);
 
     if (plan.python && !(await this.probe(plan))) return;
 
-    const serverOptions: ServerOptions = {
-      command: plan.command,
-      args: plan.args,
-      transport: TransportKind.stdio,
-      options: { cwd: folder?.uri.fsPath ?? os.homedir(), env: { ...process.env } },
-    };
+    // Spawned here rather than by the client (same command, `--stdio` appended): its pid names
+    // this window's server to `mcp --server-pid`. The client calls this again on a restart.
+    const cwd = folder?.uri.fsPath ?? os.homedir();
+    const serverOptions: ServerOptions = () =>
+      new Promise<ChildProcess>((resolve, reject) => {
+        const child = spawn(plan.command, [...plan.args, '--stdio'], { cwd, env: { ...process.env }, windowsHide: true });
+        this.serverProcess = child;
+        child.on('error', (err) => this.log(`Server process: ${err.message}`));
+        child.once('error', reject);
+        child.once('spawn', () => resolve(child));
+      });
     await this.startClient(serverOptions);
+  }
+
+  /**
+   * The command line that starts the server for this window (settings, else the Python extension's
+   * interpreter, else `python3`). Throws {@link LaunchSettingError} for an unusable setting.
+   */
+  async launchPlan(): Promise<LaunchPlan> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
+    const serverCommand = config.get<unknown>('serverCommand');
+    const interpreter = config.get<unknown>('interpreter');
+    const needPython =
+      !(Array.isArray(serverCommand) && serverCommand.length > 0) &&
+      !(typeof interpreter === 'string' && interpreter.trim() !== '');
+    return resolveLaunch({
+      serverCommand,
+      interpreter,
+      pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
+      platform: process.platform,
+      home: os.homedir(),
+      workspaceFolder: folder?.uri.fsPath,
+    });
   }
 
   /**
@@ -305,6 +332,7 @@ export class ServerConnection implements vscode.Disposable {
     } catch (err) {
       this.client = undefined;
       await client.dispose().catch(() => undefined);
+      this.endServerProcess();
       const why = err instanceof Error ? err.message : String(err);
       this.fail(`The server did not start: ${why}`);
       void this.offerOutput(`The server did not start: ${why}`);
@@ -363,7 +391,19 @@ export class ServerConnection implements vscode.Disposable {
       }
       await client.dispose().catch(() => undefined);
     }
+    this.endServerProcess();
     if (this.current.kind !== 'error' || client) this.setState({ kind: 'stopped' });
+  }
+
+  /** A server that has not exited 3 s after stop/exit is killed (the client does this only for processes it spawned). */
+  private endServerProcess(): void {
+    const child = this.serverProcess;
+    this.serverProcess = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const timer = setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill();
+    }, STOP_TIMEOUT_MS);
+    child.once('exit', () => clearTimeout(timer));
   }
 
   /** Check the interpreter can import the server package; tell the user how to fix it if not. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { diffAnswer, formatGeminiStatus, terminalEnv } from '../src/gemini';
+import { diffAnswer, formatGeminiStatus, mergeTerminalEnvs, terminalEnv } from '../src/gemini';
 
 describe('Gemini CLI companion: terminal environment', () => {
   it('takes the variables from contextCompanion/companionStarted', () => {
@@ -33,6 +33,25 @@ describe('Gemini CLI companion: terminal environment', () => {
     assert.deepEqual(terminalEnv({ geminiCli: { env: { PATH: '/evil', GEMINI_CLI_IDE_SERVER_PORT: '1', X: { a: 1 } } } }), {
       GEMINI_CLI_IDE_SERVER_PORT: '1',
     });
+  });
+});
+
+describe('Claude Code integration: terminal environment', () => {
+  it('takes its own key, and only its two variables', () => {
+    const params = { claudeCode: { port: 41000, env: { CLAUDE_CODE_SSE_PORT: '41000', ENABLE_IDE_INTEGRATION: 'true', PATH: '/evil' } } };
+    assert.deepEqual(terminalEnv(params, 'claudeCode'), { CLAUDE_CODE_SSE_PORT: '41000', ENABLE_IDE_INTEGRATION: 'true' });
+    assert.equal(terminalEnv(params), undefined);
+  });
+
+  it("one integration's announcement leaves the other's variables alone; null removes only its own", () => {
+    let envs = mergeTerminalEnvs(new Map(), { geminiCli: { env: { GEMINI_CLI_IDE_SERVER_PORT: '1' } } });
+    envs = mergeTerminalEnvs(envs, { claudeCode: { env: { CLAUDE_CODE_SSE_PORT: '2' } } });
+    assert.deepEqual(Object.fromEntries(envs), {
+      geminiCli: { GEMINI_CLI_IDE_SERVER_PORT: '1' },
+      claudeCode: { CLAUDE_CODE_SSE_PORT: '2' },
+    });
+    envs = mergeTerminalEnvs(envs, { claudeCode: null });
+    assert.deepEqual(Object.fromEntries(envs), { geminiCli: { GEMINI_CLI_IDE_SERVER_PORT: '1' } });
   });
 });
 

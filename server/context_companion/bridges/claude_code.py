@@ -36,10 +36,11 @@ from pydantic import BaseModel, ConfigDict
 from .. import __version__
 from ..context.positions import split_lines, units_from_column
 from ..context.state import EditorSelection, uri_to_path
-from ..discovery import new_token, write_private
+from ..discovery import STAMP_KEY, new_token, owner_stamp, write_private
 from ..errors import ContextCompanionError
 from ..workspace.companion import Companion
 from ..workspace.params import parse_object
+from .announcements import claude_lock_dir
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +49,17 @@ AUTH_HEADER = "x-claude-code-ide-authorization"
 SELECTION_CHANGED = "selection_changed"
 TERMINAL_ENV_PORT = "CLAUDE_CODE_SSE_PORT"
 MAX_FRAME = 16 * 1024 * 1024  # a diff's new contents travel in one frame
+# Claude Code subscribes to selection_changed only once it has connected and listed the tools (a UI
+# update with no message to say so; a notification before it is dropped): the editor's state is told
+# again this many seconds after the client's tools/list, so a selection made before Claude Code
+# started reaches its first prompt.
+RETELL_AFTER = (0.1, 0.5, 2.0)
 SEVERITY = {"error": "Error", "warning": "Warning", "information": "Information", "hint": "Hint"}
 
 
 def lock_dir() -> Path:
     """Where Claude Code looks for lock files: ``$CLAUDE_CONFIG_DIR/ide``, else ``~/.claude/ide``."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(base).expanduser() if base else Path.home() / ".claude") / "ide"
+    return claude_lock_dir()
 
 
 def terminal_env(port: int) -> dict[str, str]:
@@ -79,6 +84,8 @@ class LockFile:
             "ideName": self.ide_name,
             "transport": "ws",
             "authToken": self.token,
+            # Which server wrote it: a later server removes it if this one died without doing so.
+            STAMP_KEY: owner_stamp(),
         }
         write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
         self._written = True
@@ -206,6 +213,7 @@ def selection_params(sel: EditorSelection) -> dict[str, Any]:
 class _Connection:
     write: Any  # the SDK session's write stream
     initialized: bool = False
+    retelling: bool = False  # the state is told again after the client's first tools/list
 
 
 @dataclass
@@ -298,10 +306,14 @@ class ClaudeCodeBridge:
                             await read_send.send(exc)
                             continue
                         await read_send.send(SessionMessage(message))
-                        if getattr(message, "method", None) == "notifications/initialized":
+                        method = getattr(message, "method", None)
+                        if method == "notifications/initialized":
                             conn.initialized = True
                             self._state.connections.add(conn)
                             await self._tell_where(conn)
+                        elif method == "tools/list" and conn.initialized and not conn.retelling:
+                            conn.retelling = True
+                            tg.start_soon(self._retell, conn)
 
         async def writer() -> None:
             async with write_recv:
@@ -327,7 +339,7 @@ class ClaudeCodeBridge:
 
     # ------------------------------------------------------------------ selection_changed
 
-    async def _tell_where(self, conn: Any) -> None:
+    async def _tell_where(self, conn: _Connection) -> None:
         """A client just connected: where the editor is now (worked out now: with nobody connected,
         cursor moves are not followed)."""
         if self._state.last_sent is None:
@@ -336,6 +348,17 @@ class ClaudeCodeBridge:
             self._state.last_sent = selection_params(sel) if sel is not None else None
         if self._state.last_sent is not None:
             await self._send(conn, self._state.last_sent)
+
+    async def _retell(self, conn: _Connection) -> None:
+        """Tell a client that just listed the tools where the editor is, again, a few times shortly
+        after (see RETELL_AFTER); a client that moved on hears the newest state, a gone one nothing."""
+        waited = 0.0
+        for delay in RETELL_AFTER:
+            await anyio.sleep(delay - waited)
+            waited = delay
+            if conn not in self._state.connections:
+                return
+            await self._tell_where(conn)
 
     async def selection_changed(self) -> None:
         """The cursor or selection moved (debounced by the caller): tell connected clients when

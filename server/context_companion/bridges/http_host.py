@@ -23,6 +23,7 @@ import uvicorn
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
+CLOSE_WAIT_S = 5.0  # seconds the MCP sessions get to end before they are cancelled
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 Scope = MutableMapping[str, Any]
@@ -72,6 +73,49 @@ class _Guard:
         await self.app(scope, receive, send)
 
 
+class SessionsTask:
+    """An MCP session manager (``StreamableHTTPSessionManager.run()``) run in a task of its own.
+
+    anyio requires a task group to be left by the task that entered it. Entered by whichever task
+    started the Gemini companion and left by the one stopping it, it raised "Attempted to exit
+    cancel scope in a different task" (and, never left, asyncio's shutdown logged the generator's
+    tracebacks). Here one task enters it, waits to be told to stop, and leaves it.
+    """
+
+    def __init__(self, manager: Any) -> None:
+        self._manager = manager
+        self._running = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="mcp-sessions")
+        running = asyncio.get_running_loop().create_task(self._running.wait())
+        await asyncio.wait({self._task, running}, return_when=asyncio.FIRST_COMPLETED)
+        running.cancel()
+        if self._task.done():
+            self._task.result()  # raises what stopped it
+            raise RuntimeError("the MCP session manager stopped during start-up")
+
+    async def _run(self) -> None:
+        async with self._manager.run():
+            self._running.set()
+            await self._stop.wait()
+
+    async def stop(self) -> None:
+        """End every session and leave the task group (in its own task)."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stop.set()
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_WAIT_S)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("the MCP sessions ended with an error: %s", task.exception())
+
+
 class _EmbeddedServer(uvicorn.Server):
     """uvicorn without its signal handlers: the process hosting it owns SIGINT/SIGTERM."""
 
@@ -83,17 +127,49 @@ class _EmbeddedServer(uvicorn.Server):
 class LocalHttpHost:
     """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) behind the guard, on the running loop.
 
-    ``lifespan="off"`` when the app's owner runs what the app needs around start/stop itself (an
-    MCP session manager entered by its owner); ``"on"`` lets uvicorn run the app's lifespan.
+    ``sessions``: the app's MCP session manager, run by the host itself (uvicorn's lifespan is off
+    then): started before the first request, and at :meth:`stop` ended *before* the HTTP server
+    waits for its connections, so clients' open streams (a listening GET) close at once instead of
+    holding up the shutdown until uvicorn cancels them with an error. Without it, ``lifespan="on"``
+    lets uvicorn run the app's lifespan.
     """
 
-    def __init__(self, app: ASGIApp, *, token: str, port: int = 0, lifespan: Literal["on", "off"] = "on") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        port: int = 0,
+        lifespan: Literal["on", "off"] = "on",
+        sessions: Any = None,
+    ) -> None:
         self.token = token
         self.port = port
         self._guard = _Guard(app, token)
-        self._lifespan = lifespan
+        self._sessions = SessionsTask(sessions) if sessions is not None else None
+        self._lifespan: Literal["on", "off"] = "off" if sessions is not None else lifespan
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
+
+    async def run_sessions(self, manager: Any) -> bool:
+        """Run an MCP session manager from now on, for an app built after :meth:`start` (its
+        lifespan must be off); :meth:`stop` ends it before the HTTP server, as with ``sessions``.
+        False (and nothing left running) when the host stopped meanwhile."""
+        if self._sessions is not None:
+            raise RuntimeError("this endpoint already runs an MCP session manager")
+        if not self.serving():
+            return False
+        sessions = SessionsTask(manager)
+        await sessions.start()
+        if not self.serving():  # stopped while the sessions were starting
+            await sessions.stop()
+            return False
+        self._sessions = sessions
+        return True
+
+    def serving(self) -> bool:
+        """Started and not stopped."""
+        return self._server is not None
 
     def url(self, path: str = "/mcp") -> str:
         return f"http://{LOOPBACK}:{self.port}{path}"
@@ -106,6 +182,12 @@ class LocalHttpHost:
         except OSError:
             sock.close()
             raise
+        if self._sessions is not None:
+            try:
+                await self._sessions.start()
+            except BaseException:
+                sock.close()
+                raise
         sock.setblocking(False)
         self.port = self._guard.port = sock.getsockname()[1]
         # log_config=None: uvicorn must not reconfigure the hosting process's logging.
@@ -120,11 +202,15 @@ class LocalHttpHost:
         )
         server = self._server = _EmbeddedServer(config)
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            if self._task.done():
-                self._task.result()  # raises what stopped it
-                raise OSError(f"the endpoint on port {self.port} stopped during start-up")
-            await asyncio.sleep(0.005)
+        try:
+            while not server.started:
+                if self._task.done():
+                    self._task.result()  # raises what stopped it
+                    raise OSError(f"the endpoint on port {self.port} stopped during start-up")
+                await asyncio.sleep(0.005)
+        except BaseException:  # a failed start, or the start-up cancelled: leave nothing running
+            await asyncio.shield(self.stop())
+            raise
         return self.port
 
     def request_stop(self) -> None:
@@ -140,9 +226,12 @@ class LocalHttpHost:
     async def stop(self) -> None:
         server, task = self._server, self._task
         self._server = self._task = None
+        if server is not None:
+            server.should_exit = True  # no new connections from the next tick on
+        if self._sessions is not None:
+            await self._sessions.stop()
         if server is None or task is None:
             return
-        server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(task), 3)
         except asyncio.TimeoutError:

@@ -90,6 +90,9 @@ def matching_servers(workspace: Path) -> list[discovery.Entry]:
 
 
 def _choose(args: argparse.Namespace, workspace: Path) -> discovery.Entry | None:
+    pid = getattr(args, "server_pid", None)
+    if pid is not None:
+        return _by_pid(args, workspace, pid)
     if args.attach is False or args.http is not None:
         return None
     servers = matching_servers(workspace)
@@ -97,6 +100,21 @@ def _choose(args: argparse.Namespace, workspace: Path) -> discovery.Entry | None
         what = "no language server" if not servers else f"{len(servers)} language servers"
         raise ContextCompanionError(f"--attach: {what} with an MCP endpoint found for {workspace}")
     return servers[0] if len(servers) == 1 else None
+
+
+def _by_pid(args: argparse.Namespace, workspace: Path, pid: int) -> discovery.Entry:
+    """The language server ``--server-pid`` names (two editor windows may serve the same folder)."""
+    if pid <= 0:
+        raise ContextCompanionError(f"--server-pid {pid}: must be a positive process id")
+    if args.attach is False or args.http is not None:
+        flag = "--no-attach" if args.attach is False else "--http"
+        raise ContextCompanionError(f"--server-pid: cannot be combined with {flag}")
+    for entry in matching_servers(workspace):
+        if entry.pid == pid:
+            return entry
+    raise ContextCompanionError(
+        f"--server-pid {pid}: no language server with that process id has an MCP endpoint for {workspace}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

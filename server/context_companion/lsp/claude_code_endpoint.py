@@ -5,7 +5,8 @@ the server's loop once the workspace is loaded, writes the lock file (and rewrit
 folders change), tells the editor the terminal environment in
 ``contextCompanion/companionStarted``, sends ``selection_changed`` 50 ms after the cursor
 settles, forwards ``openDiff`` as ``contextCompanion/showDiff``, and removes the lock file at
-shutdown, exit and SIGTERM.
+shutdown and on every way out (:func:`.lifecycle.close`; atexit as the last resort). Before it
+writes its lock file it removes those of Context Companion servers that are gone.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
-import os
-import signal
 from collections.abc import Mapping
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..workspace.commands import COMPANION_STARTED, SHOW_DIFF
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+CLOSE_WAIT_S = 5.0
 SELECTION_DELAY = 0.05  # seconds: a drag or a burst of keys sends one selection_changed
 
 
@@ -68,8 +67,8 @@ class ClaudeCodeEndpoint:
         self._lock: LockFile | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._previous_sigterm: Any = None
-        self._hooked = False  # atexit and SIGTERM hooks are installed once per process
+        self._hooked = False  # the atexit hook is installed once per process
+        self._closed = False  # the process is ending: never started again
         self._reconciling = asyncio.Lock()  # the boot and a settings change may reconcile at once
 
     @property
@@ -84,7 +83,7 @@ class ClaudeCodeEndpoint:
 
     async def _reconcile(self, ls: Host) -> None:
         companion = ls.companion
-        if companion is None:
+        if companion is None or self._closed:
             return
         wanted = companion.snapshot.settings.companion.claude_code.enabled
         if wanted and self._bridge is None:
@@ -100,6 +99,7 @@ class ClaudeCodeEndpoint:
             self._write_lock(companion)
 
     async def _start(self, ls: Host, companion: Companion) -> None:
+        from ..bridges.announcements import remove_stale_claude
         from ..bridges.claude_code import ClaudeCodeBridge, LockFile, terminal_env
         from .sockets import allowed_origins
 
@@ -107,11 +107,14 @@ class ClaudeCodeEndpoint:
         port = await bridge.start()
         self._bridge = bridge
         self._lock = LockFile(port, bridge.token, "Context Companion")
+        await asyncio.to_thread(remove_stale_claude, self._lock.path.parent)
+        if self._closed:  # closed while starting
+            self.stop()
+            return
         self._write_lock(companion)
         if not self._hooked:
             self._hooked = True
             atexit.register(self._remove_lock)
-            self._chain_sigterm()
         ls.protocol.notify(COMPANION_STARTED, {"claudeCode": {"port": port, "env": terminal_env(port)}})
         log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, self._lock.path)
 
@@ -125,20 +128,6 @@ class ClaudeCodeEndpoint:
     def _remove_lock(self) -> None:
         if self._lock is not None:
             self._lock.remove()
-
-    def _chain_sigterm(self) -> None:
-        """Remove the lock file on SIGTERM, then do what SIGTERM did before."""
-        with contextlib.suppress(ValueError):  # not the main thread: atexit still covers exits
-            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
-
-    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        self._remove_lock()
-        previous = self._previous_sigterm
-        if callable(previous):
-            previous(signum, frame)
-            return
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
 
     def cursor_moved(self) -> None:
         """The cursor or selection moved (on the loop): send selection_changed once it settles."""
@@ -168,3 +157,11 @@ class ClaudeCodeEndpoint:
         if self._bridge is not None:
             bridge, self._bridge = self._bridge, None
             self._spawn(bridge.stop())
+
+    async def close(self) -> None:
+        """The process is ending: stop, and wait until the socket is closed and no task is left."""
+        self._closed = True
+        self.stop()
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)

@@ -146,6 +146,17 @@ def forget_before_shutdown(message: Any, observe: Callable[[Any], None] | None) 
         observe(message)
 
 
+def quiet_shutdown_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler for the transports: when the client leaves mid-request (or a
+    signal ends the server), pending handlers and connection tasks are cancelled and pygls'
+    callbacks see CancelledError / BrokenPipeError: expected at exit, not worth a traceback."""
+    exc = context.get("exception")
+    if isinstance(exc, (asyncio.CancelledError, BrokenPipeError, ConnectionResetError)):
+        log.debug("ignored at shutdown: %r", exc)
+        return
+    loop.default_exception_handler(context)
+
+
 async def run_frames(
     frames: FrameReader,
     protocol: Any,

@@ -12,7 +12,6 @@ it when its settings change, tells the editor the terminal environment
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import logging
 from collections.abc import Mapping
@@ -81,6 +80,7 @@ class GeminiLink:
         self._settings: GeminiCliSettings | None = None  # those the running bridge was started with
         self._lock = asyncio.Lock()
         self._stopping: asyncio.Task[None] | None = None
+        self._closed = False  # after shutdown: never started again
         self.settled = asyncio.Event()  # the first reconcile is done: status answers are true
 
     def initialize(self, process_id: int | None, client_name: str | None, options: Any) -> Any:
@@ -98,6 +98,9 @@ class GeminiLink:
         """Start, restart or stop the companion so it matches ``companion.geminiCli``."""
         async with self._lock:
             wanted = companion.snapshot.settings.companion.gemini_cli
+            if self._closed:
+                self.settled.set()
+                return
             if wanted == self._settings and (self.bridge is not None) == wanted.enabled:
                 self.settled.set()
                 return
@@ -164,7 +167,8 @@ class GeminiLink:
             self.bridge.schedule_update()
 
     def shutdown(self) -> None:
-        """Remove the discovery file at once; stop listening in the background."""
+        """Remove the discovery file at once; stop listening in the background; never start again."""
+        self._closed = True
         bridge, self.bridge = self.bridge, None
         if bridge is not None:
             bridge.remove_discovery_file()
@@ -173,9 +177,14 @@ class GeminiLink:
     async def exit(self) -> None:
         """Before the process ends: the endpoint is closed, its sessions ended."""
         self.shutdown()
-        if self._stopping is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._stopping, 5)
+        async with self._lock:  # a start in progress finishes first: then it is stopped too
+            self.shutdown()
+        stopping, self._stopping = self._stopping, None
+        if stopping is not None:
+            try:
+                await asyncio.wait_for(stopping, 10)
+            except Exception:
+                log.exception("the Gemini CLI companion did not stop cleanly")
 
     def status(self) -> dict[str, Any]:
         if self.bridge is None:

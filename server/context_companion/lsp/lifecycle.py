@@ -1,4 +1,5 @@
-"""Lifecycle handlers: initialize, initialized, configuration and folder changes, shutdown.
+"""Lifecycle handlers: initialize, initialized, configuration and folder changes, shutdown, exit;
+and :func:`close`, the one way out every transport ends with.
 
 The heavy part of start-up (settings, memory store, watchdog, tiktoken) happens after the
 initialize response has gone out: the domain is imported and loaded on a worker thread.
@@ -73,6 +74,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
     ls.publisher.forget()
     ls.ready.set()
     ls.watch.start(companion, ls.files_changed)
+    await asyncio.to_thread(_remove_stale_announcements)
     if ls.mcp is not None:
         try:
             await ls.mcp.start(ls)
@@ -112,14 +114,56 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
     await ls.claude_code.reconcile(ls)  # the lock file names the folders
 
 
+def _remove_stale_announcements() -> None:
+    """Gemini CLI discovery files and Claude Code lock files of servers that are gone (killed,
+    crashed): removed at start, whether or not the bridges are on (see docs/reliability.md)."""
+    from ..bridges.announcements import remove_stale
+
+    try:
+        remove_stale()
+    except Exception:  # never worth failing the start-up for
+        log.exception("removing stale announcements failed")
+
+
 def shutdown(ls: CompanionServer, *_: Any) -> None:
+    """Cancel the requests in flight; withdraw every announcement now (before the answer goes
+    out); the sockets close on the loop."""
+    ls.cancel_in_flight()
+    _withdraw(ls)
+
+
+def _withdraw(ls: CompanionServer) -> None:
     ls.watch.stop()
     ls.publisher.cancel()
-    ls.cancel_in_flight()
     if ls.mcp is not None:
         ls.mcp.stop()
     ls.gemini.shutdown()
     ls.claude_code.stop()
+
+
+async def close(ls: CompanionServer) -> None:
+    """The end of the connection, however it came: ``exit``, end of input (the editor closed our
+    stdin or died), SIGTERM, SIGINT. A start-up still running is cancelled; every announcement is
+    withdrawn; then each bridge (Gemini CLI companion, Claude Code endpoint, MCP endpoint) is
+    stopped in turn and awaited, so nothing is left running for asyncio to tear down (its
+    tracebacks). Idempotent."""
+    boot = ls.boot_task
+    if boot is not None and not boot.done():
+        boot.cancel()
+        await asyncio.wait({boot})
+    _withdraw(ls)  # not cancel_in_flight: the exit handler running this is one of those requests
+    await ls.gemini.exit()
+    await ls.claude_code.close()
+    if ls.mcp is not None:
+        await ls.mcp.close()
+
+
+async def exit_(ls: CompanionServer, *_: Any) -> None:
+    """``exit``: pygls awaits this, then ends the process (status 0 after shutdown, else 1)."""
+    try:
+        await close(ls)
+    except Exception:
+        log.exception("closing the bridges failed")
 
 
 async def _pull_configuration(ls: CompanionServer) -> None:
@@ -167,4 +211,5 @@ HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (
     (t.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration),
     (t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, did_change_folders),
     (t.SHUTDOWN, shutdown),
+    (t.EXIT, exit_),
 )

@@ -51,12 +51,14 @@ def serve(args: argparse.Namespace) -> int:
         from .mcp_endpoint import McpEndpoint
 
         server.mcp = McpEndpoint()
+    from .lifecycle import close  # every way out ends here: the bridges stop in order
+
     if args.tcp:
-        serve_tcp(server, args.host, args.port, token)
+        serve_tcp(server, args.host, args.port, token, on_end=close)
     elif args.ws:
-        serve_ws(server, args.host, args.port, token)
+        serve_ws(server, args.host, args.port, token, on_end=close)
     else:
-        return serve_stdio(server)
+        return serve_stdio(server, on_end=close)
     return 0
 
 

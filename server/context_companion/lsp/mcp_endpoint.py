@@ -65,7 +65,7 @@ class McpEndpoint:
         assert ls.companion is not None
         bridge = McpBridge(LiveState(ls), mode=MODE)
         app = bridge.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-        host = LocalHttpHost(app, token=new_token())
+        host = LocalHttpHost(app, token=new_token(), sessions=bridge.server.session_manager)
         await bridge.prime()
         port = await host.start()
         self._bridge, self._host = bridge, host
@@ -90,3 +90,10 @@ class McpEndpoint:
             task = asyncio.get_running_loop().create_task(host.stop())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """The process is ending: stop, and wait until the HTTP server is down and no task is left."""
+        self.stop()
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)

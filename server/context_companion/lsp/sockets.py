@@ -25,7 +25,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
-from .framing import MAX_BODY, FrameReader, forget_before_shutdown, run_frames
+from .framing import MAX_BODY, FrameReader, forget_before_shutdown, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -362,8 +362,16 @@ async def _run_websocket(
 # ---------------------------------------------------------------------------- running one
 
 
-def serve_socket(server: Any, transport: str, host: str, port: int, token: str | None) -> None:
-    """Run ``server`` on a TCP or WebSocket listener until its client leaves, exits, or a signal."""
+def serve_socket(
+    server: Any,
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+    on_end: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
+    """Run ``server`` on a TCP or WebSocket listener until its client leaves, exits, or a signal;
+    then ``on_end(server)`` is awaited on the loop (the server's bridges stop there)."""
     auth = Auth(token=token)
     if token is not None and transport == "ws":
         auth.allowed_origins = allowed_origins()
@@ -388,6 +396,7 @@ def serve_socket(server: Any, transport: str, host: str, port: int, token: str |
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(quiet_shutdown_errors)
         task = asyncio.current_task()
 
         def on_signal() -> None:
@@ -399,7 +408,14 @@ def serve_socket(server: Any, transport: str, host: str, port: int, token: str |
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, on_signal)
         runner = _ws_main if transport == "ws" else _tcp_main
-        await runner(server, host, port, auth, announce_for)
+        try:
+            await runner(server, host, port, auth, announce_for)
+        finally:
+            if on_end is not None:
+                try:
+                    await on_end(server)
+                except Exception:
+                    log.exception("closing the bridges failed")
 
     try:
         asyncio.run(main())

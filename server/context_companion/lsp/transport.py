@@ -9,14 +9,17 @@ the notification throughput, see docs/performance.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import stat
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .framing import AsyncLineReader, FrameReader, run_frames
+from .framing import AsyncLineReader, FrameReader, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,32 @@ class _StdoutWriter:
             pass
 
 
+class _ExitHere:
+    """The protocol as the stdio message loop sees it, except that ``exit`` ends the loop here.
+
+    pygls answers ``exit`` with ``sys.exit`` from a callback inside the event loop; asyncio then
+    tears the loop down with work still scheduled (it failed with "Event loop stopped before
+    Future completed" when the editor closed stdin right after ``exit``). Instead the status is
+    recorded (0 after ``shutdown``, else 1, as LSP says), reading stops, and the transport ends
+    the way it does at end of input: the bridges stopped and awaited on a running loop."""
+
+    def __init__(self, protocol: Any, stop_event: threading.Event) -> None:
+        self._protocol = protocol
+        self._stop_event = stop_event
+        self.status: int | None = None
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        return self._protocol.structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "exit" and not hasattr(message, "id"):
+            self.status = 0 if getattr(self._protocol, "_shutdown", False) else 1
+            log.info("exit: shutting down (status %d)", self.status)
+            self._stop_event.set()
+            return
+        self._protocol.handle_message(message)
+
+
 async def _pipe_reader(stdin: Any) -> asyncio.StreamReader | None:
     """An asyncio reader for stdin when it is a pipe or socket (what editors give us), else None.
 
@@ -77,24 +106,19 @@ async def _pipe_reader(stdin: Any) -> asyncio.StreamReader | None:
     return reader
 
 
-def serve_stdio(server: Any) -> int:
-    """Run ``server`` (a pygls LanguageServer) on stdin/stdout until EOF or ``exit``; the exit
-    status: 1 for ``exit`` without ``shutdown`` (as LSP says), else 0."""
+def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = None) -> int:
+    """Run ``server`` (a pygls LanguageServer) on stdin/stdout until ``exit``, end of input,
+    SIGTERM or SIGINT; the exit status: 1 for ``exit`` without ``shutdown`` (as LSP says), else 0.
+
+    Every way out ends the same way: ``on_end(server)`` is awaited on the running loop (the
+    server's bridges stop there), then the loop ends with nothing left running."""
     stdin = sys.stdin.buffer
     stdout = sys.stdout.buffer
     # Anything else printing to fd 1 would corrupt the protocol: point sys.stdout at stderr.
     sys.stdout = sys.stderr
     server._stop_event = stop_event = threading.Event()
     server.protocol.set_writer(_StdoutWriter(stdout, on_lost=stop_event.set))
-
-    def quiet_shutdown_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        # When the client leaves mid-request, pending handlers are cancelled and pygls' callbacks
-        # see CancelledError / BrokenPipeError: expected at exit, not worth a traceback.
-        exc = context.get("exception")
-        if isinstance(exc, (asyncio.CancelledError, BrokenPipeError, ConnectionResetError)):
-            log.debug("ignored at shutdown: %r", exc)
-            return
-        loop.default_exception_handler(context)
+    protocol = _ExitHere(server.protocol, stop_event)
 
     async def main() -> None:
         asyncio.get_running_loop().set_exception_handler(quiet_shutdown_errors)
@@ -103,8 +127,36 @@ def serve_stdio(server: Any) -> int:
             from pygls.io_ import StdinAsyncReader
 
             reader = StdinAsyncReader(stdin, server.thread_pool)
-        await run_frames(FrameReader(reader), server.protocol, stop_event, error_handler=server.report_server_error)
-        log.info("stdin closed: shutting down")
+        loop = asyncio.get_running_loop()
+        reading = loop.create_task(
+            run_frames(FrameReader(reader), protocol, stop_event, error_handler=server.report_server_error)
+        )
+
+        def on_signal(name: str) -> None:
+            log.info("%s: shutting down", name)
+            stop_event.set()
+            reading.cancel()
+
+        # SIGHUP: the terminal the server was started from went away (not on Windows).
+        signals = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+        for sig in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals on Windows' loop
+                loop.add_signal_handler(sig, on_signal, sig.name)
+        try:
+            await reading
+            if protocol.status is None:
+                log.info("stdin closed: shutting down")
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # main itself was cancelled, not just the reading
+        if on_end is not None:
+            try:
+                await on_end(server)
+            except Exception:
+                log.exception("closing the bridges failed")
+        for sig in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
 
     status = 0
     try:
@@ -113,11 +165,11 @@ def serve_stdio(server: Any) -> int:
         log.error("the client closed the connection")
     except KeyboardInterrupt:
         pass
-    except SystemExit as exc:  # pygls' exit handler: 0 after shutdown, 1 without
+    except SystemExit as exc:  # pygls' exit handler (not reached over stdio: see _ExitHere)
         status = exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
-    return status
+    return protocol.status if protocol.status is not None else status
 
 
 def bind_host(host: str | None) -> str:
@@ -125,13 +177,25 @@ def bind_host(host: str | None) -> str:
     return host or LOOPBACK
 
 
-def serve_tcp(server: Any, host: str | None, port: int | None, token: str | None) -> None:
+def serve_tcp(
+    server: Any,
+    host: str | None,
+    port: int | None,
+    token: str | None,
+    on_end: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
     from .sockets import serve_socket
 
-    serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token)
+    serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
 
 
-def serve_ws(server: Any, host: str | None, port: int | None, token: str | None) -> None:
+def serve_ws(
+    server: Any,
+    host: str | None,
+    port: int | None,
+    token: str | None,
+    on_end: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
     try:
         import websockets  # noqa: F401
     except ImportError:
@@ -140,4 +204,4 @@ def serve_ws(server: Any, host: str | None, port: int | None, token: str | None)
         raise ContextCompanionError("--ws needs the websockets package: pip install 'context-companion[ws]'") from None
     from .sockets import serve_socket
 
-    serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token)
+    serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)

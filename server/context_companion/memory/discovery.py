@@ -95,9 +95,13 @@ class FolderIndex:
         return self._warnings
 
 
-def index_folder(folder: str, settings: MemorySettings) -> FolderIndex:
-    """Walk ``folder`` once; record memory files below its root and every directory entered."""
-    wanted = frozenset(settings.file_names)
+def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) -> FolderIndex:
+    """Walk ``folder`` once; record memory files below its root and every directory entered.
+
+    ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
+    :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
+    ``AGENTS.override.md`` is found exactly like the root's."""
+    wanted = frozenset(names)
     index = FolderIndex()
     files = index.files
     dirs = index.dirs

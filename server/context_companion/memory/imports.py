@@ -9,8 +9,9 @@ anything inside a backtick code span, a fenced code block or an HTML comment; UR
 Expansion never raises and never damages text: a token that does not resolve to an existing,
 readable, allowed file keeps its characters byte for byte (``@pytest.fixture``, ``@org/pkg``).
 Failures are recorded (``not found``, ``cycle``, ``outside allowed roots``, ``too deep``,
-``excluded``, ``ignored``, or why the file was skipped) for the tokens that look like paths, so
-the editor can show them. Each file is inlined at most once per expansion: a repeat renders
+``excluded``, ``ignored``, or why the file was skipped) for the tokens meant as paths (see
+:func:`looks_like_path`; ``@cline/llms`` is an npm scope, not a missing file), so the editor can
+show them. Each file is inlined at most once per expansion: a repeat renders
 nothing (and a line holding only that import disappears), which also bounds import bombs.
 """
 
@@ -43,6 +44,15 @@ FAILURE_CODES: dict[str, str] = {
     IGNORED: "import-ignored",
 }
 _TEXT_EXTENSIONS = (".md", ".mdc", ".txt", ".markdown", ".rst")
+# What a token ends in when it names a file someone means to import (a failure to import one is
+# reported); "@pytest.fixture" or "@app.route" end in no such extension.
+_FILE_EXTENSIONS = (
+    *_TEXT_EXTENSIONS,
+    *(".json", ".jsonc", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml", ".csv", ".html", ".sql"),
+    *(".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".rb", ".php"),
+    *(".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift", ".sh", ".lua", ".vim"),
+)
+_PATH_STARTS = ("./", "../", "~/", "/")
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BLOCK_MARKERS = ("```", "~~~", "<!--", "-->")  # what can hide a line's imports: fences and comments
@@ -204,9 +214,14 @@ def resolve_import(path: str, importing_file: str, home: str) -> str:
     return os.path.normpath(full)
 
 
-def looks_like_path(path: str) -> bool:
-    """Whether a token is meant as a file path (then a failure to import it is worth a diagnostic)."""
-    return "/" in path or path.lower().endswith(_TEXT_EXTENSIONS)
+def looks_like_path(path: str, resolved: str) -> bool:
+    """Whether a token that did not import was meant as a file path (then the failure is worth a
+    diagnostic): it names something that exists (``resolved``), ends in a file extension, or
+    starts like a path (``./``, ``../``, ``~/``, ``/``). ``@cline/llms``, ``@types/node`` (npm
+    scopes), ``@pytest.fixture`` are prose."""
+    if path.startswith(_PATH_STARTS) or path.lower().endswith(_FILE_EXTENSIONS):
+        return True
+    return os.path.lexists(resolved)
 
 
 @dataclass(slots=True)
@@ -335,7 +350,7 @@ def _one_import(walk: _Walk, ref: ImportRef, token: str, place: _Place) -> str:
         content = _expand(walk, text or "", inner).rstrip("\n")
     if first is not None:
         result.repeats.append((ref.path, first))
-    if failure is not None and looks_like_path(ref.path):
+    if failure is not None and looks_like_path(ref.path, resolved):
         result.failures.append(ImportFailure(here, ref.path, failure))
     if place.outcomes is not None:
         nested = result.failures[nested_start:] if failure is None else []

@@ -232,7 +232,7 @@ class MemoryIndex:
     def reindex(self, i: int) -> None:
         """Walk the folder again (JIT tier); unchanged files render from the cache."""
         folder = self.folders[i]
-        folder.index = index_folder(folder.path, self.settings) if folder.exists else FolderIndex()
+        folder.index = index_folder(folder.path, self.settings, self.names) if folder.exists else FolderIndex()
         folder.ignore_sources = frozenset(str(p) for p in ignore_sources(folder.path)) if folder.exists else frozenset()
         self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
         old = folder.jit

@@ -190,7 +190,7 @@ def _import_features(
     for outcome in expansion.outcomes:
         ref = outcome.ref
         rng = Range.on_line(ref.line + offset, ref.start, ref.end)
-        if outcome.failure is not None and not looks_like_path(ref.path):
+        if outcome.failure is not None and not looks_like_path(ref.path, outcome.resolved):
             continue  # ordinary text such as @pytest.fixture: nothing to say
         if outcome.failure is not None:
             severity: Severity = "error" if outcome.failure in _ERRORS else "warning"

@@ -9,6 +9,10 @@
 * Paths go through ``is_relevant`` (cheap; the store answers it) and are collected; when no
   new event came for ``debounce_ms`` (or at the latest after ``max(1 s, 10 × debounce_ms)`` of a
   continuous burst) ``on_change`` runs once with the set, on the watcher's own dispatch thread.
+  The window is a short *quiet* time, not a fixed delay from the first event: every event restarts
+  it, so a burst (a double write, vim's rename/create/delete, ``git checkout`` of many files: events
+  ~0.01–3 ms apart) gives one batch, and a lone save is reported ``debounce_ms`` after its last
+  event. Pushing on the first event instead would split vim's save into "deleted" and "created".
 * When the native observer (inotify) cannot start (watch or instance limit, any OSError), the
   watcher falls back to a polling observer and logs it at WARNING. The polling observer lists
   only what ``is_relevant`` accepts, so ignored trees (``node_modules``) cost nothing and
@@ -41,6 +45,8 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
 log = logging.getLogger(__name__)
+
+DEFAULT_DEBOUNCE_MS = 25  # ~10× the widest gap measured inside one save or checkout burst
 
 EVENT_FILTER: list[type[FileSystemEvent]] = [
     FileCreatedEvent,
@@ -80,7 +86,7 @@ class MemoryWatcher:
         on_change: Callable[[set[str]], None],
         *,
         is_relevant: Callable[[str], bool],
-        debounce_ms: int = 100,
+        debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         force_polling: bool = False,
         flat_roots: Sequence[Path] = (),
         poll_interval: float = 1.0,

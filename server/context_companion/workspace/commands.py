@@ -99,8 +99,9 @@ def _get_initial_history(c: Companion, p: P.SessionOnlyParams, _: Texts) -> dict
 
 def _show_memory(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
     result = c.show_memory()
+    with_turn = c.turn_delivered()
     return {
-        "files": [f.to_wire() for f in result.files],
+        "files": [{**f.to_wire(), "comesWithTurn": f.path in with_turn} for f in result.files],
         "text": result.text,
         "warnings": list(result.warnings),
         "dropped": list(result.dropped),

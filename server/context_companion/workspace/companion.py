@@ -362,13 +362,13 @@ class Companion:
         agent.seen = as_seen(now)
         return updates
 
-    def first_turn_memory(self, paths: Sequence[Path], active: Path | None) -> list[MemoryUpdate]:
-        """The memory updates a session's first turn carries for these open files (for the CLI)."""
-        if self.snapshot.settings.memory.on_demand_delivery == "instruction":
-            return []
-        blocks = self.memory.blocks(paths, active, interactive=self.snapshot.settings.profile.interactive)
-        now = tracked(blocks, on_demand_only=True)
-        return diff({}, now, {b.abs_path: b for b in blocks}, self.tokenizer.count)
+    def turn_delivered(self) -> frozenset[str]:
+        """Display paths of the memory files a new session's first turn carries for the open
+        files (the files of :meth:`show_memory` that come with the turn, not in the instruction).
+
+        Worked out by :meth:`turn_for` itself, for a session that is no agent's (nothing registered)."""
+        probe = AgentSession("\0delivered", None, trees={})  # its instruction is never shown: no tree walk
+        return frozenset(u["path"] for u in self.turn_for(probe, {}, editor=False).memory_updates)
 
     def build_messages(
         self,

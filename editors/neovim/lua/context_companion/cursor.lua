@@ -226,6 +226,17 @@ local function on_event(args)
   M.schedule()
 end
 
+--- Leaving the window: a selection whose visual mode ended on the way out (`<C-w>` from visual mode,
+--- to ask an agent about it in another window) stays the editor's selection, as for a command run
+--- from visual mode; then any pending report goes now.
+---@param args vim.api.keyset.create_autocmd.callback_args
+local function on_leave(args)
+  if leaving and leaving.bufnr == args.buf then
+    kept, leaving = leaving, nil
+  end
+  M.flush()
+end
+
 --- Report the cursor of `bufnr` to the server from now on.
 ---@param bufnr integer
 function M.attach(bufnr)
@@ -235,6 +246,9 @@ function M.attach(bufnr)
   end
   local group = api.nvim_create_augroup('context_companion.cursor.' .. bufnr, { clear = true })
   api.nvim_create_autocmd(EVENTS, { group = group, buffer = bufnr, callback = on_event })
+  -- Leaving the window or buffer (say, for an agent's chat window) sends a pending report now: the
+  -- report is of the current window, which would no longer be this one when the debounce ends.
+  api.nvim_create_autocmd({ 'WinLeave', 'BufLeave' }, { group = group, buffer = bufnr, callback = on_leave })
   M.attached[bufnr] = group
   if bufnr == api.nvim_get_current_buf() then
     M.schedule()

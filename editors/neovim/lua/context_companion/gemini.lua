@@ -7,10 +7,12 @@ M.SHOW_DIFF = 'contextCompanion/showDiff'
 M.CLOSE_DIFF = 'contextCompanion/closeDiff'
 M.STATUS = 'contextCompanion.companionStatus'
 
----@type table<string, string>? the environment set from the last companionStarted
+---@type table<string, string>? the environment set from the last companionStarted (Gemini CLI)
 M.env = nil
 ---@type integer?
 M.port = nil
+---@type table<string, table<string, string>> integration key (`geminiCli`, `claudeCode`) → the variables it set
+M.envs = {}
 
 ---@class context_companion.Diff
 ---@field uri string
@@ -26,21 +28,52 @@ M.diffs = {}
 
 -- ------------------------------------------------------------------ environment
 
---- `contextCompanion/companionStarted`: put the variables into vim.env (children of :terminal
---- inherit them); `geminiCli: null` means the companion stopped: take them away again.
-function M.on_started(_, params)
-  local g = params and params.geminiCli
-  for key in pairs(M.env or {}) do
-    vim.env[key] = nil
+--- The integrations whose terminal variables the plugin puts into vim.env, and the only variable
+--- names each may set (a server cannot change PATH or anything else in terminals).
+M.INTEGRATIONS = { 'geminiCli', 'claudeCode' }
+M.VARIABLES = {
+  geminiCli = function(name)
+    return name:match('^GEMINI_CLI_[A-Z_]+$') ~= nil
+  end,
+  claudeCode = function(name)
+    return name == 'CLAUDE_CODE_SSE_PORT' or name == 'ENABLE_IDE_INTEGRATION'
+  end,
+}
+
+local function apply_env(key, started)
+  for name in pairs(M.envs[key] or {}) do
+    vim.env[name] = nil
   end
-  M.env, M.port = nil, nil
-  if type(g) ~= 'table' then
+  M.envs[key] = nil
+  if type(started) ~= 'table' then
     return
   end
-  M.port = g.port
-  M.env = g.env or {}
-  for key, value in pairs(M.env) do
-    vim.env[key] = tostring(value)
+  local env = {}
+  for name, value in pairs(type(started.env) == 'table' and started.env or {}) do
+    if type(name) == 'string' and M.VARIABLES[key](name) and (type(value) == 'string' or type(value) == 'number') then
+      env[name] = tostring(value)
+      vim.env[name] = env[name]
+    end
+  end
+  M.envs[key] = env
+end
+
+--- `contextCompanion/companionStarted`: put the variables into vim.env (children of :terminal
+--- inherit them). Each integration (Gemini CLI: `geminiCli`, Claude Code: `claudeCode`) sends its own
+--- key; a key that is absent leaves that integration's variables alone, `null` takes them away.
+function M.on_started(_, params)
+  if type(params) ~= 'table' then
+    return
+  end
+  for _, key in ipairs(M.INTEGRATIONS) do
+    if params[key] ~= nil then
+      apply_env(key, params[key])
+    end
+  end
+  local g = M.envs.geminiCli and params.geminiCli or nil
+  if params.geminiCli ~= nil then
+    M.env = M.envs.geminiCli
+    M.port = type(g) == 'table' and g.port or nil
   end
 end
 
@@ -120,7 +153,7 @@ end
 local function decide_current(outcome)
   local d = M.current_diff()
   if not d then
-    vim.notify('Context Companion: no Gemini CLI diff is open here', vim.log.levels.WARN)
+    vim.notify('Context Companion: no proposed change (diff) is open here', vim.log.levels.WARN)
     return
   end
   decide(d, outcome)
@@ -176,8 +209,9 @@ function M.open(params, finish)
   end
   vim.b[proposed].context_companion_diff = uri
   vim.notify(
-    ('Gemini CLI proposes a change to %s: edit it if you like, then :ContextCompanionDiffAccept or :ContextCompanionDiffReject'):format(
-      vim.fn.fnamemodify(path, ':~:.')
+    ('A proposed change to %s (%s): edit it if you like, then :ContextCompanionDiffAccept or :ContextCompanionDiffReject'):format(
+      vim.fn.fnamemodify(path, ':~:.'),
+      params.title or 'from the agent'
     ),
     vim.log.levels.INFO
   )

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import importlib
 import json
 import logging
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 from ...discovery import new_token
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
-from .discovery import IdeDiscoveryFile, IdeInfo
+from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -172,8 +171,6 @@ class GeminiCompanion:
         self._last_sent: dict[str, Any] | None = None
         self._app: ASGIApp | None = None  # the MCP server's app, once a request needed it
         self._building = asyncio.Lock()
-        self._closing = asyncio.Event()  # ends the task that runs the MCP sessions
-        self._sessions_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -182,16 +179,22 @@ class GeminiCompanion:
         return self._host is not None
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken."""
+        """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken.
+
+        Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
+        would otherwise pick one of them by directory order and fail to connect. The MCP server
+        itself is built when the first request needs it (:meth:`mcp_app`)."""
+        await asyncio.to_thread(remove_stale, self._directory)
         host = LocalHttpHost(_Deferred(self), token=self.token, port=self._requested_port, lifespan="off")
         self.port = await host.start()
         self._host = host
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
 
-    async def mcp_app(self) -> ASGIApp:
+    async def mcp_app(self) -> ASGIApp | None:
         """The MCP server's ASGI app, built when the first request needs it: the SDK is imported
-        on a worker thread, and a task of its own runs the MCP sessions until :meth:`stop`."""
+        on a worker thread, and the host runs its sessions in a task of their own until
+        :meth:`stop` (which ends them before the HTTP server). None once stopped."""
         async with self._building:
             if self._app is None:
                 await asyncio.to_thread(importlib.import_module, "mcp.server")
@@ -207,21 +210,11 @@ class GeminiCompanion:
                     "notifications/initialized", types.NotificationParams, self._initialized
                 )
                 app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
-                running = asyncio.Event()
-                task = asyncio.get_running_loop().create_task(self._run_sessions(server, running))
-                self._sessions_task = task
-                waiting = asyncio.ensure_future(running.wait())
-                await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
-                waiting.cancel()
-                if task.done():
-                    task.result()  # raises what stopped it
+                host = self._host
+                if host is None or not await host.run_sessions(server.session_manager):
+                    return None  # stopped while the SDK was loading
                 self._app = app
             return self._app
-
-    async def _run_sessions(self, server: Server[Any], running: asyncio.Event) -> None:
-        async with server.session_manager.run():  # the MCP sessions' task group, in this task
-            running.set()
-            await self._closing.wait()
 
     def _write_discovery(self) -> None:
         if self._discovery is None:
@@ -250,14 +243,12 @@ class GeminiCompanion:
         self._diffs.clear()
         host, self._host = self._host, None
         if host is not None:
-            await host.stop()
-        self._closing.set()
-        sessions, self._sessions_task = self._sessions_task, None
-        if sessions is not None:
-            with contextlib.suppress(Exception):
-                await sessions
-        for task in list(self._tasks):
+            await host.stop()  # the MCP sessions (if any were started) end first: their open streams close
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
         self._clients.clear()
 
     def folders_changed(self) -> None:
@@ -498,6 +489,11 @@ class _Deferred:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = await self._companion.mcp_app()
+        if app is None:  # the companion stopped meanwhile
+            if scope["type"] == "http":
+                await send({"type": "http.response.start", "status": 503, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+            return
         await app(scope, receive, send)
 
 

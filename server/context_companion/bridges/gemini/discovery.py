@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...discovery import PrivateFile, private_dir
+from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir, remove_dead_announcements
 
 log = logging.getLogger(__name__)
+
+FILE_NAME = re.compile(r"^gemini-ide-server-\d+-\d+\.json$")
 
 # clientInfo.name (lower case) → (ideInfo.name, ideInfo.displayName)
 _KNOWN_IDES = {
@@ -95,6 +97,12 @@ def ide_pid(process_id: int | None) -> int:
     return parent if parent is not None and parent > 1 else client
 
 
+def remove_stale(directory: Path | None = None) -> list[Path]:
+    """Discovery files of Context Companion servers that are gone (see
+    :func:`context_companion.discovery.remove_dead_announcements`)."""
+    return remove_dead_announcements(directory if directory is not None else ide_dir(), FILE_NAME)
+
+
 class IdeDiscoveryFile(PrivateFile):
     """``gemini-ide-server-<pid>-<port>.json``, 0600, rewritten atomically, removed at the end."""
 
@@ -120,5 +128,7 @@ class IdeDiscoveryFile(PrivateFile):
             "workspacePath": self.workspace_path(folders),
             "authToken": self.token,
             "ideInfo": self.ide.to_wire(),
+            # Which server wrote it: a later server removes it if this one died without doing so.
+            STAMP_KEY: owner_stamp(),
         }
         return self._publish(payload)

@@ -1,0 +1,172 @@
+/**
+ * Language Model Tools: the system instruction, the turn context and the memory list, offered to
+ * VS Code's own agent surfaces (Copilot Chat's agent mode, any chat extension through `vscode.lm`)
+ * without configuration. Each tool runs one server command through the language client.
+ * The `vscode` module is injected, so the pure parts and the registration are unit-tested.
+ */
+import type * as vscode from 'vscode';
+import {
+  type MemoryFile,
+  ServerCommand,
+  type ShowMemoryResult,
+  type SystemInstructionResult,
+  type TurnContextResult,
+} from './protocol';
+import { turnContextMarkdown } from './turnView';
+
+/** Tool names (`contributes.languageModelTools[].name`): public, never renamed. */
+export const LmTool = {
+  systemInstruction: 'contextCompanion_systemInstruction',
+  turnContext: 'contextCompanion_turnContext',
+  memoryFiles: 'contextCompanion_memoryFiles',
+} as const;
+
+/**
+ * The session the tools use when the model names none: one conversation of VS Code's chat, apart
+ * from the server's `default` session (other extensions) and the palette's throw-away previews.
+ */
+export const TOOL_SESSION = 'vscode-chat';
+
+const MAX_SESSION_ID = 200;
+
+/** Thrown for tool input the model got wrong; VS Code hands the message back to the model. */
+export class ToolInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolInputError';
+  }
+}
+
+function field(input: unknown, name: string): unknown {
+  if (input === undefined || input === null) return undefined;
+  if (typeof input !== 'object' || Array.isArray(input)) throw new ToolInputError('the input must be a JSON object');
+  return (input as Record<string, unknown>)[name];
+}
+
+function unknownKeys(input: unknown, allowed: readonly string[], tool: string): void {
+  if (input === undefined || input === null || typeof input !== 'object') return;
+  for (const key of Object.keys(input)) {
+    if (!allowed.includes(key)) throw new ToolInputError(`${tool}: ${key}: unknown field (allowed: ${allowed.join(', ')})`);
+  }
+}
+
+/** The session named by the tool input (`sessionId`), or {@link TOOL_SESSION}. */
+export function sessionOf(input: unknown, tool: string): string {
+  const value = field(input, 'sessionId');
+  if (value === undefined || value === null || value === '') return TOOL_SESSION;
+  if (typeof value !== 'string') throw new ToolInputError(`${tool}: sessionId: must be a string`);
+  if (value.length > MAX_SESSION_ID) throw new ToolInputError(`${tool}: sessionId: longer than ${MAX_SESSION_ID} characters`);
+  return value;
+}
+
+/** The server command and its argument for one tool invocation. */
+export function commandFor(tool: string, input: unknown): { command: string; arg: Record<string, unknown> } {
+  switch (tool) {
+    case LmTool.systemInstruction:
+      unknownKeys(input, ['sessionId'], tool);
+      return { command: ServerCommand.getSystemInstruction, arg: { sessionId: sessionOf(input, tool) } };
+    case LmTool.turnContext: {
+      unknownKeys(input, ['sessionId', 'forceFull'], tool);
+      const arg: Record<string, unknown> = { sessionId: sessionOf(input, tool) };
+      const forceFull = field(input, 'forceFull');
+      if (forceFull !== undefined && forceFull !== null) {
+        if (typeof forceFull !== 'boolean') throw new ToolInputError(`${tool}: forceFull: must be true or false`);
+        arg.forceFull = forceFull;
+      }
+      return { command: ServerCommand.getTurnContext, arg };
+    }
+    case LmTool.memoryFiles:
+      unknownKeys(input, [], tool);
+      return { command: ServerCommand.showMemory, arg: {} };
+    default:
+      throw new ToolInputError(`unknown tool ${tool}`);
+  }
+}
+
+/** The instruction's text exactly as the server built it (the same bytes every call until memory or settings change). */
+export function instructionText(result: SystemInstructionResult): string {
+  return typeof result.text === 'string' ? result.text : '';
+}
+
+const NO_CHANGE = 'Nothing changed in the editor or in memory since this session last asked.';
+
+/** The turn context's message for the model, with the memory it carries. */
+export function turnContextText(result: TurnContextResult): string {
+  if (result.kind === 'none' && (!Array.isArray(result.memoryUpdates) || result.memoryUpdates.length === 0)) {
+    return NO_CHANGE;
+  }
+  const text = typeof result.text === 'string' ? result.text : '';
+  if (text !== '') return text;
+  return turnContextMarkdown(result);
+}
+
+/** One line per memory file: where it is, whether it is in the instruction, and why. */
+export function memoryFilesText(result: ShowMemoryResult & { warnings?: unknown }): string {
+  const files: MemoryFile[] = (Array.isArray(result.files) ? result.files : []).filter(
+    (f) => f !== null && typeof f === 'object' && typeof f.path === 'string',
+  );
+  if (files.length === 0) {
+    return 'No memory files were found (AGENTS.md, CLAUDE.md, GEMINI.md, rule files) for this workspace.';
+  }
+  const lines = files.map((f) => {
+    const facts = [f.tier, typeof f.tokens === 'number' ? `${f.tokens} tokens` : undefined].filter(Boolean).join(', ');
+    const why = f.reason ?? '';
+    const state =
+      f.included === false
+        ? why.startsWith('not included')
+          ? why
+          : `not included${why ? `: ${why}` : ''}`
+        : `included${why ? ` (${why})` : ''}`;
+    return `- ${f.path}${facts ? ` [${facts}]` : ''}: ${state}`;
+  });
+  const included = files.filter((f) => f.included !== false).length;
+  const out = [`${files.length} memory file${files.length === 1 ? '' : 's'}, ${included} included in the system instruction:`, ...lines];
+  const warnings = Array.isArray(result.warnings) ? result.warnings.filter((w): w is string => typeof w === 'string') : [];
+  if (warnings.length > 0) out.push('', 'Warnings:', ...warnings.map((w) => `- ${w}`));
+  return out.join('\n');
+}
+
+/** What the tools need from the server connection. */
+export interface ToolServer {
+  execute<T>(command: string, arg?: object): Promise<T>;
+}
+
+/** Run one tool: the server command, then its text for the model. */
+export async function runTool(server: ToolServer, tool: string, input: unknown): Promise<string> {
+  const { command, arg } = commandFor(tool, input);
+  switch (tool) {
+    case LmTool.systemInstruction:
+      return instructionText(await server.execute<SystemInstructionResult>(command, arg));
+    case LmTool.turnContext:
+      return turnContextText(await server.execute<TurnContextResult>(command, arg));
+    default:
+      return memoryFilesText(await server.execute<ShowMemoryResult>(command, arg));
+  }
+}
+
+const PROGRESS: Record<string, string> = {
+  [LmTool.systemInstruction]: 'Reading the system instruction from Context Companion',
+  [LmTool.turnContext]: 'Reading the editor context from Context Companion',
+  [LmTool.memoryFiles]: 'Listing the memory files Context Companion found',
+};
+
+/** Register the three tools with `vs.lm.registerTool`; none when this VS Code has no tool API. */
+export function registerLanguageModelTools(
+  vs: typeof vscode,
+  server: ToolServer,
+  log: (line: string) => void,
+): vscode.Disposable[] {
+  if (typeof vs.lm?.registerTool !== 'function') {
+    log('Language model tools not registered: this VS Code has no vscode.lm.registerTool (it came in VS Code 1.95).');
+    return [];
+  }
+  return Object.values(LmTool).map((name) =>
+    vs.lm.registerTool<unknown>(name, {
+      prepareInvocation: () => ({ invocationMessage: PROGRESS[name] }),
+      invoke: async (options) => {
+        const text = await runTool(server, name, options.input);
+        return new vs.LanguageModelToolResult([new vs.LanguageModelTextPart(text)]);
+      },
+    }),
+  );
+}
