@@ -106,9 +106,9 @@ class ClaudeCodeEndpoint:
         bridge = ClaudeCodeBridge(_LspEditor(ls), allowed_origins=allowed_origins())
         port = await bridge.start()
         self._bridge = bridge
-        self._lock = LockFile(port, bridge.token, "Context Companion")
-        await asyncio.to_thread(remove_stale_claude, self._lock.path.parent)
-        if self._closed:  # closed while starting
+        lock = self._lock = LockFile(port, bridge.token, "Context Companion")
+        await asyncio.to_thread(remove_stale_claude, lock.path.parent)
+        if self._closed or self._bridge is not bridge:  # closed, or stopped by a shutdown, while starting
             self.stop()
             return
         self._write_lock(companion)
@@ -116,7 +116,7 @@ class ClaudeCodeEndpoint:
             self._hooked = True
             atexit.register(self._remove_lock)
         ls.protocol.notify(COMPANION_STARTED, {"claudeCode": {"port": port, "env": terminal_env(port)}})
-        log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, self._lock.path)
+        log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, lock.path)
 
     def _write_lock(self, companion: Companion) -> None:
         assert self._lock is not None
