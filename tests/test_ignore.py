@@ -337,7 +337,7 @@ def test_many_literal_and_glob_patterns_pick_the_last_match():
 def test_a_huge_ignore_file_is_read_only_up_to_its_byte_cap(tmp_path, monkeypatch, caplog):
     import logging
 
-    import context_companion.ignore as ignore
+    import context_companion.ignore.patterns as ignore
 
     monkeypatch.setattr(ignore, "MAX_IGNORE_FILE_BYTES", 1024)
     lines = ["kept.txt"] + [f"# comment {i:05d}" for i in range(200)] + ["late.txt"]

@@ -165,15 +165,26 @@ def test_quiet_and_estimate_on_purpose_print_nothing(command, tmp_path):
     assert chosen.returncode == 0 and chosen.stderr == "" and chosen.stdout
 
 
-def test_warning_is_logged_once_per_process(tmp_path, caplog, monkeypatch):
-    import context_companion.tokens as tokens
-
-    monkeypatch.setattr(tokens, "_warning_state", {"silenced": False, "warned": False})
+def test_warning_is_logged_once_per_tokenizer_however_often_it_counts(tmp_path, caplog, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     with caplog.at_level(logging.WARNING, logger="context_companion.tokens"):
-        for _ in range(3):
-            Tokenizer("o200k_base").load()
-    assert len(caplog.records) == 1
+        tokenizer = Tokenizer("o200k_base")
+        for text in ("one", "two", "one\n\ntwo"):
+            tokenizer.load()
+            assert tokenizer.count(text) > 0
+        assert tokenizer.estimated
+    assert len(caplog.records) == 1 and "o200k_base" in caplog.records[0].getMessage()
+
+
+def test_the_tokens_module_holds_no_state_of_its_own():
+    """Its mutable state (locks, caches, the warning) belongs to the tokenizer."""
+    import threading
+
+    import context_companion.tokens as tokens
+
+    mutable = (dict, list, set, bytearray, type(threading.Lock()))
+    held = [name for name, value in vars(tokens).items() if not name.startswith("__") and isinstance(value, mutable)]
+    assert held == []
 
 
 # ----------------------------------------------------------------------------- counting by paragraph

@@ -535,10 +535,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream=sys.stderr,
             format="context-companion: warning: %(message)s",
         )
-        if quiet:
-            from .tokens import silence_estimate_warning
-
-            silence_estimate_warning()
     try:
         return handlers[args.command](args)
     except ContextCompanionError as exc:

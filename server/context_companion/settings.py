@@ -348,6 +348,24 @@ def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def editor_layer(initialization_options: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The editor's one layer: ``initializationOptions``, with the client's later answer
+    (``workspace/configuration`` or ``didChangeConfiguration`` settings) merged over it key by key.
+
+    A null value sets nothing (the value below it stays), so an answer of ``{}``, ``null`` or a
+    partial table never erases what the initialization options set."""
+    return deep_merge(_without_nulls(_normalise_keys(initialization_options)), _without_nulls(_normalise_keys(answer)))
+
+
+def _without_nulls(data: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        out[key] = _without_nulls(value) if isinstance(value, Mapping) and key != "systemPrompt" else value
+    return out
+
+
 def user_config_dir() -> Path:
     """The user's config dir for context-companion (``CONTEXT_COMPANION_CONFIG_DIR`` overrides)."""
     override = os.environ.get(ENV_PREFIX + "CONFIG_DIR")

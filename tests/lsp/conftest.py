@@ -39,7 +39,11 @@ async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[...,
         position_encodings: list[str] | None = None,
         configuration: dict[str, Any] | None = None,
         folders: list[Path] | None = None,
+        answers_configuration: bool | None = None,
     ) -> Harness:
+        """``configuration``: the client's ``contextCompanion`` section for ``workspace/configuration``;
+        the client announces that capability when one is given, or when ``answers_configuration``
+        (then a None section is answered as ``[null]``)."""
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
         server_env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
@@ -54,13 +58,14 @@ async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[...,
         config = ClientServerConfig(server_command=SERVER, server_env=server_env)
         client = await config.start()
         started.append(client)
-        if configuration is not None:
+        pulls = configuration is not None if answers_configuration is None else answers_configuration
+        if pulls:
             client.set_configuration(configuration, section="contextCompanion")
         harness = Harness(client, workspace, config_dir)
         caps = client_capabilities(capabilities)
         if position_encodings is not None:
             caps.general = t.GeneralClientCapabilities(position_encodings=position_encodings)
-        if configuration is None and caps.workspace is not None:
+        if not pulls and caps.workspace is not None:
             caps.workspace.configuration = False
         folder_list = folders if folders is not None else [workspace]
         result = await client.initialize_session(

@@ -406,8 +406,11 @@ async def test_bad_settings_in_init_options_and_configuration_are_reported_once(
 
 async def test_settings_pulled_with_workspace_configuration(start, workspace):
     h = await start(workspace, configuration={"environment": {"placement": "off"}, "systemPrompt": "Pulled prompt."})
-    await settle(h, 0.5)
-    text = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    for _ in range(100):  # the pull is answered after `initialized`, maybe after the first load is done
+        text = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+        if text == "Pulled prompt.":
+            break
+        await settle(h, 0.1)
     assert text == "Pulled prompt."
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from context_companion.context.state import Baseline, EditorState, RawPosition
 from context_companion.context.turn import apply_delta, next_turn
-from context_companion.lsp.server import LspTextDocument as TextDocument  # the document class the server uses
+from context_companion.lsp.protocol import LspTextDocument as TextDocument  # the document class the server uses
 from context_companion.memory import MemoryStore
 from context_companion.memory.imports import ExpandOptions, expand_imports, find_imports, is_within
 from context_companion.memory.reading import read_text_file

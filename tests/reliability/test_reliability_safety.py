@@ -288,6 +288,10 @@ ALLOWED = {
         "bridges/claude_code.py",
         "import websockets",
     ): "the Claude Code IDE listener on 127.0.0.1 (serve, header checks in process_request); it never connects out",
+    (
+        "bridges/claude_code_mcp.py",
+        "import websockets",
+    ): "ConnectionClosed only: the MCP side reads and writes the sockets the Claude Code listener accepted",
 }
 
 

@@ -151,6 +151,26 @@ class LocalHttpHost:
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
 
+    async def run_sessions(self, manager: Any) -> bool:
+        """Run an MCP session manager from now on, for an app built after :meth:`start` (its
+        lifespan must be off); :meth:`stop` ends it before the HTTP server, as with ``sessions``.
+        False (and nothing left running) when the host stopped meanwhile."""
+        if self._sessions is not None:
+            raise RuntimeError("this endpoint already runs an MCP session manager")
+        if not self.serving():
+            return False
+        sessions = SessionsTask(manager)
+        await sessions.start()
+        if not self.serving():  # stopped while the sessions were starting
+            await sessions.stop()
+            return False
+        self._sessions = sessions
+        return True
+
+    def serving(self) -> bool:
+        """Started and not stopped."""
+        return self._server is not None
+
     def url(self, path: str = "/mcp") -> str:
         return f"http://{LOOPBACK}:{self.port}{path}"
 
@@ -178,6 +198,7 @@ class LocalHttpHost:
             lifespan=self._lifespan,
             access_log=False,
             timeout_graceful_shutdown=1,
+            ws="none",  # the apps speak HTTP only: no WebSocket library loaded, upgrades refused
         )
         server = self._server = _EmbeddedServer(config)
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

@@ -24,7 +24,7 @@ from .mcp_endpoint import LiveState
 if TYPE_CHECKING:
     from ..bridges.claude_code import ClaudeCodeBridge, DiffOutcome, LockFile
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,8 @@ class _LspEditor(LiveState):
 
     def language_id(self, uri: str) -> str | None:
         with contextlib.suppress(Exception):
-            return self._ls.workspace.get_text_document(uri).language_id
+            language: str | None = self._ls.workspace.get_text_document(uri).language_id
+            return language
         return None
 
     async def show_diff(self, uri: str, new_text: str, title: str) -> tuple[DiffOutcome, str | None]:
@@ -68,13 +69,19 @@ class ClaudeCodeEndpoint:
         self._tasks: set[asyncio.Task[None]] = set()
         self._hooked = False  # the atexit hook is installed once per process
         self._closed = False  # the process is ending: never started again
+        self._reconciling = asyncio.Lock()  # the boot and a settings change may reconcile at once
 
     @property
     def running(self) -> bool:
         return self._bridge is not None
 
-    async def reconcile(self, ls: CompanionServer) -> None:
-        """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders."""
+    async def reconcile(self, ls: Host) -> None:
+        """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders.
+        One at a time: two starts racing would leave two bridges and two lock files."""
+        async with self._reconciling:
+            await self._reconcile(ls)
+
+    async def _reconcile(self, ls: Host) -> None:
         companion = ls.companion
         if companion is None or self._closed:
             return
@@ -91,7 +98,7 @@ class ClaudeCodeEndpoint:
         elif self._lock is not None:
             self._write_lock(companion)
 
-    async def _start(self, ls: CompanionServer, companion: Companion) -> None:
+    async def _start(self, ls: Host, companion: Companion) -> None:
         from ..bridges.announcements import remove_stale_claude
         from ..bridges.claude_code import ClaudeCodeBridge, LockFile, terminal_env
         from .sockets import allowed_origins
@@ -99,9 +106,9 @@ class ClaudeCodeEndpoint:
         bridge = ClaudeCodeBridge(_LspEditor(ls), allowed_origins=allowed_origins())
         port = await bridge.start()
         self._bridge = bridge
-        self._lock = LockFile(port, bridge.token, "Context Companion")
-        await asyncio.to_thread(remove_stale_claude, self._lock.path.parent)
-        if self._closed:  # closed while starting
+        lock = self._lock = LockFile(port, bridge.token, "Context Companion")
+        await asyncio.to_thread(remove_stale_claude, lock.path.parent)
+        if self._closed or self._bridge is not bridge:  # closed, or stopped by a shutdown, while starting
             self.stop()
             return
         self._write_lock(companion)
@@ -109,7 +116,7 @@ class ClaudeCodeEndpoint:
             self._hooked = True
             atexit.register(self._remove_lock)
         ls.protocol.notify(COMPANION_STARTED, {"claudeCode": {"port": port, "env": terminal_env(port)}})
-        log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, self._lock.path)
+        log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, lock.path)
 
     def _write_lock(self, companion: Companion) -> None:
         assert self._lock is not None

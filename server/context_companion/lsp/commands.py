@@ -9,43 +9,22 @@ slow ``prepare`` step on a worker thread, if any) and maps domain errors to JSON
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
 from ..errors import ContextCompanionError, FileWriteError, ParamsError, PromptError
 from ..workspace.commands import COMMANDS, Command, Outcome
-from .lifecycle import off_loop
+from .runtime import off_loop
+from .texts import OpenTexts
 
 if TYPE_CHECKING:
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 log = logging.getLogger(__name__)
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
-
-
-class OpenTexts(Mapping[str, str]):
-    """The text of each document the editor has open, read when asked."""
-
-    def __init__(self, ls: CompanionServer) -> None:
-        self._ls = ls
-
-    def __getitem__(self, uri: str) -> str:
-        # Open documents only: pygls would read any other URI from disk, on the loop (a FIFO hangs it,
-        # and a file the editor never opened is not the editor's text).
-        document = self._ls.workspace.text_documents.get(uri)
-        if document is None:
-            raise KeyError(uri)
-        text: str = document.source
-        return text
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ls.workspace.text_documents)
-
-    def __len__(self) -> int:
-        return len(self._ls.workspace.text_documents)
 
 
 def handler(ls: CompanionServer, command: Command) -> Callable[..., Awaitable[Any]]:

@@ -1,7 +1,7 @@
 """Text synchronisation and the cursor: the editor state the turn context is built from.
 
 These run on every keystroke or cursor move: no parsing of URIs, no closures per message, and
-the cursor's params stay a plain dict (see :class:`~.server.Protocol`).
+the cursor's params stay a plain dict (see :class:`~.protocol.Protocol`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 
-from ..context.state import RawPosition, uri_to_path
+from .protocol import DID_CHANGE_CURSOR
 
 if TYPE_CHECKING:
+    from ..context.state import RawPosition
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
-DID_CHANGE_CURSOR = "contextCompanion/didChangeCursor"
 OPEN_FILES_CHANGED = "openFilesChanged"
 
 
@@ -39,6 +39,8 @@ def did_close(ls: CompanionServer, params: t.DidCloseTextDocumentParams) -> None
 
 def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, opened: bool) -> None:
     """The open files changed: the companion's state, then a push, the file's diagnostics, Gemini."""
+    from ..context.state import uri_to_path
+
     if opened:
         companion.did_open(uri)
     else:
@@ -52,6 +54,8 @@ def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, op
 
 
 def did_change_cursor(ls: CompanionServer, params: Any) -> None:
+    from ..context.state import RawPosition  # imported after initialize, with the domain
+
     p = ls.parse_cursor(params)
     uri = p.text_document.uri
     position = RawPosition(p.position.line, p.position.character)

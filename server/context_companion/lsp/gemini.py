@@ -5,8 +5,8 @@ connection: it starts it once the workspace is loaded (``companion.geminiCli.ena
 it when its settings change, tells the editor the terminal environment
 (``contextCompanion/companionStarted``), forwards diffs to the editor
 (``contextCompanion/showDiff`` / ``closeDiff``, server → client requests) and answers
-``contextCompanion.companionStatus``. The handlers in :mod:`.documents` call
-:meth:`GeminiLink.schedule_update` when the editor state changes.
+``contextCompanion.companionStatus`` (registered by :mod:`.companions`). The handlers in
+:mod:`.documents` call :meth:`GeminiLink.schedule_update` when the editor state changes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..bridges.gemini.companion import DiffAnswer, GeminiCompanion
     from ..settings import GeminiCliSettings
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _plain(value: Any) -> Any:
 class LspEditor:
     """The editor side of a diff, over this LSP connection."""
 
-    def __init__(self, ls: CompanionServer, can_show_diff: bool) -> None:
+    def __init__(self, ls: Host, can_show_diff: bool) -> None:
         self._ls = ls
         self._can_show_diff = can_show_diff
 
@@ -71,7 +71,7 @@ class LspEditor:
 class GeminiLink:
     """The Gemini CLI companion of this connection (at most one), and what the client announced."""
 
-    def __init__(self, ls: CompanionServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self._ls = ls
         self.process_id: int | None = None
         self.client_name: str | None = None
@@ -120,7 +120,7 @@ class GeminiLink:
         await asyncio.to_thread(importlib.import_module, _BRIDGE)
         from ..bridges.gemini.companion import GeminiCompanion
         from ..bridges.gemini.discovery import ide_info, ide_pid
-        from .commands import OpenTexts
+        from .texts import OpenTexts
 
         bridge = GeminiCompanion(
             companion,
@@ -190,11 +190,3 @@ class GeminiLink:
         if self.bridge is None:
             return {"geminiCli": {"running": False, "port": None, "discoveryFile": None, "connectedClients": 0}}
         return {"geminiCli": self.bridge.status()}
-
-
-def register(ls: CompanionServer) -> None:
-    @ls.command(COMPANION_STATUS)
-    async def companion_status(*_: Any) -> dict[str, Any]:
-        await ls.ready.wait()
-        await ls.gemini.settled.wait()
-        return ls.gemini.status()

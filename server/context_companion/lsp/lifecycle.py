@@ -12,42 +12,49 @@ import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 from pygls.capabilities import ServerCapabilitiesBuilder
 
-from ..context.state import uri_to_path
+from .runtime import off_loop
 
 if TYPE_CHECKING:
     from ..workspace.snapshot import WorkspaceSnapshot
-    from .server import CompanionServer
+    from .runtime import CompanionServer
 
 log = logging.getLogger(__name__)
 
 # Imported on a worker thread after initialize: start-up then costs what a bare pygls server costs.
 _HEAVY = ("context_companion.workspace.params", "context_companion.workspace.companion")
-T = TypeVar("T")
 
 
 def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
     ls.use_lsp_line_splitting()  # pygls created the workspace just before this handler
+    encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
+    client = params.client_info.name if params.client_info else None
+    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
+    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, params, options, encoding))
+
+
+def _initial_folders(params: t.InitializeParams) -> list[Path]:
+    from ..context.state import uri_to_path
+
     folders = [Path(uri_to_path(f.uri)) for f in (params.workspace_folders or [])]
     if not folders and params.root_uri:
         folders = [Path(uri_to_path(params.root_uri))]
     elif not folders and params.root_path:
         folders = [Path(params.root_path)]
-    encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
-    client = params.client_info.name if params.client_info else None
-    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
-    ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, folders, options, encoding))
+    return folders
 
 
-async def _boot(ls: CompanionServer, folders: list[Path], options: Any, encoding: str) -> None:
+async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, encoding: str) -> None:
     for name in _HEAVY:
         await asyncio.to_thread(importlib.import_module, name)
     from ..workspace.companion import Companion
     from ..workspace.snapshot import initial_snapshot
+
+    folders = _initial_folders(params)  # after the answer: the URI helpers are domain code
 
     snapshot, errors = initial_snapshot(folders, options, encoding)
     for message in errors:
@@ -97,6 +104,8 @@ async def did_change_configuration(ls: CompanionServer, params: t.DidChangeConfi
 
 
 async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFoldersParams) -> None:
+    from ..context.state import uri_to_path
+
     await ls.booted.wait()
     assert ls.companion is not None
     folders = [Path(uri_to_path(f.uri)) for f in ls.workspace.folders.values()]
@@ -194,20 +203,6 @@ async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
         ls.watch.start(companion, ls.files_changed)
     await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
-
-
-async def off_loop(ls: CompanionServer, work: Callable[[], T]) -> T:
-    """Run slow work on a worker thread, one at a time; file changes seen meanwhile are applied again after."""
-    companion = ls.companion
-    assert companion is not None
-    async with ls.lock:
-        companion.begin_reload()
-        try:
-            return await asyncio.to_thread(work)
-        finally:
-            missed = companion.end_reload()
-            if missed:
-                asyncio.get_running_loop().call_soon(ls.files_changed, missed)
 
 
 HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (

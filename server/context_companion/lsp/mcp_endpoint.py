@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..discovery import DiscoveryFile
     from ..workspace.changes import MemoryChange
     from ..workspace.companion import Companion
-    from .server import CompanionServer
+    from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ MODE = (
 class LiveState:
     """A bridge's view of the language server's live state (the editor's companion and open texts)."""
 
-    def __init__(self, ls: CompanionServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self._ls = ls
 
     async def ready(self) -> Companion:
@@ -41,7 +41,7 @@ class LiveState:
         return self._ls.companion
 
     def texts(self) -> Mapping[str, str]:
-        from .commands import OpenTexts
+        from .texts import OpenTexts
 
         return OpenTexts(self._ls)
 
@@ -56,7 +56,7 @@ class McpEndpoint:
         self._file: DiscoveryFile | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def start(self, ls: CompanionServer) -> None:
+    async def start(self, ls: Host) -> None:
         from ..bridges.http_host import LocalHttpHost
         from ..bridges.mcp_main import announcement
         from ..bridges.mcp_server import McpBridge

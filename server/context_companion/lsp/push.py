@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..workspace.changes import MemoryChange
-    from .server import CompanionServer
+    from .host import Host
 
 SYSTEM_INSTRUCTION_CHANGED = "contextCompanion/systemInstructionChanged"
 
 
 class Publisher:
-    def __init__(self, server: CompanionServer) -> None:
+    def __init__(self, server: Host) -> None:
         self._server = server
         self._reasons: set[str] = set()
         self._files: set[str] = set()
@@ -36,10 +36,10 @@ class Publisher:
         self._timer = asyncio.get_running_loop().call_later(delay, self.flush)
 
     def memory_changed(self, change: MemoryChange) -> None:
-        """Memory changed on disk (the watcher already debounced): push now."""
+        """Memory changed on disk (the watcher already debounced): push now. (The server has the
+        open documents' diagnostics rechecked first.)"""
         if change.reason is None:
             return
-        self._server.diagnostics.recheck_open()
         self._reasons.add(change.reason)
         self._files.update(change.files)
         self.flush()

@@ -7,7 +7,8 @@ Machines may be offline. The encoding is looked for, in order:
 2. tiktoken's cache (``TIKTOKEN_CACHE_DIR``, else its default folder): never the network, unless
    ``tokens.allowDownload`` is true, when ``tiktoken.get_encoding(name)`` may download;
 3. the estimator (:func:`estimate_tokens`), with ``estimated = True`` and the reason, and one
-   short warning per process (none after :func:`silence_estimate_warning`).
+   short warning logged by the tokenizer when it settles on the estimator (the CLI's ``--quiet``
+   logs errors only). The tokenizer owns all of its state; the module holds none.
 
 ``tokens.encoding = "estimate"`` picks the estimator on purpose: no lookup, no warning.
 
@@ -44,7 +45,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ESTIMATE", "Tokenizer", "encoding_for_model", "estimate_tokens", "silence_estimate_warning"]
+__all__ = ["ESTIMATE", "Tokenizer", "encoding_for_model", "estimate_tokens"]
 
 _CACHE_SIZE = 4096
 _PARAGRAPH_CACHE_SIZE = 16384
@@ -137,22 +138,9 @@ def _estimate_raw(text: str) -> float:
     return n
 
 
-_warning_lock = threading.Lock()
-_warning_state = {"silenced": False, "warned": False}
-
-
-def silence_estimate_warning() -> None:
-    """Never print the "counts are estimated" warning in this process (``--quiet``)."""
-    with _warning_lock:
-        _warning_state["silenced"] = True
-
-
 def _warn_estimated(encoding: str) -> None:
-    """One short line, at most once per process: the reason itself is in every token report."""
-    with _warning_lock:
-        if _warning_state["silenced"] or _warning_state["warned"]:
-            return
-        _warning_state["warned"] = True
+    """One short line (the reason itself is in every token report). A tokenizer loads once, under
+    its lock, so it says this once; a new one is made only when the token settings change."""
     name = encoding if len(encoding) <= 24 else encoding[:21] + "..."
     log.warning("token counts are estimated: %s is not available offline (see tokens.encodingFile)", name)
 

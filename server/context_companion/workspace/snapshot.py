@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SettingsError
-from ..settings import Settings, resolve_settings, user_config_dir
+from ..settings import Settings, editor_layer, resolve_settings, user_config_dir
 
 PREFIX = "Context Companion: "
 
@@ -25,10 +25,12 @@ class WorkspaceSnapshot:
     folders: tuple[Path, ...] = ()
     position_encoding: str = "utf-16"  # negotiated with the editor; positions arrive in it
     editor_section: Mapping[str, Any] = field(default_factory=dict)  # the editor's layer in force
-    # The last invalid editor section reported, so that the same mistake is not reported twice.
+    # The last invalid editor layer reported, so that the same mistake is not reported twice.
     rejected_section: Mapping[str, Any] | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ, compare=False)
     user_dir: Path = field(default_factory=user_config_dir)
+    # initializationOptions: every later answer of the editor merges over them (one layer).
+    init_section: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def resolve(
@@ -49,21 +51,24 @@ class WorkspaceSnapshot:
         return cls(settings, resolved, position_encoding, section, None, env, udir)
 
     def with_editor_section(self, section: Any) -> tuple[WorkspaceSnapshot, str | None]:
-        """New editor settings. Returns the next snapshot and a message to show, if any: invalid
-        settings keep the last good ones (and are reported once)."""
+        """New editor settings (a ``workspace/configuration`` answer or ``didChangeConfiguration``
+        settings), merged over the initialization options key by key (:func:`editor_layer`).
+        Returns the next snapshot and a message to show, if any: invalid settings keep the last
+        good ones (and are reported once)."""
         if section is None:
             section = {}
         if not isinstance(section, Mapping):
             kind = type(section).__name__
             return self, f"{PREFIX}settings must be an object, got {kind}; keeping the last good settings."
+        layer = editor_layer(self.init_section, section)
         try:
-            settings = resolve_settings(self.folders, dict(section), self.environ, self.user_dir)
+            settings = resolve_settings(self.folders, layer, self.environ, self.user_dir)
         except SettingsError as exc:
-            if dict(section) == self.rejected_section:
+            if layer == self.rejected_section:
                 return self, None
-            rejected = dataclasses.replace(self, rejected_section=dict(section))
+            rejected = dataclasses.replace(self, rejected_section=layer)
             return rejected, f"{PREFIX}invalid settings, keeping the last good ones: {exc}"
-        return dataclasses.replace(self, settings=settings, editor_section=dict(section), rejected_section=None), None
+        return dataclasses.replace(self, settings=settings, editor_section=layer, rejected_section=None), None
 
     def with_folders(self, folders: Sequence[Path]) -> WorkspaceSnapshot:
         """New workspace folders. Their settings files count from now on; when they do not
@@ -92,12 +97,12 @@ def initial_snapshot(
     section: dict[str, Any] = {}
     if isinstance(init_options, Mapping):
         inner = init_options.get("contextCompanion", init_options)
-        section = dict(inner) if isinstance(inner, Mapping) else {}
+        section = editor_layer(inner, {}) if isinstance(inner, Mapping) else {}
     elif init_options is not None:
         errors.append(f"{PREFIX}initializationOptions must be an object; using the other settings.")
     kw: dict[str, Any] = {"environ": environ, "user_dir": user_dir, "position_encoding": position_encoding}
     try:
-        return WorkspaceSnapshot.resolve(folders, section, **kw), errors
+        return dataclasses.replace(WorkspaceSnapshot.resolve(folders, section, **kw), init_section=section), errors
     except SettingsError as exc:
         errors.append(f"{PREFIX}invalid settings, using the other layers instead: {exc}")
     env = os.environ if environ is None else environ
@@ -108,4 +113,9 @@ def initial_snapshot(
     except SettingsError:
         resolved = tuple(Path(f).resolve() for f in folders)
         fallback = WorkspaceSnapshot(Settings(), resolved, position_encoding, user_dir=user_dir or user_config_dir())
-    return dataclasses.replace(fallback, editor_section=section, rejected_section=section, environ=env), errors
+    return (
+        dataclasses.replace(
+            fallback, editor_section=section, rejected_section=section, environ=env, init_section=section
+        ),
+        errors,
+    )

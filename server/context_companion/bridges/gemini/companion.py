@@ -13,12 +13,17 @@ What the CLI gets:
 
 The protocol layer calls in (``schedule_update`` when the editor state changed, ``folders_changed``)
 and reads the values it needs to send (``env``, ``status``); nothing here imports it.
+
+Starting listens and writes the discovery file only: the MCP server (the SDK, tens of MiB) is
+loaded off the loop when the first authenticated request comes in, so an editor whose terminal
+never runs the CLI does not pay for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -26,16 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-import mcp_types as types
-from mcp.server import Server, ServerRequestContext
-from mcp.server.session import ServerSession
-
 from ...discovery import new_token
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
 from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
 
 if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.session import ServerSession
+
     from ...workspace.companion import Companion
 
 log = logging.getLogger(__name__)
@@ -95,33 +100,40 @@ class _Diff:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-_OPEN_DIFF = types.Tool(
-    name="openDiff",
-    description="Show a proposed new content of a file as a diff in the editor; the user accepts or rejects it.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "filePath": {"type": "string", "description": "Absolute path of the file."},
-            "newContent": {"type": "string", "description": "The proposed full content of the file."},
+def _tools() -> list[types.Tool]:
+    """openDiff and closeDiff (built when a CLI lists them: the SDK is loaded by then)."""
+    import mcp_types as types
+
+    open_diff = types.Tool(
+        name="openDiff",
+        description="Show a proposed new content of a file as a diff in the editor; the user accepts or rejects it.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "filePath": {"type": "string", "description": "Absolute path of the file."},
+                "newContent": {"type": "string", "description": "The proposed full content of the file."},
+            },
+            "required": ["filePath", "newContent"],
         },
-        "required": ["filePath", "newContent"],
-    },
-)
-_CLOSE_DIFF = types.Tool(
-    name="closeDiff",
-    description="Close the diff of a file, returning the content the diff view held.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "filePath": {"type": "string", "description": "Absolute path of the file."},
-            "suppressNotification": {"type": "boolean"},
+    )
+    close_diff = types.Tool(
+        name="closeDiff",
+        description="Close the diff of a file, returning the content the diff view held.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "filePath": {"type": "string", "description": "Absolute path of the file."},
+                "suppressNotification": {"type": "boolean"},
+            },
+            "required": ["filePath"],
         },
-        "required": ["filePath"],
-    },
-)
+    )
+    return [open_diff, close_diff]
 
 
 def _text_result(text: str, *, error: bool = False) -> types.CallToolResult:
+    import mcp_types as types
+
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
@@ -157,6 +169,8 @@ class GeminiCompanion:
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._last_sent: dict[str, Any] | None = None
+        self._app: ASGIApp | None = None  # the MCP server's app, once a request needed it
+        self._building = asyncio.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -168,20 +182,39 @@ class GeminiCompanion:
         """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken.
 
         Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
-        would otherwise pick one of them by directory order and fail to connect."""
+        would otherwise pick one of them by directory order and fail to connect. The MCP server
+        itself is built when the first request needs it (:meth:`mcp_app`)."""
         await asyncio.to_thread(remove_stale, self._directory)
-        server: Server[Any] = Server(
-            "context-companion-gemini",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
-        server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
-        app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
-        host = LocalHttpHost(app, token=self.token, port=self._requested_port, sessions=server.session_manager)
+        host = LocalHttpHost(_Deferred(self), token=self.token, port=self._requested_port, lifespan="off")
         self.port = await host.start()
         self._host = host
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
+
+    async def mcp_app(self) -> ASGIApp | None:
+        """The MCP server's ASGI app, built when the first request needs it: the SDK is imported
+        on a worker thread, and the host runs its sessions in a task of their own until
+        :meth:`stop` (which ends them before the HTTP server). None once stopped."""
+        async with self._building:
+            if self._app is None:
+                await asyncio.to_thread(importlib.import_module, "mcp.server")
+                import mcp_types as types
+                from mcp.server import Server
+
+                server: Server[Any] = Server(
+                    "context-companion-gemini",
+                    on_list_tools=self._list_tools,
+                    on_call_tool=self._call_tool,
+                )
+                server.add_notification_handler(
+                    "notifications/initialized", types.NotificationParams, self._initialized
+                )
+                app = _StreamWatch(server.streamable_http_app(streamable_http_path=MCP_PATH), self)
+                host = self._host
+                if host is None or not await host.run_sessions(server.session_manager):
+                    return None  # stopped while the SDK was loading
+                self._app = app
+            return self._app
 
     def _write_discovery(self) -> None:
         if self._discovery is None:
@@ -210,7 +243,7 @@ class GeminiCompanion:
         self._diffs.clear()
         host, self._host = self._host, None
         if host is not None:
-            await host.stop()  # the MCP sessions end first: their open streams close
+            await host.stop()  # the MCP sessions (if any were started) end first: their open streams close
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -285,6 +318,8 @@ class GeminiCompanion:
     async def _notify(self, session: ServerSession | None, method: str, params: dict[str, Any]) -> None:
         if session is None:
             return
+        import mcp_types as types
+
         note = types.Notification[dict[str, Any], str](method=method, params=params)
         try:
             # The SDK sends any notification model as its method and params; the IDE methods are
@@ -334,7 +369,9 @@ class GeminiCompanion:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_OPEN_DIFF, _CLOSE_DIFF])
+        import mcp_types as types
+
+        return types.ListToolsResult(tools=_tools())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -372,6 +409,8 @@ class GeminiCompanion:
         self._diffs[file_path] = diff
         title = f"{Path(file_path).name} ↔ Gemini CLI's proposed change"
         diff.task = loop.create_task(self._run_diff(diff, Path(file_path).as_uri(), new_content, title))
+        import mcp_types as types
+
         return types.CallToolResult(content=[])
 
     async def _run_diff(self, diff: _Diff, uri: str, new_content: str, title: str) -> None:
@@ -439,6 +478,23 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
         return None
     value = headers.get(SESSION_HEADER.decode())
     return str(value) if value else None
+
+
+class _Deferred:
+    """ASGI app: the MCP server's app, built when the first request (past the host's token, Host
+    and Origin checks) reaches it."""
+
+    def __init__(self, companion: GeminiCompanion) -> None:
+        self._companion = companion
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = await self._companion.mcp_app()
+        if app is None:  # the companion stopped meanwhile
+            if scope["type"] == "http":
+                await send({"type": "http.response.start", "status": 503, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
 
 
 class _StreamWatch:

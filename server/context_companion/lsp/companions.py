@@ -1,0 +1,20 @@
+"""Handlers for the agent companions: ``contextCompanion.companionStatus`` (the Gemini CLI
+companion's state, :class:`~.gemini.GeminiLink`). ``exit`` is :mod:`.lifecycle`'s: every way out
+closes every bridge there."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .gemini import COMPANION_STATUS
+
+if TYPE_CHECKING:
+    from .runtime import CompanionServer
+
+
+def register(ls: CompanionServer) -> None:
+    @ls.command(COMPANION_STATUS)
+    async def companion_status(*_: Any) -> dict[str, Any]:
+        await ls.ready.wait()
+        await ls.gemini.settled.wait()
+        return ls.gemini.status()

@@ -1,0 +1,31 @@
+"""The text of the documents the editor has open, as the command table and the bridges read it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .host import Host
+
+
+class OpenTexts(Mapping[str, str]):
+    """The text of each document the editor has open, read when asked."""
+
+    def __init__(self, ls: Host) -> None:
+        self._ls = ls
+
+    def __getitem__(self, uri: str) -> str:
+        # Open documents only: pygls would read any other URI from disk, on the loop (a FIFO hangs it,
+        # and a file the editor never opened is not the editor's text).
+        document = self._ls.workspace.text_documents.get(uri)
+        if document is None:
+            raise KeyError(uri)
+        text: str = document.source
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ls.workspace.text_documents)
+
+    def __len__(self) -> int:
+        return len(self._ls.workspace.text_documents)
