@@ -146,6 +146,33 @@ def forget_before_shutdown(message: Any, observe: Callable[[Any], None] | None) 
         observe(message)
 
 
+class ExitHere:
+    """The protocol as a transport's message loop sees it, except that ``exit`` ends the loop here.
+
+    pygls answers ``exit`` with ``sys.exit`` from a callback inside the event loop; asyncio then
+    tears the loop down with work still scheduled (it failed with "Event loop stopped before
+    Future completed" when the editor closed stdin or the socket right after ``exit``). Instead the
+    status is recorded (0 after ``shutdown``, else 1, as LSP says), reading stops, and the
+    transport ends the way it does at end of input: the bridges stopped and awaited on a running
+    loop. Every transport (stdio, TCP, WebSocket) reads through one."""
+
+    def __init__(self, protocol: Any, stop_event: threading.Event) -> None:
+        self._protocol = protocol
+        self.stop_event = stop_event
+        self.status: int | None = None
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        return self._protocol.structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "exit" and not hasattr(message, "id"):
+            self.status = 0 if getattr(self._protocol, "_shutdown", False) else 1
+            log.info("exit: shutting down (status %d)", self.status)
+            self.stop_event.set()
+            return
+        self._protocol.handle_message(message)
+
+
 def quiet_shutdown_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The loop's exception handler for the transports: when the client leaves mid-request (or a
     signal ends the server), pending handlers and connection tasks are cancelled and pygls'

@@ -54,12 +54,10 @@ def serve(args: argparse.Namespace) -> int:
     from .lifecycle import close  # every way out ends here: the bridges stop in order
 
     if args.tcp:
-        serve_tcp(server, args.host, args.port, token, on_end=close)
-    elif args.ws:
-        serve_ws(server, args.host, args.port, token, on_end=close)
-    else:
-        return serve_stdio(server, on_end=close)
-    return 0
+        return serve_tcp(server, args.host, args.port, token, on_end=close)
+    if args.ws:
+        return serve_ws(server, args.host, args.port, token, on_end=close)
+    return serve_stdio(server, on_end=close)
 
 
 def _socket_token(args: argparse.Namespace) -> str | None:

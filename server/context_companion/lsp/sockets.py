@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
-from .framing import MAX_BODY, FrameReader, forget_before_shutdown, quiet_shutdown_errors, run_frames
+from .framing import MAX_BODY, ExitHere, FrameReader, forget_before_shutdown, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -182,11 +182,15 @@ async def _first_message(frames: FrameReader, auth: Auth) -> tuple[dict[str, Any
 
 
 async def _tcp_main(
-    server: Any, host: str, port: int, auth: Auth, announce_for: Callable[[int], DiscoveryFile | None]
+    server: Any,
+    host: str,
+    port: int,
+    auth: Auth,
+    announce_for: Callable[[int], DiscoveryFile | None],
+    exits: ExitHere,
 ) -> None:
     state = _State()
-    stop_event = threading.Event()
-    server._stop_event = stop_event
+    stop_event = exits.stop_event
     announce: DiscoveryFile | None = None
 
     async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -213,7 +217,7 @@ async def _tcp_main(
         try:
             await run_frames(
                 frames,
-                server.protocol,
+                exits,
                 stop_event,
                 error_handler=server.report_server_error,
                 observe=_observer(server, announce),
@@ -282,13 +286,16 @@ def check_handshake(headers: Any, path: str, port: int, auth: Auth, claimed: boo
 
 
 async def _ws_main(
-    server: Any, host: str, port: int, auth: Auth, announce_for: Callable[[int], DiscoveryFile | None]
+    server: Any,
+    host: str,
+    port: int,
+    auth: Auth,
+    announce_for: Callable[[int], DiscoveryFile | None],
+    exits: ExitHere,
 ) -> None:
     from websockets.asyncio.server import serve
 
     state = _State()
-    stop_event = threading.Event()
-    server._stop_event = stop_event
     bound_port = [port]
     announce: list[DiscoveryFile | None] = [None]
 
@@ -308,7 +315,7 @@ async def _ws_main(
                 return
             state.claimed = True
         try:
-            await _run_websocket(server, websocket, stop_event, _observer(server, announce[0]))
+            await _run_websocket(server, websocket, exits, _observer(server, announce[0]))
         finally:
             state.done.set()
 
@@ -322,16 +329,14 @@ async def _ws_main(
         await state.done.wait()
 
 
-async def _run_websocket(
-    server: Any, websocket: Any, stop_event: threading.Event, observe: Callable[[Any], None]
-) -> None:
+async def _run_websocket(server: Any, websocket: Any, exits: ExitHere, observe: Callable[[Any], None]) -> None:
     from pygls.exceptions import JsonRpcException
     from pygls.io_ import WebSocketWriter
     from websockets.exceptions import ConnectionClosed
 
     protocol = server.protocol
     protocol.set_writer(WebSocketWriter(websocket), include_headers=False)
-    while not stop_event.is_set():
+    while not exits.stop_event.is_set():
         try:
             data = await websocket.recv(decode=False)
         except ConnectionClosed as exc:
@@ -350,7 +355,7 @@ async def _run_websocket(
             continue
         forget_before_shutdown(message, observe)
         try:
-            protocol.handle_message(message)
+            exits.handle_message(message)
         except Exception as exc:
             log.exception("unable to handle a message")
             server.report_server_error(exc, JsonRpcException)
@@ -369,15 +374,18 @@ def serve_socket(
     port: int,
     token: str | None,
     on_end: Callable[[Any], Awaitable[None]] | None = None,
-) -> None:
+) -> int:
     """Run ``server`` on a TCP or WebSocket listener until its client leaves, exits, or a signal;
-    then ``on_end(server)`` is awaited on the loop (the server's bridges stop there)."""
+    then ``on_end(server)`` is awaited on the loop (the server's bridges stop there). The exit
+    status: 1 for ``exit`` without ``shutdown`` (as LSP says), else 0."""
     auth = Auth(token=token)
     if token is not None and transport == "ws":
         auth.allowed_origins = allowed_origins()
     if host not in ("0.0.0.0", "::", "", *LOOPBACK_NAMES, "::1"):
         auth.extra_hosts = (host if ":" not in host else f"[{host}]",)
     discovery: list[DiscoveryFile] = []
+    server._stop_event = stop_event = threading.Event()
+    exits = ExitHere(server.protocol, stop_event)
 
     def announce_for(bound: int) -> DiscoveryFile | None:
         if token is None:
@@ -409,7 +417,7 @@ def serve_socket(
                 loop.add_signal_handler(sig, on_signal)
         runner = _ws_main if transport == "ws" else _tcp_main
         try:
-            await runner(server, host, port, auth, announce_for)
+            await runner(server, host, port, auth, announce_for, exits)
         finally:
             if on_end is not None:
                 try:
@@ -424,6 +432,7 @@ def serve_socket(
     finally:
         _remove_all(discovery)
         server.shutdown()
+    return exits.status if exits.status is not None else 0
 
 
 def _remove_all(entries: list[DiscoveryFile]) -> None:

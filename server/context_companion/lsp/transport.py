@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .framing import AsyncLineReader, FrameReader, quiet_shutdown_errors, run_frames
+from .framing import AsyncLineReader, ExitHere, FrameReader, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -58,32 +58,6 @@ class _StdoutWriter:
             pass
 
 
-class _ExitHere:
-    """The protocol as the stdio message loop sees it, except that ``exit`` ends the loop here.
-
-    pygls answers ``exit`` with ``sys.exit`` from a callback inside the event loop; asyncio then
-    tears the loop down with work still scheduled (it failed with "Event loop stopped before
-    Future completed" when the editor closed stdin right after ``exit``). Instead the status is
-    recorded (0 after ``shutdown``, else 1, as LSP says), reading stops, and the transport ends
-    the way it does at end of input: the bridges stopped and awaited on a running loop."""
-
-    def __init__(self, protocol: Any, stop_event: threading.Event) -> None:
-        self._protocol = protocol
-        self._stop_event = stop_event
-        self.status: int | None = None
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        return self._protocol.structure_message(data)
-
-    def handle_message(self, message: Any) -> None:
-        if getattr(message, "method", None) == "exit" and not hasattr(message, "id"):
-            self.status = 0 if getattr(self._protocol, "_shutdown", False) else 1
-            log.info("exit: shutting down (status %d)", self.status)
-            self._stop_event.set()
-            return
-        self._protocol.handle_message(message)
-
-
 async def _pipe_reader(stdin: Any) -> asyncio.StreamReader | None:
     """An asyncio reader for stdin when it is a pipe or socket (what editors give us), else None.
 
@@ -118,7 +92,7 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
     sys.stdout = sys.stderr
     server._stop_event = stop_event = threading.Event()
     server.protocol.set_writer(_StdoutWriter(stdout, on_lost=stop_event.set))
-    protocol = _ExitHere(server.protocol, stop_event)
+    protocol = ExitHere(server.protocol, stop_event)
 
     async def main() -> None:
         asyncio.get_running_loop().set_exception_handler(quiet_shutdown_errors)
@@ -165,7 +139,7 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
         log.error("the client closed the connection")
     except KeyboardInterrupt:
         pass
-    except SystemExit as exc:  # pygls' exit handler (not reached over stdio: see _ExitHere)
+    except SystemExit as exc:  # pygls' exit handler (not reached: see framing.ExitHere)
         status = exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
@@ -183,10 +157,10 @@ def serve_tcp(
     port: int | None,
     token: str | None,
     on_end: Callable[[Any], Awaitable[None]] | None = None,
-) -> None:
+) -> int:
     from .sockets import serve_socket
 
-    serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
+    return serve_socket(server, "tcp", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
 
 
 def serve_ws(
@@ -195,7 +169,7 @@ def serve_ws(
     port: int | None,
     token: str | None,
     on_end: Callable[[Any], Awaitable[None]] | None = None,
-) -> None:
+) -> int:
     try:
         import websockets  # noqa: F401
     except ImportError:
@@ -204,4 +178,4 @@ def serve_ws(
         raise ContextCompanionError("--ws needs the websockets package: pip install 'context-companion[ws]'") from None
     from .sockets import serve_socket
 
-    serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
+    return serve_socket(server, "ws", bind_host(host), DEFAULT_PORT if port is None else port, token, on_end)
