@@ -154,12 +154,14 @@ async def test_a_bridge_switched_on_is_imported(
 async def test_the_default_configuration_imports_only_the_bridge_it_switches_on(
     workspace: Path, tmp_path: Path
 ) -> None:
-    """By default the Gemini CLI companion and Claude Code's integration are on. Each listens (the
-    HTTP host, the WebSocket server) but loads the MCP SDK only when a client connects."""
-    imported = _bridges(await _imported(workspace, tmp_path, None))
+    """By default the Gemini CLI companion and Claude Code's integration are on. The Gemini
+    companion loads the MCP SDK as it starts (the real CLI allows its first request well under a
+    second: tests/agents/test_gemini_cli.py); Claude Code's integration listens and loads the
+    SDK only when a client connects; the standalone MCP server is not loaded."""
+    imported = await _imported(workspace, tmp_path, None)
     assert "context_companion.bridges.gemini.companion" in imported
     assert "context_companion.bridges.http_host" in imported
     assert "context_companion.bridges.claude_code" in imported
-    sdk = ("mcp", "mcp_types", "starlette", "sse_starlette")
-    assert [m for m in imported if m.split(".")[0] in sdk] == [], "the MCP SDK was loaded before any client connected"
-    assert [m for m in imported if m.startswith("context_companion.bridges.mcp_")] == []
+    assert "mcp.server" in imported  # the Gemini companion's MCP server, ready before it is announced
+    assert "context_companion.bridges.claude_code_mcp" not in imported  # Claude Code's: at its first client
+    assert sorted(m for m in imported if m.startswith("context_companion.bridges.mcp_")) == []

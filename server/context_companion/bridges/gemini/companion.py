@@ -14,9 +14,9 @@ What the CLI gets:
 The protocol layer calls in (``schedule_update`` when the editor state changed, ``folders_changed``)
 and reads the values it needs to send (``env``, ``status``); nothing here imports it.
 
-Starting listens and writes the discovery file only: the MCP server (the SDK, tens of MiB) is
-loaded off the loop when the first authenticated request comes in, so an editor whose terminal
-never runs the CLI does not pay for it.
+The MCP SDK is imported only when this bridge starts (on a worker thread, so the loop keeps
+serving the editor), and the MCP server is ready before the discovery file names the port: the
+CLI allows its first request well under a second.
 """
 
 from __future__ import annotations
@@ -182,19 +182,25 @@ class GeminiCompanion:
         """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken.
 
         Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
-        would otherwise pick one of them by directory order and fail to connect. The MCP server
-        itself is built when the first request needs it (:meth:`mcp_app`)."""
+        would otherwise pick one of them by directory order and fail to connect. The MCP server is
+        built (the SDK imported on a worker thread, :meth:`mcp_app`) before the discovery file is
+        written."""
         await asyncio.to_thread(remove_stale, self._directory)
         host = LocalHttpHost(_Deferred(self), token=self.token, port=self._requested_port, lifespan="off")
         self.port = await host.start()
         self._host = host
+        # The MCP server is ready before the discovery file names us: the CLI gives its first
+        # request well under a second, less than loading the SDK at that request took (the real
+        # CLI then stayed at "Connecting..." for a minute).
+        if await self.mcp_app() is None:
+            return
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
 
     async def mcp_app(self) -> ASGIApp | None:
-        """The MCP server's ASGI app, built when the first request needs it: the SDK is imported
-        on a worker thread, and the host runs its sessions in a task of their own until
-        :meth:`stop` (which ends them before the HTTP server). None once stopped."""
+        """The MCP server's ASGI app, built once (by :meth:`start`): the SDK is imported on a worker
+        thread, and the host runs its sessions in a task of their own until :meth:`stop` (which
+        ends them before the HTTP server). None once stopped."""
         async with self._building:
             if self._app is None:
                 await asyncio.to_thread(importlib.import_module, "mcp.server")
