@@ -256,7 +256,7 @@ class GeminiCliSettings(_Model):
 
 
 class ClaudeCodeSettings(_Model):
-    # On: tested end to end against the real Claude Code (tests/agents/test_claude_code.py); loopback
+    # On: tested end to end against the real Claude Code (tests/agents/test_claude_code_agent.py); loopback
     # only, a per-start token in a private lock file, Host/Origin checked on every handshake.
     enabled: bool = True
 
