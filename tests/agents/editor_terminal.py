@@ -37,8 +37,20 @@ ATTACH_TIMEOUT = 60.0
 SESSION = "editor"
 
 # Variables of the machine's own editor/agent session that must not leak into the test's terminal.
-_DROP_PREFIXES = ("GEMINI_CLI_", "CONTEXT_COMPANION_", "CLAUDE_CODE_", "TMUX", "NVIM", "VSCODE_")
-_DROP = {"TERM_PROGRAM", "TERM_PROGRAM_VERSION", "ENABLE_IDE_INTEGRATION", "MYVIMRC", "VIMINIT", "VIM", "VIMRUNTIME"}
+# CI runs set CI=true: a user's terminal has no such variable, and agents that see it (Gemini CLI
+# checks CI, CONTINUOUS_INTEGRATION and CI_*) refuse to be interactive.
+_DROP_PREFIXES = ("GEMINI_CLI_", "CONTEXT_COMPANION_", "CLAUDE_CODE_", "TMUX", "NVIM", "VSCODE_", "CI_")
+_DROP = {
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "ENABLE_IDE_INTEGRATION",
+    "MYVIMRC",
+    "VIMINIT",
+    "VIM",
+    "VIMRUNTIME",
+    "CI",
+    "CONTINUOUS_INTEGRATION",
+}
 
 INIT_LUA = r"""
 vim.opt.rtp:prepend(%(plugin)s)
