@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nvim_lua import EVAL_LUA
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
@@ -65,21 +66,7 @@ vim.notify = function(msg, level)
   table.insert(_G.et_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
 end
 
-function _G.et_eval(json)
-  local chunk, err = loadstring(vim.json.decode(json))
-  if not chunk then
-    return vim.json.encode({ ok = false, error = err })
-  end
-  local ok, value = pcall(chunk)
-  if not ok then
-    return vim.json.encode({ ok = false, error = tostring(value) })
-  end
-  local encoded, out = pcall(vim.json.encode, { ok = true, value = value })
-  if not encoded then
-    return vim.json.encode({ ok = false, error = 'cannot encode the result: ' .. tostring(out) })
-  end
-  return out
-end
+%(eval)s
 
 require('context_companion').setup({ cmd = vim.json.decode(%(cmd)s) })
 %(extra)s
@@ -180,7 +167,13 @@ class EditorTerminal:
         self.lsp_log = Path(self.env["XDG_STATE_HOME"]) / "nvim" / "lsp.log"
         self.init = self.state / "init.lua"
         self.init.write_text(
-            INIT_LUA % {"plugin": _lua_str(str(PLUGIN)), "cmd": _lua_str(json.dumps(SERVER_CMD)), "extra": extra_lua},
+            INIT_LUA
+            % {
+                "plugin": _lua_str(str(PLUGIN)),
+                "cmd": _lua_str(json.dumps(SERVER_CMD)),
+                "extra": extra_lua,
+                "eval": EVAL_LUA,
+            },
             encoding="utf-8",
         )
         self.started = False
@@ -261,7 +254,7 @@ class EditorTerminal:
 
     def lua(self, code: str) -> Any:
         """Runs a Lua chunk in Neovim and returns its value (JSON-encodable)."""
-        expr = "luaeval('_G.et_eval(_A)', '" + json.dumps(code).replace("'", "''") + "')"
+        expr = "luaeval('_G.t_eval(_A)', '" + json.dumps(code).replace("'", "''") + "')"
         done = subprocess.run(
             [self.nvim, "--clean", "--server", str(self.nvim_sock), "--remote-expr", expr],
             env=self.env,

@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 from model_stub import ModelStub, Recorded
+from nvim_lua import EVAL_LUA
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
@@ -84,15 +85,7 @@ vim.api.nvim_create_autocmd('User', {
   pattern = 'ContextCompanionChanged',
   callback = function(ev) table.insert(_G.t_events, ev.data) end,
 })
-function _G.t_eval(json)
-  local chunk, err = loadstring(vim.json.decode(json))
-  if not chunk then return vim.json.encode({ ok = false, error = err }) end
-  local ok, value = pcall(chunk)
-  if not ok then return vim.json.encode({ ok = false, error = tostring(value) }) end
-  local encoded, out = pcall(vim.json.encode, { ok = true, value = value })
-  if not encoded then return vim.json.encode({ ok = false, error = 'cannot encode: ' .. tostring(out) }) end
-  return out
-end
+%(eval)s
 
 require('context_companion').setup({ cmd = vim.json.decode(%(cmd)s) })
 
@@ -359,6 +352,7 @@ def test_codecompanion_chat_carries_our_context(
             "codecompanion": lua_str(str(cc_dir)),
             "plugin": lua_str(str(PLUGIN)),
             "cmd": lua_str(json.dumps(SERVER_CMD)),
+            "eval": EVAL_LUA,
         }
         + doc_snippet()
         + INIT_TAIL % {"url": lua_str(model_stub.url)}
@@ -542,6 +536,7 @@ def test_codecompanion_setup_merges_options(nvim_factory: Callable[[str, Path], 
         "plenary": lua_str(str(tmp_path)),
         "codecompanion": lua_str(str(tmp_path)),
         "plugin": lua_str(str(PLUGIN)),
+        "eval": EVAL_LUA,
     }
     nvim = nvim_factory(init, tmp_path)
     merged = nvim.lua(

@@ -24,6 +24,7 @@ from typing import Any
 
 import node_packages
 import pytest
+from nvim_lua import EVAL_LUA
 
 pytestmark = pytest.mark.editor
 
@@ -57,21 +58,7 @@ vim.api.nvim_create_user_command('ProbeTurn', function()
   _G.t_probe = { require('context_companion').turn_context({ sessionId = 'probe-cmd', forceFull = true }) }
 end, { range = true })
 
-function _G.t_eval(json)
-  local chunk, err = loadstring(vim.json.decode(json))
-  if not chunk then
-    return vim.json.encode({ ok = false, error = err })
-  end
-  local ok, value = pcall(chunk)
-  if not ok then
-    return vim.json.encode({ ok = false, error = tostring(value) })
-  end
-  local encoded, out = pcall(vim.json.encode, { ok = true, value = value })
-  if not encoded then
-    return vim.json.encode({ ok = false, error = 'cannot encode the result: ' .. tostring(out) })
-  end
-  return out
-end
+%(eval)s
 
 %(setup)s
 """
@@ -132,7 +119,9 @@ class Nvim:
         self.env.update(env or {})
         self.lsp_log = state / "nvim" / "lsp.log"
         init = root / "init.lua"
-        init.write_text(INIT_TEMPLATE % {"plugin": lua_str(str(PLUGIN)), "setup": setup}, encoding="utf-8")
+        init.write_text(
+            INIT_TEMPLATE % {"plugin": lua_str(str(PLUGIN)), "setup": setup, "eval": EVAL_LUA}, encoding="utf-8"
+        )
         self.proc = subprocess.Popen(
             [NVIM, "--headless", "--listen", str(self.sock), "-u", str(init), "-i", "NONE", "-n"],
             cwd=cwd,
