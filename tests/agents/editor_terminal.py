@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nvim_lua import EVAL_LUA
+from nvim_harness import EVAL_LUA
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"

@@ -24,19 +24,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from model_stub import ModelStub, Recorded
-from nvim_lua import EVAL_LUA
+from nvim_harness import EVAL_LUA, HeadlessNvim
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
@@ -51,23 +47,6 @@ NEW_ROOT = "Beavers approve every merge."
 API_MEMORY = "Handlers answer in JSON, never in HTML."
 BLOCK_HEADER = "--- Context from: AGENTS.md ---"
 
-RELAY_LUA = r"""
-local ok, chan = pcall(vim.fn.sockconnect, 'pipe', _G.arg[1], { rpc = true })
-if not ok or chan == 0 then
-  io.stdout:write(vim.json.encode({ ok = false, value = 'cannot connect: ' .. tostring(chan) }), '\n')
-  return
-end
-io.stdout:write(vim.json.encode({ ok = true, value = 'ready' }), '\n')
-io.stdout:flush()
-while true do
-  local line = io.read('*l')
-  if line == nil then break end
-  local request = vim.json.decode(line)
-  local done, value = pcall(vim.rpcrequest, chan, unpack(request))
-  io.stdout:write(vim.json.encode({ ok = done, value = done and value or tostring(value) }), '\n')
-  io.stdout:flush()
-end
-"""
 
 INIT_HEAD = r"""
 vim.opt.rtp:prepend(%(plenary)s)
@@ -134,127 +113,13 @@ def vendor_dirs() -> tuple[Path, Path, str]:
     return cc_dir, plenary, version
 
 
-class Nvim:
-    """A headless Neovim on a --listen socket, driven through a relaying ``nvim -l``."""
+class Nvim(HeadlessNvim):
+    """A headless Neovim (tests/nvim_harness.py) with a TMPDIR of its own: curl's and the plugins'
+    temporary files stay inside the test."""
 
     def __init__(self, nvim: str, root: Path, init: str, cwd: Path) -> None:
-        self.sockdir = Path(tempfile.mkdtemp(prefix="cccc"))  # short: socket paths are limited
-        self.sock = self.sockdir / "nvim.sock"
-        self.root = root
-        env = dict(os.environ)
-        for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-            env[f"XDG_{name}_HOME"] = str(root / f"xdg-{name.lower()}")
-        env["NVIM_LOG_FILE"] = str(root / "nvim.log")
-        env["TMPDIR"] = str(root / "tmp")
         (root / "tmp").mkdir(parents=True, exist_ok=True)
-        self.lsp_log = root / "xdg-state" / "nvim" / "lsp.log"
-        init_file = root / "init.lua"
-        init_file.write_text(init, encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [nvim, "--headless", "--listen", str(self.sock), "-u", str(init_file), "-i", "NONE", "-n"],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        self.relay: subprocess.Popen[str] | None = None
-        deadline = time.monotonic() + STEP
-        while not self.sock.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
-                raise AssertionError(f"Neovim did not start (exit {self.proc.poll()}): {err}")
-            time.sleep(0.05)
-        relay = root / "relay.lua"
-        relay.write_text(RELAY_LUA, encoding="utf-8")
-        self.relay = subprocess.Popen(
-            [nvim, "--clean", "--headless", "-l", str(relay), str(self.sock)],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            encoding="utf-8",
-        )
-        hello = self._reply()
-        assert hello == {"ok": True, "value": "ready"}, f"the RPC relay could not connect: {hello}"
-
-    def _reply(self) -> dict[str, Any]:
-        assert self.relay is not None and self.relay.stdout is not None
-        ready, _, _ = select.select([self.relay.stdout], [], [], STEP)
-        if not ready:
-            raise AssertionError(f"Neovim did not answer within {STEP:g} s\n{self.diagnostics(rpc=False)}")
-        line = self.relay.stdout.readline()
-        if not line:
-            raise AssertionError(f"the RPC relay stopped (exit {self.relay.poll()})")
-        return json.loads(line)
-
-    def _request(self, method: str, *params: Any) -> Any:
-        assert self.relay is not None and self.relay.stdin is not None
-        self.relay.stdin.write(json.dumps([method, *params]) + "\n")
-        self.relay.stdin.flush()
-        reply = self._reply()
-        if not reply["ok"]:
-            raise RuntimeError(f"{method} failed: {reply['value']}")
-        return reply["value"]
-
-    def lua(self, code: str) -> Any:
-        reply = json.loads(self._request("nvim_exec_lua", "return _G.t_eval(...)", [json.dumps(code)]))
-        if not reply["ok"]:
-            raise AssertionError(f"Lua failed in Neovim: {reply['error']}\n{self.diagnostics()}")
-        return reply.get("value")
-
-    def keys(self, keys: str) -> None:
-        self._request("nvim_input", keys)
-
-    def wait_lua(self, code: str, what: str, predicate: Callable[[Any], bool] = bool) -> Any:
-        deadline = time.monotonic() + STEP
-        value: Any = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"Neovim exited ({self.proc.returncode}) while waiting for {what}")
-            value = self.lua(code)
-            if predicate(value):
-                return value
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}; last value: {value!r}\n{self.diagnostics()}")
-
-    def diagnostics(self, rpc: bool = True) -> str:
-        parts = []
-        if rpc:
-            try:
-                parts.append("notifications: " + json.dumps(self.lua("return _G.t_msgs")))
-                parts.append("messages: " + str(self.lua("return vim.fn.execute('messages')")))
-            except Exception as exc:
-                parts.append(f"(could not read Neovim's messages: {exc})")
-        if self.lsp_log.exists():
-            parts.append("lsp.log tail:\n" + "\n".join(self.lsp_log.read_text(errors="replace").splitlines()[-30:]))
-        return "\n".join(parts)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.lua("vim.schedule(function() vim.cmd('qall!') end)")
-            except Exception:
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        if self.relay is not None:
-            if self.relay.stdin:
-                self.relay.stdin.close()
-            try:
-                self.relay.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.relay.kill()
-                self.relay.wait(timeout=5)
-            if self.relay.stdout:
-                self.relay.stdout.close()
-        if self.proc.stderr:
-            self.proc.stderr.close()
-        shutil.rmtree(self.sockdir, ignore_errors=True)
+        super().__init__(nvim, root, init, cwd, {"TMPDIR": str(root / "tmp")}, timeout=STEP)
 
 
 @pytest.fixture
