@@ -102,7 +102,7 @@ def vendor_dirs() -> tuple[Path, Path, str]:
             "CONTEXT_COMPANION_VENDOR is not set: set it to the shared/vendor folder holding codecompanion.nvim and plenary.nvim (.ci/run sets it to ../shared/vendor)",
             pytrace=False,
         )
-    vendor = Path(VENDOR_ENV)
+    vendor = Path(VENDOR_ENV).resolve()  # relative to where pytest runs (the README gives ../shared/vendor)
     cc_dir, plenary = vendor / "codecompanion.nvim", vendor / "plenary.nvim"
     for d in (cc_dir, plenary):
         if not (d / "lua").is_dir():

@@ -178,9 +178,14 @@ def descendants(pid: int) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def ide_status(editor: EditorTerminal) -> str:
+def ide_status(editor: EditorTerminal, open_files: int) -> str:
     """Types ``/ide status`` into the CLI and returns the screen once it reports the connection.
-    Enter while the command's completion is still highlighted only completes it: press again."""
+    Enter while the command's completion is still highlighted only completes it: press again.
+
+    The CLI shows its prompt before its connection to the editor is up (it connects in the
+    background) and ``/ide status`` lists what the editor last told it: first wait, as a user
+    would, for the footer to count the ``open_files`` the editor reported."""
+    editor.wait_screen(rf"\b{open_files} open fil", timeout=30)
     editor.send("/ide status", enter=False)
     editor.wait_screen(r"Check status of IDE integration", timeout=30)
     for _ in range(3):
@@ -223,7 +228,7 @@ def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
         start_gemini(editor, ["src/app.py", "src/util.py", ".env"])
 
         # 1. The CLI finds the editor: /ide status, typed into the terminal.
-        status = ide_status(editor)
+        status = ide_status(editor, open_files=2)
         assert "app.py (active)" in status and "util.py" in status, status
         assert ".env" not in status, f"the excluded .env is listed by /ide status:\n{status}"
 
@@ -280,7 +285,7 @@ def test_gemini_cli_finds_neovim_without_the_environment(model_stub: ModelStub, 
         assert any(b"gemini" in cmd for cmd, _ in cli), f"no gemini process under the terminal: {cli}"
         for cmd, environ in cli:
             assert b"GEMINI_CLI_IDE_" not in environ, f"{cmd!r} has the companion's variables"
-        ide_status(editor)
+        ide_status(editor, open_files=1)
         gem = GeminiInNeovim(editor, model_stub)
         gem.select(["4G", "0", "w", "v", "e"], "greet")
         rec = gem.prompt("Explain the selected function")

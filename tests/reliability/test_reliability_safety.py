@@ -277,6 +277,10 @@ ALLOWED = {
         "import socket",
     ): "binds the MCP HTTP endpoint to 127.0.0.1 itself (a bind error is a clear message, not uvicorn's exit); every request needs the bearer token and a loopback Host",
     (
+        "bridges/listener.py",
+        "import socket",
+    ): "binds the bridges' ports to 127.0.0.1 and listens (accepting is left to their servers, which check the token); it never connects out",
+    (
         "tokens/__init__.py",
         "call get_encoding",
     ): "tiktoken download, only under `if self.allow_download` (tokens.allowDownload)",

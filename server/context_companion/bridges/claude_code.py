@@ -8,8 +8,9 @@ speaks MCP, one JSON-RPC message per text frame: it calls the editor-state tools
 receives ``selection_changed`` notifications.
 
 The MCP session is the official SDK's server (:mod:`.claude_code_mcp`, which frames messages
-over the WebSocket: the SDK has no WebSocket server transport). Starting only listens: the SDK is
-loaded on a worker thread when the first client that passed the checks connects. Every handshake
+over the WebSocket: the SDK has no WebSocket server transport). Starting only binds the port: the
+WebSocket library is loaded when a connection first waits on it, and the SDK when the first client
+that passed the checks connects, both on a worker thread. Every handshake
 must name a loopback ``Host`` with the port, carry no ``Origin`` outside ``server.allowedOrigins``
 and present the token, or it is answered 403/401 and never upgraded. Files matching
 ``context.exclude`` never appear in a result or notification, and selected text is redacted like
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..discovery import STAMP_KEY, new_token, owner_stamp, write_private
 from .announcements import claude_lock_dir
 from .claude_code_state import BridgeState, DiffOutcome, EditorSource, selection_params
+from .listener import Listener
 
 if TYPE_CHECKING:
     from .claude_code_mcp import ClaudeCodeMcp
@@ -106,6 +108,7 @@ class ClaudeCodeBridge:
         self._origins = allowed_origins
         self._state = BridgeState()
         self._ws_server: Any = None
+        self._listener: Listener | None = None
         self._mcp: ClaudeCodeMcp | None = None  # the MCP side, once a client connected
         self._loading = asyncio.Lock()
 
@@ -126,8 +129,20 @@ class ClaudeCodeBridge:
         return None
 
     async def start(self) -> int:
-        """Listen on a free loopback port; returns it."""
+        """Listen on a free loopback port; returns it. The WebSocket server (and, at the first
+        client that passes the checks, the MCP side) is loaded when a connection first waits."""
+        listener = self._listener = Listener()
+        self.port = listener.bind()
+        listener.on_first_connection(self._serve_when_connected)
+        return self.port
+
+    async def _serve_when_connected(self) -> None:
+        await asyncio.to_thread(importlib.import_module, "websockets.asyncio.server")
         from websockets.asyncio.server import serve
+
+        sock = self._listener.take() if self._listener is not None else None
+        if sock is None:  # stopped meanwhile
+            return
 
         def process_request(connection: Any, request: Any) -> Any:
             refusal = self.refusal(request.headers)
@@ -136,18 +151,23 @@ class ClaudeCodeBridge:
             log.warning("Claude Code integration: refused a handshake: %s", refusal[1].strip())
             return connection.respond(*refusal)
 
-        self._ws_server = await serve(
-            self._serve,
-            LOOPBACK,
-            0,
-            process_request=process_request,
-            subprotocols=["mcp"],  # type: ignore[list-item]
-            max_size=MAX_FRAME,
-        )
-        self.port = self._ws_server.sockets[0].getsockname()[1]
-        return self.port
+        try:
+            self._ws_server = await serve(
+                self._serve,
+                sock=sock,
+                process_request=process_request,
+                subprotocols=["mcp"],  # type: ignore[list-item]
+                max_size=MAX_FRAME,
+            )
+        except BaseException:
+            sock.close()
+            raise
 
     async def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+            await listener.wait()
         server, self._ws_server = self._ws_server, None
         if server is not None:
             server.close()

@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib
 import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import uvicorn
+from .listener import Listener
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +120,16 @@ class SessionsTask:
             log.warning("the MCP sessions ended with an error: %s", task.exception())
 
 
-class _EmbeddedServer(uvicorn.Server):
+def _embedded_server(config: uvicorn.Config) -> uvicorn.Server:
     """uvicorn without its signal handlers: the process hosting it owns SIGINT/SIGTERM."""
+    import uvicorn
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
+    class _EmbeddedServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return _EmbeddedServer(config)
 
 
 class LocalHttpHost:
@@ -148,8 +156,9 @@ class LocalHttpHost:
         self._guard = _Guard(app, token)
         self._sessions = SessionsTask(sessions) if sessions is not None else None
         self._lifespan: Literal["on", "off"] = "off" if sessions is not None else lifespan
-        self._server: _EmbeddedServer | None = None
+        self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
+        self._listener: Listener | None = None  # listen(): the port, until the first connection
 
     async def run_sessions(self, manager: Any) -> bool:
         """Run an MCP session manager from now on, for an app built after :meth:`start` (its
@@ -182,6 +191,32 @@ class LocalHttpHost:
         except OSError:
             sock.close()
             raise
+        self.port = self._guard.port = sock.getsockname()[1]
+        await self._serve(sock)
+        return self.port
+
+    async def listen(self) -> int:
+        """Bind and listen, returning the port at once; uvicorn is loaded (on a worker thread) and
+        serves the socket from the first connection on, which waits in the backlog meanwhile. A
+        bind failure is OSError; a failure to start serving later is logged and resets the
+        waiting clients."""
+        listener = Listener(self.port)
+        self.port = self._guard.port = listener.bind()
+        self._listener = listener
+        listener.on_first_connection(self._serve_when_connected)
+        return self.port
+
+    async def _serve_when_connected(self) -> None:
+        await asyncio.to_thread(importlib.import_module, "uvicorn")
+        sock = self._listener.take() if self._listener is not None else None
+        if sock is None:  # stopped while uvicorn was loading
+            return
+        await self._serve(sock)
+
+    async def _serve(self, sock: socket.socket) -> None:
+        """Run the sessions (if any) and uvicorn on the bound socket until :meth:`stop`."""
+        import uvicorn
+
         if self._sessions is not None:
             try:
                 await self._sessions.start()
@@ -189,7 +224,6 @@ class LocalHttpHost:
                 sock.close()
                 raise
         sock.setblocking(False)
-        self.port = self._guard.port = sock.getsockname()[1]
         # log_config=None: uvicorn must not reconfigure the hosting process's logging.
         config = uvicorn.Config(
             self._guard,
@@ -200,7 +234,7 @@ class LocalHttpHost:
             timeout_graceful_shutdown=1,
             ws="none",  # the apps speak HTTP only: no WebSocket library loaded, upgrades refused
         )
-        server = self._server = _EmbeddedServer(config)
+        server = self._server = _embedded_server(config)
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
         try:
             while not server.started:
@@ -211,7 +245,6 @@ class LocalHttpHost:
         except BaseException:  # a failed start, or the start-up cancelled: leave nothing running
             await asyncio.shield(self.stop())
             raise
-        return self.port
 
     def request_stop(self) -> None:
         """Stop accepting requests and end :meth:`wait` (safe from a signal handler on the loop)."""
@@ -224,6 +257,10 @@ class LocalHttpHost:
             await self._task
 
     async def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:  # no connection yet, or uvicorn still loading: it serves nothing
+            listener.close()
+            await listener.wait()
         server, task = self._server, self._task
         self._server = self._task = None
         if server is not None:

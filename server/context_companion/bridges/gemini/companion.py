@@ -14,9 +14,10 @@ What the CLI gets:
 The protocol layer calls in (``schedule_update`` when the editor state changed, ``folders_changed``)
 and reads the values it needs to send (``env``, ``status``); nothing here imports it.
 
-The MCP SDK is imported only when this bridge starts (on a worker thread, so the loop keeps
-serving the editor), and the MCP server is ready before the discovery file names the port: the
-CLI allows its first request well under a second.
+Starting binds the port and writes the discovery file only. The HTTP server (uvicorn) and the MCP
+server (the SDK, ~30 MiB) are loaded on a worker thread when the first connection waits on the
+port, so an editor whose terminal never runs the CLI does not pay for them; the CLI's first
+request waits ~0.5 s for it, once.
 """
 
 from __future__ import annotations
@@ -182,24 +183,19 @@ class GeminiCompanion:
         """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken.
 
         Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
-        would otherwise pick one of them by directory order and fail to connect. The MCP server is
-        built (the SDK imported on a worker thread, :meth:`mcp_app`) before the discovery file is
-        written."""
+        would otherwise pick one of them by directory order and fail to connect. The HTTP server
+        starts with the first connection and the MCP server with its first request
+        (:meth:`mcp_app`)."""
         await asyncio.to_thread(remove_stale, self._directory)
         host = LocalHttpHost(_Deferred(self), token=self.token, port=self._requested_port, lifespan="off")
-        self.port = await host.start()
+        self.port = await host.listen()
         self._host = host
-        # The MCP server is ready before the discovery file names us: the CLI gives its first
-        # request well under a second, less than loading the SDK at that request took (the real
-        # CLI then stayed at "Connecting..." for a minute).
-        if await self.mcp_app() is None:
-            return
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
 
     async def mcp_app(self) -> ASGIApp | None:
-        """The MCP server's ASGI app, built once (by :meth:`start`): the SDK is imported on a worker
-        thread, and the host runs its sessions in a task of their own until :meth:`stop` (which
+        """The MCP server's ASGI app, built when the first request needs it: the SDK is imported on
+        a worker thread, and the host runs its sessions in a task of their own until :meth:`stop` (which
         ends them before the HTTP server). None once stopped."""
         async with self._building:
             if self._app is None:
