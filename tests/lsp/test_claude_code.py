@@ -291,3 +291,41 @@ async def test_a_client_that_lists_the_tools_is_told_again_shortly_after(
             await asyncio.sleep(0.025)
         # the move itself, then the later re-tellings carry the new selection, never the old one
         assert [s.text for s in received[2:]] == ["y = 2"] * (len(received) - 2), [s.text for s in received]
+
+
+async def test_companion_status_reports_claude_code(start: Any, workspace: Path, ide_dir: Path) -> None:
+    """``companionStatus`` says whether Claude Code's integration runs, on which port, with which lock
+    file, and how many Claude Codes are connected; off, it says so."""
+    h = await _started(start, workspace, ide_dir)
+    lock_path, lock = await _lock(ide_dir)
+    status = await h.command("contextCompanion.companionStatus")
+    assert status["claudeCode"] == {
+        "running": True,
+        "port": int(lock_path.stem),
+        "lockFile": str(lock_path),
+        "connectedClients": 0,
+    }
+    assert "geminiCli" in status  # the Gemini companion's entry is still there
+    received: list[Selection] = []
+    async with _session(int(lock_path.stem), lock["authToken"], received) as session:
+        await session.list_tools()
+        status = await h.command("contextCompanion.companionStatus")
+        assert status["claudeCode"]["connectedClients"] == 1
+    for _ in range(100):  # the server sees the socket close a moment later
+        status = await h.command("contextCompanion.companionStatus")
+        if status["claudeCode"]["connectedClients"] == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert status["claudeCode"]["connectedClients"] == 0
+
+    off = await start(
+        workspace,
+        settings={"companion": {"claudeCode": {"enabled": False}}},
+        env={"CLAUDE_CONFIG_DIR": str(ide_dir.parent / "off")},
+    )
+    assert (await off.command("contextCompanion.companionStatus"))["claudeCode"] == {
+        "running": False,
+        "port": None,
+        "lockFile": None,
+        "connectedClients": 0,
+    }

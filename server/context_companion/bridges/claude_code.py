@@ -174,6 +174,10 @@ class ClaudeCodeBridge:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
 
+    def connected_clients(self) -> int:
+        """Claude Codes connected now (past the handshake's checks)."""
+        return len(self._state.connections)
+
     async def mcp(self) -> ClaudeCodeMcp:
         """The MCP side, loaded (the SDK imported on a worker thread) the first time it is needed."""
         async with self._loading:

@@ -70,16 +70,33 @@ class ClaudeCodeEndpoint:
         self._hooked = False  # the atexit hook is installed once per process
         self._closed = False  # the process is ending: never started again
         self._reconciling = asyncio.Lock()  # the boot and a settings change may reconcile at once
+        self.settled = asyncio.Event()  # the first reconcile is done: status answers are true
 
     @property
     def running(self) -> bool:
         return self._bridge is not None
 
+    def status(self) -> dict[str, Any]:
+        """``companionStatus``'s ``claudeCode``: listening port, lock file, connected Claude Codes."""
+        bridge, lock = self._bridge, self._lock
+        if bridge is None:
+            return {"running": False, "port": None, "lockFile": None, "connectedClients": 0}
+        written = lock is not None and lock.path.exists()
+        return {
+            "running": True,
+            "port": bridge.port,
+            "lockFile": str(lock.path) if lock is not None and written else None,
+            "connectedClients": bridge.connected_clients(),
+        }
+
     async def reconcile(self, ls: Host) -> None:
         """Start or stop to match ``companion.claudeCode.enabled``; rewrite the lock file's folders.
         One at a time: two starts racing would leave two bridges and two lock files."""
         async with self._reconciling:
-            await self._reconcile(ls)
+            try:
+                await self._reconcile(ls)
+            finally:
+                self.settled.set()
 
     async def _reconcile(self, ls: Host) -> None:
         companion = ls.companion

@@ -1,5 +1,6 @@
 """Handlers for the agent companions: ``contextCompanion.companionStatus`` (the Gemini CLI
-companion's state, :class:`~.gemini.GeminiLink`). ``exit`` is :mod:`.lifecycle`'s: every way out
+companion's state, :class:`~.gemini.GeminiLink`, and Claude Code's integration,
+:class:`~.claude_code_endpoint.ClaudeCodeEndpoint`). ``exit`` is :mod:`.lifecycle`'s: every way out
 closes every bridge there."""
 
 from __future__ import annotations
@@ -17,4 +18,5 @@ def register(ls: CompanionServer) -> None:
     async def companion_status(*_: Any) -> dict[str, Any]:
         await ls.ready.wait()
         await ls.gemini.settled.wait()
-        return ls.gemini.status()
+        await ls.claude_code.settled.wait()
+        return {**ls.gemini.status(), "claudeCode": ls.claude_code.status()}

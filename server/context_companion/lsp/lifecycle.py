@@ -68,6 +68,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
         log.exception("start-up failed")
         ls.ready.set()
         await ls.gemini.reconcile(companion)
+        await ls.claude_code.reconcile(ls)
         return
     # No session has been given an instruction yet (commands wait for ready): what happened
     # before now is part of the first build, not a change to push later.
