@@ -84,3 +84,43 @@ async def test_closed_while_loading_never_serves() -> None:
     writer.close()
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+async def test_an_http_host_whose_server_fails_to_start_drops_the_client_and_stops(monkeypatch, caplog) -> None:
+    """The lazy HTTP host (the Gemini companion's): uvicorn failing at the first connection must not
+    hang (its stop used to wait for the very task that was stopping it), must drop the waiting
+    client and leave nothing serving; the failure is logged."""
+    from context_companion.bridges import http_host
+
+    class _Broken:
+        started = False
+        should_exit = False
+        force_exit = False
+
+        async def serve(self, sockets: object = None) -> None:
+            raise RuntimeError("uvicorn could not start")
+
+    async def app(scope: object, receive: object, send: object) -> None:  # never reached
+        raise AssertionError("served")
+
+    monkeypatch.setattr(http_host, "_embedded_server", lambda config: _Broken())
+    host = http_host.LocalHttpHost(app, token="t" * 40, lifespan="off")
+    port = await host.listen()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    data = b""
+    try:
+        data = await asyncio.wait_for(reader.read(), 5)
+    except ConnectionError:
+        pass
+    assert data == b""
+    writer.close()
+    for _ in range(100):
+        if not host.serving():
+            break
+        await asyncio.sleep(0.02)
+    assert not host.serving()
+    assert "could not start serving" in caplog.text
+    await asyncio.wait_for(host.stop(), 5)
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0

@@ -23,15 +23,14 @@ import asyncio
 import contextlib
 import hmac
 import importlib
-import json
 import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..discovery import STAMP_KEY, new_token, owner_stamp, write_private
+from ..discovery import STAMP_KEY, PrivateFile, new_token, owner_stamp
 from .announcements import claude_lock_dir
-from .claude_code_state import BridgeState, DiffOutcome, EditorSource, selection_params
+from .claude_code_state import BridgeState, DiffOutcome, EditorSource
 from .listener import Listener
 
 if TYPE_CHECKING:
@@ -42,8 +41,6 @@ __all__ = [
     "DiffOutcome",
     "EditorSource",
     "LockFile",
-    "lock_dir",
-    "selection_params",
     "terminal_env",
 ]
 
@@ -56,25 +53,24 @@ MAX_FRAME = 16 * 1024 * 1024  # a diff's new contents travel in one frame
 _MCP_SIDE = f"{__package__}.claude_code_mcp"
 
 
-def lock_dir() -> Path:
-    """Where Claude Code looks for lock files: ``$CLAUDE_CONFIG_DIR/ide``, else ``~/.claude/ide``."""
-    return claude_lock_dir()
-
-
 def terminal_env(port: int) -> dict[str, str]:
     """What the editor's terminals need so a Claude Code started there connects to this port."""
     return {TERMINAL_ENV_PORT: str(port), "ENABLE_IDE_INTEGRATION": "true"}
 
 
-class LockFile:
-    """``<port>.lock``: private (0600 in a 0700 directory), rewritten atomically."""
+class LockFile(PrivateFile):
+    """``<port>.lock``: private (0600 in a 0700 directory), rewritten atomically, removed at the end."""
 
     def __init__(self, port: int, token: str, ide_name: str, directory: Path | None = None) -> None:
         self.port = port
         self.token = token
         self.ide_name = ide_name
-        self.path = (directory if directory is not None else lock_dir()) / f"{port}.lock"
+        self.path = (directory if directory is not None else claude_lock_dir()) / f"{port}.lock"
         self._written = False
+
+    @property
+    def written(self) -> bool:
+        return self._written
 
     def write(self, workspace_folders: list[str]) -> Path:
         payload = {
@@ -86,16 +82,7 @@ class LockFile:
             # Which server wrote it: a later server removes it if this one died without doing so.
             STAMP_KEY: owner_stamp(),
         }
-        write_private(self.path, json.dumps(payload, indent=2).encode("utf-8") + b"\n")
-        self._written = True
-        return self.path
-
-    def remove(self) -> None:
-        """Idempotent; safe from a signal handler and atexit."""
-        if self._written:
-            self._written = False
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+        return self._publish(payload)
 
 
 class ClaudeCodeBridge:
@@ -109,6 +96,7 @@ class ClaudeCodeBridge:
         self._state = BridgeState()
         self._ws_server: Any = None
         self._listener: Listener | None = None
+        self._stopped = False
         self._mcp: ClaudeCodeMcp | None = None  # the MCP side, once a client connected
         self._loading = asyncio.Lock()
 
@@ -162,8 +150,11 @@ class ClaudeCodeBridge:
         except BaseException:
             sock.close()
             raise
+        if self._stopped:  # stop() came while the server was starting
+            await self.stop()
 
     async def stop(self) -> None:
+        self._stopped = True
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
@@ -173,6 +164,12 @@ class ClaudeCodeBridge:
             server.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
+
+    @property
+    def wants_selection(self) -> bool:
+        """A Claude Code connected at some point: its MCP side keeps the latest selection from now on
+        (before, a client that connects is told where the editor is then)."""
+        return self._mcp is not None
 
     def connected_clients(self) -> int:
         """Claude Codes connected now (past the handshake's checks)."""
@@ -195,7 +192,5 @@ class ClaudeCodeBridge:
     async def selection_changed(self) -> None:
         """The cursor or selection moved (debounced by the caller): tell connected clients when
         what they would see differs from the last notification."""
-        if self._mcp is None:  # nobody ever connected
-            self._state.last_sent = None
-            return
-        await self._mcp.selection_changed()
+        if self._mcp is not None:  # else nobody ever connected
+            await self._mcp.selection_changed()

@@ -159,6 +159,7 @@ class LocalHttpHost:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._listener: Listener | None = None  # listen(): the port, until the first connection
+        self._stopped = False
 
     async def run_sessions(self, manager: Any) -> bool:
         """Run an MCP session manager from now on, for an app built after :meth:`start` (its
@@ -244,7 +245,10 @@ class LocalHttpHost:
                 await asyncio.sleep(0.005)
         except BaseException:  # a failed start, or the start-up cancelled: leave nothing running
             await asyncio.shield(self.stop())
+            sock.close()  # uvicorn may never have taken it: waiting clients get a reset, not a hang
             raise
+        if self._stopped:  # stop() came while uvicorn was starting (the lazy start): stop it now
+            await self.stop()
 
     def request_stop(self) -> None:
         """Stop accepting requests and end :meth:`wait` (safe from a signal handler on the loop)."""
@@ -257,6 +261,7 @@ class LocalHttpHost:
             await self._task
 
     async def stop(self) -> None:
+        self._stopped = True
         listener, self._listener = self._listener, None
         if listener is not None:  # no connection yet, or uvicorn still loading: it serves nothing
             listener.close()

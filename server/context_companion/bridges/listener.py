@@ -31,6 +31,7 @@ class Listener:
         self._sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
         self._watching = False
+        self._taken = False
 
     def bind(self) -> int:
         """Bind and listen; returns the port. A bind failure (port taken) raises ``OSError``."""
@@ -59,7 +60,11 @@ class Listener:
             if self._sock is not None and self._task is None:
                 self._task = loop.create_task(self._start(start), name=f"serve-port-{self.port}")
 
-        loop.add_reader(sock.fileno(), ready)
+        try:
+            loop.add_reader(sock.fileno(), ready)
+        except NotImplementedError:  # a loop that cannot watch sockets (Windows' proactor): serve now
+            ready()
+            return
         self._watching = True
 
     async def _start(self, start: Callable[[], Awaitable[None]]) -> None:
@@ -76,12 +81,8 @@ class Listener:
         """The socket, handed over to the server that serves it from now on (None once closed)."""
         self._unwatch()
         sock, self._sock = self._sock, None
+        self._taken = sock is not None
         return sock
-
-    @property
-    def connected(self) -> bool:
-        """A connection came: the server is being (or has been) started."""
-        return self._task is not None
 
     def _unwatch(self) -> None:
         if self._watching and self._sock is not None:
@@ -90,9 +91,11 @@ class Listener:
         self._watching = False
 
     async def wait(self) -> None:
-        """Until a start in progress is over (at once when none began)."""
+        """Until a start in progress has taken the socket or given up (at once when none began).
+        Once the socket is taken its server is the owner's to stop: the start may itself stop its
+        owner on a failure, and must not then wait for itself."""
         task = self._task
-        if task is not None and not task.done():
+        if task is not None and not task.done() and not self._taken:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.shield(task)
 

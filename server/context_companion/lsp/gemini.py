@@ -137,6 +137,9 @@ class GeminiLink:
                 f"Context Companion: cannot start the Gemini CLI companion on port {settings.port}: {exc}"
             )
             return
+        if self._closed:  # a shutdown came while it started: it withdrew nothing of this one's
+            await bridge.stop()
+            return
         self.bridge = bridge
         self._announce()
 

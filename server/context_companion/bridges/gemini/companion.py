@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from ...discovery import new_token
+from ...workspace.commands import MAX_OPEN_DIFFS
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
 from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
@@ -64,9 +65,6 @@ class DiffAnswer:
 
     outcome: Outcome
     text: str | None = None
-
-
-MAX_OPEN_DIFFS = 16  # diffs waiting in the editor at once (each is an editor tab and a task here)
 
 
 class Editor(Protocol):
@@ -197,6 +195,8 @@ class GeminiCompanion:
         """The MCP server's ASGI app, built when the first request needs it: the SDK is imported on
         a worker thread, and the host runs its sessions in a task of their own until :meth:`stop` (which
         ends them before the HTTP server). None once stopped."""
+        if self._app is not None:  # every request after the first
+            return self._app
         async with self._building:
             if self._app is None:
                 await asyncio.to_thread(importlib.import_module, "mcp.server")
