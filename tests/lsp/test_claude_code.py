@@ -329,3 +329,51 @@ async def test_companion_status_reports_claude_code(start: Any, workspace: Path,
         "lockFile": None,
         "connectedClients": 0,
     }
+
+
+async def test_open_diffs_waiting_in_the_editor_are_capped(start: Any, workspace: Path, ide_dir: Path) -> None:
+    """A Claude Code cannot open diff after diff without end: past MAX_OPEN_DIFFS waiting for the user
+    the next openDiff is an error naming the cap; once one is decided, a new one may open."""
+    from context_companion.workspace.commands import MAX_OPEN_DIFFS
+
+    h = await _started(start, workspace, ide_dir)
+    decide: asyncio.Queue[None] = asyncio.Queue()
+    shown: list[Any] = []
+
+    @h.client.feature("contextCompanion/showDiff")
+    async def _show(params: Any) -> dict[str, str]:
+        shown.append(params)
+        await decide.get()
+        return {"outcome": "rejected"}
+
+    lock_path, lock = await _lock(ide_dir)
+    async with _session(int(lock_path.stem), lock["authToken"], []) as session:
+
+        async def open_diff(i: int) -> Any:
+            path = str(workspace / f"f{i}.py")
+            args = {"old_file_path": path, "new_file_path": path, "new_file_contents": f"{i}\n", "tab_name": f"f{i}"}
+            return await session.call_tool("openDiff", args)
+
+        waiting = [asyncio.ensure_future(open_diff(i)) for i in range(MAX_OPEN_DIFFS)]
+        for _ in range(200):
+            if len(shown) == MAX_OPEN_DIFFS:
+                break
+            await asyncio.sleep(0.02)
+        assert len(shown) == MAX_OPEN_DIFFS
+        refused = await asyncio.wait_for(open_diff(MAX_OPEN_DIFFS), 10)  # answered at once, not left waiting
+        assert refused.is_error
+        assert f"{MAX_OPEN_DIFFS} diffs are already waiting" in refused.content[0].text  # type: ignore[union-attr]
+        assert len(shown) == MAX_OPEN_DIFFS  # the editor never saw it
+        decide.put_nowait(None)
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED, timeout=10)
+        assert done
+        again = asyncio.ensure_future(open_diff(MAX_OPEN_DIFFS + 1))
+        for _ in range(200):
+            if len(shown) == MAX_OPEN_DIFFS + 1:
+                break
+            await asyncio.sleep(0.02)
+        assert len(shown) == MAX_OPEN_DIFFS + 1
+        for _ in range(MAX_OPEN_DIFFS):
+            decide.put_nowait(None)
+        results = await asyncio.wait_for(asyncio.gather(*waiting, again), 20)
+        assert all(not r.is_error for r in results)

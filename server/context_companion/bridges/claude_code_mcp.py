@@ -25,6 +25,7 @@ from .. import __version__
 from ..context.positions import split_lines, units_from_column
 from ..context.state import uri_to_path
 from ..errors import ContextCompanionError
+from ..workspace.commands import MAX_OPEN_DIFFS
 from ..workspace.companion import Companion
 from ..workspace.params import parse_object
 from .claude_code_state import BridgeState, Connection, EditorSource, selection_params
@@ -113,6 +114,7 @@ class ClaudeCodeMcp:
         self.source = source
         self._state = state
         self._tools = {tool.name: tool for tool in TOOLS}
+        self._open_diffs = 0  # openDiff calls waiting for the user's decision
         self.server: Server[Any] = Server(
             "context-companion",
             version=__version__,
@@ -302,8 +304,16 @@ class ClaudeCodeMcp:
     async def _openDiff(self, companion: Companion, args: OpenDiffArgs) -> types.CallToolResult:
         if not os.path.isabs(args.new_file_path):
             raise ContextCompanionError(f"openDiff: new_file_path must be absolute, got {args.new_file_path!r}")
+        if self._open_diffs >= MAX_OPEN_DIFFS:
+            raise ContextCompanionError(
+                f"openDiff: {MAX_OPEN_DIFFS} diffs are already waiting for a decision; accept, reject or close one first"
+            )
         uri = Path(args.new_file_path).as_uri()
-        outcome, text = await self.source.show_diff(uri, args.new_file_contents, args.tab_name)
+        self._open_diffs += 1
+        try:
+            outcome, text = await self.source.show_diff(uri, args.new_file_contents, args.tab_name)
+        finally:
+            self._open_diffs -= 1
         if outcome == "accepted":
             return _texts_result("FILE_SAVED", text if text is not None else args.new_file_contents)
         return _texts_result("DIFF_REJECTED", args.tab_name)

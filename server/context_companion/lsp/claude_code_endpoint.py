@@ -81,11 +81,10 @@ class ClaudeCodeEndpoint:
         bridge, lock = self._bridge, self._lock
         if bridge is None:
             return {"running": False, "port": None, "lockFile": None, "connectedClients": 0}
-        written = lock is not None and lock.path.exists()
         return {
             "running": True,
             "port": bridge.port,
-            "lockFile": str(lock.path) if lock is not None and written else None,
+            "lockFile": str(lock.path) if lock is not None and lock.written else None,
             "connectedClients": bridge.connected_clients(),
         }
 
@@ -147,8 +146,9 @@ class ClaudeCodeEndpoint:
             self._lock.remove()
 
     def cursor_moved(self) -> None:
-        """The cursor or selection moved (on the loop): send selection_changed once it settles."""
-        if self._bridge is None:
+        """The cursor or selection moved (on the loop): send selection_changed once it settles.
+        Nothing at all (no timer) until a Claude Code has connected."""
+        if self._bridge is None or not self._bridge.wants_selection:
             return
         if self._timer is not None:
             self._timer.cancel()

@@ -98,6 +98,11 @@ def _get_initial_history(c: Companion, p: P.SessionOnlyParams, _: Texts) -> dict
 
 
 def _show_memory(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
+    return memory_payload(c)
+
+
+def memory_payload(c: Companion) -> dict[str, Any]:
+    """``showMemory``'s result (and ``context-companion memory --json``)."""
     result = c.show_memory()
     with_turn = c.turn_delivered()
     return {
@@ -141,6 +146,7 @@ COMMANDS: tuple[Command, ...] = (
 COMPANION_STARTED = "contextCompanion/companionStarted"
 SHOW_DIFF = "contextCompanion/showDiff"
 CLOSE_DIFF = "contextCompanion/closeDiff"
+MAX_OPEN_DIFFS = 16  # diffs one bridge keeps waiting in the editor at once (each an editor tab and a task)
 
 NOTIFICATIONS = (
     "contextCompanion/didChangeCursor",
