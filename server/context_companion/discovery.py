@@ -91,17 +91,23 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def process_start_time(pid: int) -> int | None:
-    """When ``pid`` started, as the kernel counts it (``/proc/<pid>/stat`` field 22, clock ticks
-    since boot), or None where that cannot be read (no such process, no ``/proc``). With the pid,
-    it names one process: a pid reused by a later process has another start time."""
+def proc_stat_field(pid: int, number: int) -> int | None:
+    """Field ``number`` (1-based, as proc(5) numbers them) of ``/proc/<pid>/stat`` as an int, or
+    None where it cannot be read (no such process, no ``/proc``)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
-        # The command name is in parentheses and may itself hold spaces or parentheses.
-        return int(data[data.rindex(b")") + 2 :].split()[19])
+        # The command name (field 2) is in parentheses and may itself hold spaces or parentheses.
+        return int(data[data.rindex(b")") + 2 :].split()[number - 3])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def process_start_time(pid: int) -> int | None:
+    """When ``pid`` started, as the kernel counts it (``/proc/<pid>/stat`` field 22, clock ticks
+    since boot), or None where that cannot be read. With the pid, it names one process: a pid
+    reused by a later process has another start time."""
+    return proc_stat_field(pid, 22)
 
 
 STAMP_KEY = "contextCompanion"

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir, remove_dead_announcements
+from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir, proc_stat_field, remove_dead_announcements
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +69,9 @@ def parent_pid(pid: int) -> int | None:
     """The parent of ``pid`` as the OS reports it, or None when it cannot be read."""
     if pid <= 0:
         return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-        # The command name is in parentheses and may itself hold spaces or parentheses.
-        fields = data[data.rindex(b")") + 2 :].split()
-        return int(fields[1])
-    except (OSError, ValueError, IndexError):
-        pass
+    ppid = proc_stat_field(pid, 4)
+    if ppid is not None:
+        return ppid
     if sys.platform == "win32":
         return None
     try:
