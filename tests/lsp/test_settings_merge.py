@@ -120,3 +120,24 @@ async def test_an_answer_overrides_the_keys_it_sets(start: Any, workspace: Path,
         await asyncio.sleep(0.05)
     assert _locks(tmp_path) == [], "companion.claudeCode.enabled = false from the answer was not applied"
     assert json.dumps(h.client.messages, default=str) == "[]"
+
+
+async def test_an_answer_after_rejected_initialization_options_applies(
+    start: Any, workspace: Path, tmp_path: Path
+) -> None:
+    """Options the server rejected at start (a misspelt key) are not merged under every later answer,
+    or a corrected answer would be rejected for the life of the process."""
+    _write(workspace / "NOTES.md", f"# Notes\n\n{NOTES}\n")
+    _write(workspace / "AGENTS.md", f"# Agents\n\n{AGENTS}\n")
+    h: Harness = await start(
+        workspace,
+        settings={"memory": {"fileNamez": ["NOTES.md"]}},
+        configuration={"memory": {"fileNames": ["NOTES.md"]}},
+        answers_configuration=True,
+    )
+    await h.command("contextCompanion.showMemory", {})
+    await _settle()
+    text = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    assert NOTES in text and AGENTS not in text, "the corrected answer was not applied"
+    shown = [m.message for m in h.client.messages]
+    assert len(shown) == 1 and "memory.fileNamez" in shown[0], shown  # the bad options, reported once

@@ -113,9 +113,12 @@ def initial_snapshot(
     except SettingsError:
         resolved = tuple(Path(f).resolve() for f in folders)
         fallback = WorkspaceSnapshot(Settings(), resolved, position_encoding, user_dir=user_dir or user_config_dir())
+    try:  # the initialization options are at fault when they fail without the environment
+        WorkspaceSnapshot.resolve(folders, section, environ={}, user_dir=user_dir, position_encoding=position_encoding)
+        kept: Mapping[str, Any] = section  # the environment was: the editor's options stay its layer
+    except SettingsError:
+        kept = {}  # rejected: the editor's next answer must not be merged over them, or it fails too
     return (
-        dataclasses.replace(
-            fallback, editor_section=section, rejected_section=section, environ=env, init_section=section
-        ),
+        dataclasses.replace(fallback, editor_section=section, rejected_section=section, environ=env, init_section=kept),
         errors,
     )
