@@ -73,18 +73,6 @@ def test_editor_and_env_errors_name_their_layer(user_dir):
         resolve_settings([], None, {"CONTEXT_COMPANION_NOPE": "1"}, user_dir)
 
 
-def test_tooling_variables_are_not_taken_for_settings(user_dir):
-    # .ci/run exports CONTEXT_COMPANION_VENDOR and the VS Code tests read CONTEXT_COMPANION_PYTHON; a server
-    # started from such a shell (code-server in the e2e) once dropped the whole environment layer over them.
-    env = {
-        "CONTEXT_COMPANION_VENDOR": "/somewhere/shared/vendor",
-        "CONTEXT_COMPANION_PYTHON": "/usr/bin/python3",
-        "CONTEXT_COMPANION_MEMORY__MAX_TOKENS": "1234",
-    }
-    settings = resolve_settings([], None, env, user_dir)
-    assert settings.memory.max_tokens == 1234
-
-
 def test_profile_validation():
     p = parse_profile({"model": "gpt-4o", "tools": ["read_file"], "approvalMode": "autoEdit"}, "profile.json")
     assert p.approval_mode == "autoEdit"

@@ -29,11 +29,6 @@ from .errors import SettingsError
 from .exclusion import DEFAULT_EXCLUDE
 
 ENV_PREFIX = "CONTEXT_COMPANION_"
-#: ``CONTEXT_COMPANION_*`` names that are not settings: read where they are used (the config dir, the log
-#: level, the template switches) or by the project's own tooling (``PYTHON``: the interpreter the VS Code
-#: tests and e2e start; ``VENDOR``: the pinned editor plugins the real-agents tests load). A server started
-#: from such a shell must not take them for misspelt settings.
-ENV_NOT_SETTINGS = frozenset({"SYSTEM_MD", "WRITE_SYSTEM_MD", "CONFIG_DIR", "LOG_LEVEL", "PYTHON", "VENDOR"})
 APP_NAME = "context-companion"
 WORKSPACE_SETTINGS_FILE = ".context-companion.toml"
 
@@ -434,8 +429,8 @@ def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         rest = key[len(ENV_PREFIX) :]
         raw = environ[key]
-        if rest in ENV_NOT_SETTINGS:
-            continue
+        if rest in ("SYSTEM_MD", "WRITE_SYSTEM_MD", "CONFIG_DIR", "LOG_LEVEL"):
+            continue  # handled where they are used
         if rest.startswith("PROMPT_") and "__" not in rest:
             section = section_ids.get(rest[len("PROMPT_") :].lower())
             if section is None:

@@ -4,7 +4,7 @@ model stub (``model_stub.py``) and reads the request the agent sent to its model
 These tests install pinned npm packages on first run and drive terminal programs, so they are their
 own suite: ``python -m pytest -m agents tests/agents`` (the default ``python -m pytest`` leaves them
 out; ``.ci/run`` runs both). Every test here is marked ``agents``. The codecompanion.nvim test loads the
-pinned codecompanion.nvim + plenary.nvim from ``$CONTEXT_COMPANION_VENDOR`` (the ``shared/vendor``
+pinned codecompanion.nvim + plenary.nvim from ``$COMPANION_TEST_VENDOR`` (the ``shared/vendor``
 folder; ``.ci/run`` sets it to ``../shared/vendor``) and fails with one line when it is not set."""
 
 from __future__ import annotations

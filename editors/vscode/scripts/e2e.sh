@@ -5,7 +5,7 @@
 # no stdin. Prints "N passed, N failed" last; exits non-zero on any failure.
 #
 # Environment:
-#   CONTEXT_COMPANION_PYTHON  Python that has the server installed (default: python3 on PATH)
+#   COMPANION_TEST_PYTHON     Python that has the server installed (default: python3 on PATH)
 #   E2E_UPDATE_DOCS=1         also copy the screenshots into docs/editors/images/
 #   E2E_KEEP=1                keep the scratch directory (HOME, settings, logs) for inspection
 set -euo pipefail
@@ -45,7 +45,7 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$node_major" = 20 ] || die "code-server $CS_VERSION needs Node 20; this is Node $(node --version)"
 
 # --------------------------------------------------------------------------- python with the server
-PY="${CONTEXT_COMPANION_PYTHON:-python3}"
+PY="${COMPANION_TEST_PYTHON:-python3}"
 # Resolve shims (pyenv, asdf) to the real interpreter: the test gives VS Code its own HOME.
 PY_REAL="$("$PY" -c 'import sys; print(sys.executable)')" || die "cannot run $PY"
 "$PY_REAL" -c 'import context_companion' 2>/dev/null ||

@@ -162,7 +162,7 @@ describe('classifyProbe', () => {
 });
 
 describe('runProbe against a real interpreter', () => {
-  const python = process.env.CONTEXT_COMPANION_PYTHON || 'python3';
+  const python = process.env.COMPANION_TEST_PYTHON || 'python3';
   // `-S` skips site-packages, where the package is installed: a genuine "missing package" run.
   const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cc-probe-'));
 

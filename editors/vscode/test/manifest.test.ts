@@ -60,7 +60,7 @@ describe('package.json: settings mirror the server', () => {
   });
 
   it('matches the Python Settings model: same keys, defaults, choices and bounds', () => {
-    const python = process.env.CONTEXT_COMPANION_PYTHON || 'python3';
+    const python = process.env.COMPANION_TEST_PYTHON || 'python3';
     const script = `
 import json, typing
 from pydantic import BaseModel
@@ -91,7 +91,7 @@ print(json.dumps(dict(leaves(Settings, '', Settings().to_wire()))))
       const stderr = (err as { stderr?: string }).stderr ?? String(err);
       assert.fail(
         `could not read the server's Settings model with ${python} (install the server: pip install -e '.[dev]' at the repo root, ` +
-          `or point CONTEXT_COMPANION_PYTHON at a Python that has it):\n${stderr}`,
+          `or point COMPANION_TEST_PYTHON at a Python that has it):\n${stderr}`,
       );
     }
     const server: Record<string, { default: unknown; enum?: string[]; minimum?: number; maximum?: number }> = JSON.parse(out);
