@@ -127,7 +127,7 @@ class _TcpClient:
         self.sock.close()
 
 
-@pytest.mark.parametrize("way_out", ["exit", "client-left", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("way_out", ["exit", "client-left", "SIGTERM", "SIGINT", "SIGHUP"])
 def test_every_way_out_of_a_tcp_server_stops_every_bridge_cleanly(tmp_path, way_out, figures):
     ws = _workspace(tmp_path)
     env = server_env(tmp_path / "home", tmp_path / "config", _dirs(tmp_path))

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import re
+import signal
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024 * 1024
 _HEADER_NAME = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _CONTENT_LENGTH = b"content-length:"
+# The signals every transport ends on as at end of input. SIGHUP: the terminal the server was
+# started from went away (none of these but SIGTERM/SIGINT exist on Windows).
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 
 
 class AsyncLineReader(Protocol):

@@ -159,14 +159,6 @@ async def close(ls: CompanionServer) -> None:
         await ls.mcp.close()
 
 
-async def exit_(ls: CompanionServer, *_: Any) -> None:
-    """``exit``: pygls awaits this, then ends the process (status 0 after shutdown, else 1)."""
-    try:
-        await close(ls)
-    except Exception:
-        log.exception("closing the bridges failed")
-
-
 async def _pull_configuration(ls: CompanionServer) -> None:
     caps = ls.client_capabilities
     if not (caps.workspace and caps.workspace.configuration):
@@ -212,5 +204,6 @@ HANDLERS: tuple[tuple[str, Callable[..., Any]], ...] = (
     (t.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration),
     (t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, did_change_folders),
     (t.SHUTDOWN, shutdown),
-    (t.EXIT, exit_),
+    # ``exit`` never reaches a handler: every transport reads through framing.ExitHere, which ends
+    # the loop there; the transport then runs :func:`close` as at end of input.
 )

@@ -107,9 +107,6 @@ class Protocol(LanguageServerProtocol):
             return
         method = getattr(message, "method", None)
         is_request = method is not None and hasattr(message, "id")
-        if method == t.EXIT:
-            super().handle_message(message)  # exit is always honoured (status 1 without shutdown)
-            return
         if is_request:
             refusal = self._lifecycle_refusal(str(method))
             if refusal is not None:

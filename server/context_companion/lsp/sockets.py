@@ -22,7 +22,6 @@ import contextlib
 import hmac
 import json
 import logging
-import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -33,7 +32,15 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
-from .framing import MAX_BODY, ExitHere, FrameReader, forget_before_shutdown, quiet_shutdown_errors, run_frames
+from .framing import (
+    EXIT_SIGNALS,
+    MAX_BODY,
+    ExitHere,
+    FrameReader,
+    forget_before_shutdown,
+    quiet_shutdown_errors,
+    run_frames,
+)
 
 log = logging.getLogger(__name__)
 
@@ -412,7 +419,7 @@ def serve_socket(
             if task is not None:
                 task.cancel()
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in EXIT_SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, on_signal)
         runner = _ws_main if transport == "ws" else _tcp_main

@@ -12,14 +12,13 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import stat
 import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .framing import AsyncLineReader, ExitHere, FrameReader, quiet_shutdown_errors, run_frames
+from .framing import EXIT_SIGNALS, AsyncLineReader, ExitHere, FrameReader, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +110,7 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
             stop_event.set()
             reading.cancel()
 
-        # SIGHUP: the terminal the server was started from went away (not on Windows).
-        signals = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+        signals = EXIT_SIGNALS
         for sig in signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals on Windows' loop
                 loop.add_signal_handler(sig, on_signal, sig.name)
@@ -132,18 +130,15 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
 
-    status = 0
     try:
         asyncio.run(main())
     except BrokenPipeError:
         log.error("the client closed the connection")
     except KeyboardInterrupt:
         pass
-    except SystemExit as exc:  # pygls' exit handler (not reached: see framing.ExitHere)
-        status = exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
-    return protocol.status if protocol.status is not None else status
+    return protocol.status if protocol.status is not None else 0
 
 
 def bind_host(host: str | None) -> str:
