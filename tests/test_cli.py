@@ -282,3 +282,20 @@ def test_explain_codex_and_memory_show_a_sub_folder_override(project, env):
     assert [u["content"] for u in updates["memoryUpdates"]] == ["Codex: handlers return problem+json."]
     table = run("explain", "--agent", "codex", "--workspace", str(project), "--open", "api/x.py", env=env).stdout
     assert "- api/AGENTS.md " in table and "Codex reads one file per folder: AGENTS.override.md is used" in table
+
+
+def test_a_link_in_the_workspace_is_judged_by_its_target(project, env, tmp_path):
+    """``turn`` reads the active file for the selected text: a link inside the folder must not bring
+    in a file outside it, and a link to an excluded file (.env) is excluded like the file."""
+    secret = tmp_path / "private.txt"
+    secret.write_text("TOPSECRET line one\nline two\n")
+    (project / "notes.md").symlink_to(secret)
+    out = run("turn", "--workspace", str(project), "--active", "notes.md", "--selection", "1:1:2:5", env=env)
+    assert out.returncode == 2 and out.stdout == "" and "TOPSECRET" not in out.stderr
+    assert "outside the workspace folder" in out.stderr
+    (project / ".env").write_text("API_TOKEN=hunter2-secret\n")
+    (project / "readme-link.md").symlink_to(project / ".env")
+    out = run(
+        "turn", "--workspace", str(project), "--active", "readme-link.md", "--selection", "1:1:1:25", "--json", env=env
+    )
+    assert "hunter2" not in out.stdout and "hunter2" not in out.stderr, out.stdout

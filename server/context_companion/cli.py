@@ -251,11 +251,11 @@ def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
     full = Path(os.path.normpath(p if p.is_absolute() else base / p))  # a symlink keeps the name the editor uses
     if not full.exists():
         raise ContextCompanionError(f"{flag} {raw}: no such file ({full})")
-    if full.is_relative_to(workspace):
-        return full
-    if full.resolve().is_relative_to(workspace):
-        return full.resolve()
-    raise ContextCompanionError(f"{flag} {raw}: outside the workspace folder {workspace}")
+    real = full.resolve()
+    if not real.is_relative_to(workspace):  # a symlink inside the folder may lead out of it
+        raise ContextCompanionError(f"{flag} {raw}: outside the workspace folder {workspace}")
+    # A link is given as its target, so context.exclude judges the file whose text is read.
+    return full if full == real else real
 
 
 def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path], Path | None]:
@@ -301,16 +301,16 @@ def _positions(
 
 def _active_text(active: Path, workspace: Path) -> str:
     from .errors import ContextCompanionError
+    from .memory.reading import read_text_file
 
     shown = os.path.relpath(active, workspace)
-    try:
-        if not active.is_file():
-            raise ContextCompanionError(f"--active {shown}: not a file, so it has no positions")
-        if active.stat().st_size > MAX_ACTIVE_BYTES:
-            raise ContextCompanionError(f"--active {shown}: larger than {MAX_ACTIVE_BYTES // (1024 * 1024)} MiB")
-        return active.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise ContextCompanionError(f"--active {shown}: cannot read: {exc.strerror or exc}") from None
+    read = read_text_file(str(active), MAX_ACTIVE_BYTES)  # regular files only, never blocks, capped
+    if read.text is None:
+        why = "no such file" if read.missing else read.skip
+        raise ContextCompanionError(f"--active {shown}: {why}, so it has no positions")
+    if read.cut is not None:
+        raise ContextCompanionError(f"--active {shown}: larger than {MAX_ACTIVE_BYTES // (1024 * 1024)} MiB")
+    return read.text
 
 
 def _check_position(flag: str, raw: str, point: tuple[int, int], lines: list[str], shown: str) -> None:
@@ -383,9 +383,12 @@ class OneShot:
 def _cmd_instruction(args: argparse.Namespace) -> int:
     shot = OneShot(args)
     instruction = shot.start()
-    memory = shot.turn(editor=False)
     for warning in instruction.warnings:
         _warn(args, warning)
+    if args.instruction_only and not args.json:
+        sys.stdout.write(instruction.text + "\n")
+        return 0
+    memory = shot.turn(editor=False)
     if args.json:
         out = instruction.to_wire()
         out["environmentPlacement"] = instruction.environment_placement
@@ -394,7 +397,7 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
         out["memoryUpdates"] = list(memory.memory_updates)
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
         return 0
-    sys.stdout.write(instruction_with_turn_memory(instruction.text, None if args.instruction_only else memory.text))
+    sys.stdout.write(instruction_with_turn_memory(instruction.text, memory.text))
     return 0
 
 
@@ -422,18 +425,13 @@ def _cmd_turn(args: argparse.Namespace) -> int:
 def _cmd_memory(args: argparse.Namespace) -> int:
     shot = OneShot(args)
     companion = shot.companion
+    if args.json:
+        from .workspace.commands import memory_payload
+
+        sys.stdout.write(json.dumps(memory_payload(companion), indent=2, ensure_ascii=False) + "\n")
+        return 0
     result = companion.show_memory()
     with_turn = companion.turn_delivered()
-    if args.json:
-        payload = {
-            "files": [{**f.to_wire(), "comesWithTurn": f.path in with_turn} for f in result.files],
-            "dropped": list(result.dropped),
-            "warnings": list(result.warnings),
-            "tokens": companion.memory_tokens(result),
-            "text": result.text,
-        }
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        return 0
     if not result.files:
         sys.stdout.write("No memory files found.\n")
         return 0
