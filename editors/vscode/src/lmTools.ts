@@ -5,8 +5,8 @@
  * The `vscode` module is injected, so the pure parts and the registration are unit-tested.
  */
 import type * as vscode from 'vscode';
+import { isMemoryFile, memoryFileFacts } from './memoryItems';
 import {
-  type MemoryFile,
   ServerCommand,
   type ShowMemoryResult,
   type SystemInstructionResult,
@@ -100,27 +100,21 @@ export function turnContextText(result: TurnContextResult): string {
   return turnContextMarkdown(result);
 }
 
-/** One line per memory file: where it is, whether it is in the instruction, and why. */
+/**
+ * One line per memory file: where it is, whether it is in the instruction or comes with the turn,
+ * and why (the facts the "Show Memory Files" quick pick shows, from {@link memoryFileFacts}).
+ */
 export function memoryFilesText(result: ShowMemoryResult & { warnings?: unknown }): string {
-  const files: MemoryFile[] = (Array.isArray(result.files) ? result.files : []).filter(
-    (f) => f !== null && typeof f === 'object' && typeof f.path === 'string',
-  );
+  const files = (Array.isArray(result.files) ? result.files : []).filter(isMemoryFile).map(memoryFileFacts);
   if (files.length === 0) {
     return 'No memory files were found (AGENTS.md, CLAUDE.md, GEMINI.md, rule files) for this workspace.';
   }
-  const lines = files.map((f) => {
-    const facts = [f.tier, typeof f.tokens === 'number' ? `${f.tokens} tokens` : undefined].filter(Boolean).join(', ');
-    const why = f.reason ?? '';
-    const state =
-      f.included === false
-        ? why.startsWith('not included')
-          ? why
-          : `not included${why ? `: ${why}` : ''}`
-        : `included${why ? ` (${why})` : ''}`;
-    return `- ${f.path}${facts ? ` [${facts}]` : ''}: ${state}`;
-  });
-  const included = files.filter((f) => f.included !== false).length;
-  const out = [`${files.length} memory file${files.length === 1 ? '' : 's'}, ${included} included in the system instruction:`, ...lines];
+  const lines = files.map((f) => `- ${f.path}${f.facts.length > 0 ? ` [${f.facts.join(', ')}]` : ''}: ${f.state}`);
+  const inInstruction = files.filter((f) => f.included && !f.comesWithTurn).length;
+  const withTurn = files.filter((f) => f.included && f.comesWithTurn).length;
+  const counts = [`${inInstruction} included in the system instruction`];
+  if (withTurn > 0) counts.push(`${withTurn} ${withTurn === 1 ? 'comes' : 'come'} with the turn`);
+  const out = [`${files.length} memory file${files.length === 1 ? '' : 's'}, ${counts.join(', ')}:`, ...lines];
   const warnings = Array.isArray(result.warnings) ? result.warnings.filter((w): w is string => typeof w === 'string') : [];
   if (warnings.length > 0) out.push('', 'Warnings:', ...warnings.map((w) => `- ${w}`));
   return out.join('\n');

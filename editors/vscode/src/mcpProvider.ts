@@ -10,7 +10,7 @@
  * The `vscode` module is injected, so this is unit-tested without VS Code.
  */
 import type * as vscode from 'vscode';
-import type { LaunchPlan } from './launch';
+import { type LaunchPlan, SERVER_MODULE } from './launch';
 
 /** `contributes.mcpServerDefinitionProviders[].id` (and `modelContextServerCollections` for VS Code 1.100). */
 export const MCP_PROVIDER_ID = 'contextCompanion.mcp';
@@ -33,7 +33,7 @@ export function mcpCommandLine(plan: LaunchPlan, workspace: string, serverPid?: 
   if (serverPid !== undefined) tail.push('--server-pid', String(serverPid));
   if (plan.python && plan.python.length > 0) {
     const [command, ...prefix] = plan.python;
-    return { command, args: [...prefix, '-m', 'context_companion', ...tail] };
+    return { command, args: [...prefix, '-m', SERVER_MODULE, ...tail] };
   }
   const parts = [plan.command, ...plan.args];
   const serve = parts.indexOf('serve');
@@ -82,14 +82,14 @@ export type McpRegistration = { registered: true; disposable: vscode.Disposable 
 /** Register the provider when this VS Code has the API; otherwise say which API is missing. */
 export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource, log: (line: string) => void): McpRegistration {
   const lm = vs.lm as unknown as McpLm | undefined;
+  const register = lm?.registerMcpServerDefinitionProvider;
   const Definition = (vs as unknown as { McpStdioServerDefinition?: McpStdioServerDefinitionCtor }).McpStdioServerDefinition;
-  let reason: string | undefined;
-  if (typeof lm?.registerMcpServerDefinitionProvider !== 'function') {
+  let reason: string;
+  if (typeof register !== 'function') {
     reason = `this VS Code (${vs.version}) has no vscode.lm.registerMcpServerDefinitionProvider (final API from VS Code 1.101)`;
   } else if (typeof Definition !== 'function') {
     reason = `this VS Code (${vs.version}) has no vscode.McpStdioServerDefinition`;
-  }
-  if (reason === undefined && lm?.registerMcpServerDefinitionProvider && Definition) {
+  } else {
     const provider: McpServerDefinitionProvider = {
       onDidChangeMcpServerDefinitions: source.onDidChange,
       provideMcpServerDefinitions: async () => {
@@ -109,7 +109,7 @@ export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource
       },
     };
     try {
-      const disposable = lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, provider);
+      const disposable = register.call(lm, MCP_PROVIDER_ID, provider);
       log(`MCP server definition provider registered (${MCP_PROVIDER_ID}).`);
       return { registered: true, disposable };
     } catch (err) {
@@ -117,5 +117,5 @@ export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource
     }
   }
   log(`MCP server definition provider not registered: ${reason}`);
-  return { registered: false, reason: reason ?? 'unknown' };
+  return { registered: false, reason };
 }

@@ -13,6 +13,7 @@ import {
   ToolInputError,
   turnContextText,
 } from '../src/lmTools';
+import { toMemoryPickItems } from '../src/memoryItems';
 import { ServerCommand } from '../src/protocol';
 
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8'));
@@ -92,7 +93,7 @@ describe('language model tools: the text the model gets', () => {
       text,
       [
         '2 memory files, 1 included in the system instruction:',
-        '- AGENTS.md [workspace, 12 tokens]: included (workspace memory)',
+        '- AGENTS.md [workspace, 12 tokens]: included: workspace memory',
         '- CLAUDE.md [workspace, 0 tokens]: not included: only repeats AGENTS.md',
         '',
         'Warnings:',
@@ -100,6 +101,47 @@ describe('language model tools: the text the model gets', () => {
       ].join('\n'),
     );
     assert.match(memoryFilesText({ files: [] }), /No memory files were found/);
+  });
+
+  it('says a subfolder file comes with the turn and does not count it as in the system instruction', () => {
+    const text = memoryFilesText({
+      files: [
+        { path: 'AGENTS.md', tier: 'workspace', tokens: 1520, included: true, reason: 'workspace root' },
+        { path: 'api/AGENTS.md', tier: 'jit', tokens: 18, included: true, reason: 'active file api/h.go', comesWithTurn: true },
+        { path: 'web/AGENTS.md', tier: 'jit', tokens: 9, included: false, reason: 'not included: no open file under web/' },
+      ],
+    });
+    assert.equal(
+      text,
+      [
+        '3 memory files, 1 included in the system instruction, 1 comes with the turn:',
+        '- AGENTS.md [workspace, 1,520 tokens]: included: workspace root',
+        '- api/AGENTS.md [jit, 18 tokens, comes with the turn]: included: active file api/h.go',
+        '- web/AGENTS.md [jit, 9 tokens]: not included: no open file under web/',
+      ].join('\n'),
+    );
+  });
+
+  it('says about each file what the "Show Memory Files" quick pick says', () => {
+    const files = [
+      { path: 'api/AGENTS.md', tier: 'jit', tokens: 18, included: true, reason: 'active file api/h.go', comesWithTurn: true },
+      { path: 'CLAUDE.md', tier: 'workspace', tokens: 0, included: false, reason: 'not included: only repeats AGENTS.md' },
+    ];
+    assert.deepEqual(
+      toMemoryPickItems(files).map((i) => [i.description, i.detail]),
+      [
+        ['jit · 18 tokens · comes with the turn', 'included: active file api/h.go — api/AGENTS.md'],
+        ['workspace · 0 tokens', 'not included: only repeats AGENTS.md — CLAUDE.md'],
+      ],
+    );
+    assert.equal(
+      memoryFilesText({ files }),
+      [
+        '2 memory files, 0 included in the system instruction, 1 comes with the turn:',
+        '- api/AGENTS.md [jit, 18 tokens, comes with the turn]: included: active file api/h.go',
+        '- CLAUDE.md [workspace, 0 tokens]: not included: only repeats AGENTS.md',
+      ].join('\n'),
+    );
   });
 });
 
