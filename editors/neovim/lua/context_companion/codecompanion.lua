@@ -12,7 +12,7 @@
 ---      or compacted it, a delta after, with the memory that applies to the open files) as a hidden
 ---      user message before the user's own.
 ---
---- A closed chat ends its session on the server.
+--- A closed chat ends its session on the server and drops the plugin's cached copy of its instruction.
 ---
 --- It also turns off codecompanion's own rules loader (`rules.opts.chat.enabled = false`), which
 --- would send `AGENTS.md` & co. a second time as a user message that goes stale when they change;
@@ -142,8 +142,13 @@ function M.setup(opts, cc_opts)
           M.before_submit(c)
         end)
         chat:add_callback('on_closed', function(c)
+          local session = M.session(c)
           -- the server forgets the chat's session (an error for a chat that never sent a turn is fine)
-          cc.execute('endSession', { sessionId = M.session(c) }, { bufnr = source_buf(c) }, function() end)
+          cc.execute('endSession', { sessionId = session }, { bufnr = source_buf(c) }, function() end)
+          -- and the plugin its cached copy of the chat's instruction (kept per client, per session)
+          for _, per_client in pairs(lsp.state.cache) do
+            per_client[session] = nil
+          end
         end)
       end
     end,

@@ -7,10 +7,6 @@ M.SHOW_DIFF = 'contextCompanion/showDiff'
 M.CLOSE_DIFF = 'contextCompanion/closeDiff'
 M.STATUS = 'contextCompanion.companionStatus'
 
----@type table<string, string>? the environment set from the last companionStarted (Gemini CLI)
-M.env = nil
----@type integer?
-M.port = nil
 ---@type table<string, table<string, string>> integration key (`geminiCli`, `claudeCode`) → the variables it set
 M.envs = {}
 
@@ -69,11 +65,6 @@ function M.on_started(_, params)
     if params[key] ~= nil then
       apply_env(key, params[key])
     end
-  end
-  local g = M.envs.geminiCli and params.geminiCli or nil
-  if params.geminiCli ~= nil then
-    M.env = M.envs.geminiCli
-    M.port = type(g) == 'table' and g.port or nil
   end
 end
 
