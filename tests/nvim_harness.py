@@ -3,8 +3,10 @@ lsp_harness.py, so tests under tests/editors and tests/agents share one copy).
 
 ``EVAL_LUA`` is the Lua every harness loads: ``_G.t_eval(json)`` runs a chunk of Lua sent as a JSON
 string and answers ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": ...}`` as JSON, so a
-test gets a Lua error as a message instead of an RPC failure. An init script that uses
-:class:`HeadlessNvim` must define it (and ``_G.t_msgs``, the notifications it keeps)."""
+test gets a Lua error as a message instead of an RPC failure. ``CAPTURE_LUA`` keeps what the user
+would see instead of showing it: ``vim.notify`` messages in ``_G.t_msgs`` and the plugin's
+``User ContextCompanionChanged`` data in ``_G.t_events``. An init script that uses :class:`HeadlessNvim`
+must load both (its diagnostics read ``_G.t_msgs``)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,30 @@ function _G.t_eval(json)
   return out
 end
 """
+
+CAPTURE_LUA = r"""
+_G.t_msgs = {}
+vim.notify = function(msg, level)
+  table.insert(_G.t_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
+end
+_G.t_events = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'ContextCompanionChanged',
+  callback = function(ev) table.insert(_G.t_events, ev.data) end,
+})
+"""
+
+# A Lua chunk's head: ``f`` is the active file of a full turn context for the session 'probe' (what the
+# server knows of the editor now); the caller adds the rest, e.g. ``return f and f.cursor.line == 2``.
+ACTIVE_FILE_LUA = """
+local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })
+local f = r and r.context and r.context.activeFile
+"""
+
+
+def lua_str(text: str) -> str:
+    """A Lua string literal (JSON string syntax is valid Lua for what we pass)."""
+    return json.dumps(text)
 
 
 # The RPC client: Neovim itself, relaying one JSON request per stdin line to the socket.

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nvim_harness import EVAL_LUA
+from nvim_harness import CAPTURE_LUA, EVAL_LUA, lua_str
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
@@ -61,10 +61,7 @@ vim.o.more = false
 
 -- Messages are kept for the test instead of shown: a long one would open a hit-enter prompt that
 -- swallows the next typed key.
-_G.et_msgs = {}
-vim.notify = function(msg, level)
-  table.insert(_G.et_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
-end
+%(capture)s
 
 %(eval)s
 
@@ -94,10 +91,6 @@ _G.et_term = { buf = buf, job = job, win = vim.api.nvim_get_current_win() }
 vim.cmd('startinsert')
 return _G.et_term
 """
-
-
-def _lua_str(text: str) -> str:
-    return json.dumps(text)
 
 
 def find_nvim() -> str:
@@ -169,9 +162,10 @@ class EditorTerminal:
         self.init.write_text(
             INIT_LUA
             % {
-                "plugin": _lua_str(str(PLUGIN)),
-                "cmd": _lua_str(json.dumps(SERVER_CMD)),
+                "plugin": lua_str(str(PLUGIN)),
+                "cmd": lua_str(json.dumps(SERVER_CMD)),
                 "extra": extra_lua,
+                "capture": CAPTURE_LUA,
                 "eval": EVAL_LUA,
             },
             encoding="utf-8",
@@ -227,7 +221,7 @@ class EditorTerminal:
                 raise AssertionError(f"Neovim did not open its socket\n{self.screen()}")
             time.sleep(0.05)
         for name in reversed(files):
-            self.lua(f"vim.cmd.edit(vim.fn.fnameescape({_lua_str(str(self.workspace / name))}))")
+            self.lua(f"vim.cmd.edit(vim.fn.fnameescape({lua_str(str(self.workspace / name))}))")
         self.wait_lua(ATTACHED_LUA, "the Context Companion client to attach", timeout=ATTACH_TIMEOUT)
 
     def stop(self) -> None:
@@ -289,7 +283,7 @@ class EditorTerminal:
     def terminal(self, command: str) -> None:
         """Opens a terminal window (right half) running ``bash -c '<command>; exit $?'`` and
         enters terminal (insert) mode in it. The trailing ``exit`` keeps bash in the process tree."""
-        self.lua(TERMINAL_LUA % _lua_str(json.dumps(["bash", "-c", f"{command}; exit $?"])))
+        self.lua(TERMINAL_LUA % lua_str(json.dumps(["bash", "-c", f"{command}; exit $?"])))
 
     # ------------------------------------------------------------------ keys and screen
 
@@ -325,7 +319,7 @@ class EditorTerminal:
     def diagnostics(self) -> str:
         parts = ["screen:\n" + self.screen()]
         try:
-            parts.append("notifications: " + json.dumps(self.lua("return _G.et_msgs")))
+            parts.append("notifications: " + json.dumps(self.lua("return _G.t_msgs")))
         except Exception as exc:
             parts.append(f"(could not read Neovim's messages: {exc})")
         if self.lsp_log.exists():

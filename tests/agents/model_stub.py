@@ -249,6 +249,16 @@ class ModelStub:
         return _Handler
 
 
+def common_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes two recorded request parts share (the identical, cacheable prefix)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def main() -> None:
     import importlib
 

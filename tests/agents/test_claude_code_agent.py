@@ -20,7 +20,8 @@ from typing import Any
 import node_packages
 import pytest
 from editor_terminal import EditorTerminal
-from model_stub import ModelStub, Recorded
+from model_stub import ModelStub, Recorded, common_prefix
+from nvim_harness import ACTIVE_FILE_LUA
 from stub_anthropic import REPLY_OK, last_user_blocks, tool_use_id
 
 HERE = Path(__file__).parent
@@ -61,37 +62,31 @@ def is_prompt(rec: Recorded, prompt: str) -> bool:
     return rec.path == "/v1/messages" and isinstance(body, dict) and prompt in user_texts(rec) and "tools" in body
 
 
-def ide_context(rec: Recorded, path: Path) -> tuple[str, str]:
+def ide_context(rec: Recorded, path: Path, any_sentence: bool = False) -> tuple[str, str]:
     """Where in ``messages`` Claude Code put the IDE context naming ``path`` (the last such text
-    block): ``("messages[i] role=…", the text from "The user …" on)``; ``("", "")`` when nowhere."""
+    block): ``("messages[i] role=…", the text from "The user …" on)``; ``("", "")`` when nowhere.
+    By default the context is a selection's ("… from <path>"; from there when no "The user" precedes
+    it); ``any_sentence``: any sentence naming ``path`` ("opened the file …" too), the block's last,
+    from "The user" on (none without it)."""
     found = ("", "")
     for i, message in enumerate(rec.json.get("messages") or []):
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         for block in blocks:
             text = str(block.get("text", "")) if isinstance(block, dict) else ""
-            at = text.find(f"from {path}")
-            if at != -1:
+            if any_sentence:
+                at = text.rfind(str(path))
+                start = text.rfind("The user", 0, at) if at != -1 else -1
+                if start == -1:
+                    continue
+            else:
+                at = text.find(f"from {path}")
+                if at == -1:
+                    continue
                 start = text.rfind("The user", 0, at)
-                found = (f"messages[{i}] role={message.get('role')}", text[start if start != -1 else at :])
-    return found
-
-
-def ide_context_any(rec: Recorded, path: Path) -> tuple[str, str]:
-    """Like :func:`ide_context` for any sentence naming ``path`` ("opened the file …" too): the last
-    new such sentence of the request, from "The user" on."""
-    found = ("", "")
-    needle = str(path)
-    messages = rec.json.get("messages") or []
-    for i, message in enumerate(messages):
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for block in blocks:
-            text = str(block.get("text", "")) if isinstance(block, dict) else ""
-            at = text.rfind(needle)
-            start = text.rfind("The user", 0, at) if at != -1 else -1
-            if start != -1:
-                found = (f"messages[{i}] role={message.get('role')}", text[start:])
+                if start == -1:
+                    start = at
+            found = (f"messages[{i}] role={message.get('role')}", text[start:])
     return found
 
 
@@ -112,15 +107,6 @@ def result_text(block: dict[str, Any]) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
     return str(content)
-
-
-def common_prefix(a: bytes, b: bytes) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @pytest.fixture
@@ -168,9 +154,7 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
     #    typed from visual mode (the selection stays the editor's last one).
     editor.send("2GVj", enter=False)
     editor.wait_lua(
-        "local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })"
-        " local f = r and r.context and r.context.activeFile"
-        " return f and f.selectedText and f.selectedText:find('return \"hi\"', 1, true) ~= nil",
+        ACTIVE_FILE_LUA + "return f and f.selectedText and f.selectedText:find('return \"hi\"', 1, true) ~= nil",
         what="the server to have the selection",
     )
     editor.send(":", enter=False)
@@ -194,21 +178,14 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
     assert str(ws / "app.py").encode() not in system_first  # the IDE context is not in the system part
 
     # 2. The user selects something else: it reaches the next request, no restart.
-    editor.keys("C-\\", "C-n")
-    editor.keys("C-w", "k")
-    editor.send("5GVj", enter=False)
-    editor.wait_lua(
-        "local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })"
-        " local f = r and r.context and r.context.activeFile"
-        " return f and f.selectedText and f.selectedText:find('def bye', 1, true) ~= nil",
-        what="the server to have the new selection",
+    second = move_then_prompt(
+        editor,
+        model_stub,
+        "5GVj",
+        "f.selectedText and f.selectedText:find('def bye', 1, true) ~= nil",
+        "the server to have the new selection",
+        "And this one?",
     )
-    editor.keys("C-w", "j")
-    editor.send("i", enter=False)
-    second_prompt = "And this one?"
-    after = model_stub.next_seq
-    editor.send(second_prompt)
-    second = model_stub.wait_for(lambda r: is_prompt(r, second_prompt), timeout=60, after=after)
     where_second, ide_second = ide_context(second, ws / "app.py")
     assert ide_second.startswith(f"The user selected the lines 5 to 6 from {ws / 'app.py'}"), ide_second
     assert "def bye" in ide_second, ide_second
@@ -230,22 +207,15 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
     agent_figures("claude-code", "first IDE context block", ide_first[:160].replace("\n", "\\n"))
 
     # ... and so does a bare cursor move (no selection): then it is told the open file.
-    editor.keys("C-\\", "C-n")
-    editor.keys("C-w", "k")
-    editor.send("gg", enter=False)
-    editor.wait_lua(
-        "local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })"
-        " local f = r and r.context and r.context.activeFile"
-        " return f and f.cursor and f.cursor.line == 1 and f.selectedText == nil",
-        what="the server to have the cursor on line 1 without a selection",
+    third = move_then_prompt(
+        editor,
+        model_stub,
+        "gg",
+        "f.cursor and f.cursor.line == 1 and f.selectedText == nil",
+        "the server to have the cursor on line 1 without a selection",
+        "Where am I?",
     )
-    editor.keys("C-w", "j")
-    editor.send("i", enter=False)
-    third_prompt = "Where am I?"
-    after = model_stub.next_seq
-    editor.send(third_prompt)
-    third = model_stub.wait_for(lambda r: is_prompt(r, third_prompt), timeout=60, after=after)
-    _, ide_third = ide_context_any(third, ws / "app.py")
+    _, ide_third = ide_context(third, ws / "app.py", any_sentence=True)
     assert ide_third.startswith(f"The user opened the file {ws / 'app.py'} in the IDE"), ide_third
     system_third = json.dumps(third.json["system"]).encode()
     agent_figures("claude-code", "system part changed by a cursor move", system_second != system_third)
@@ -265,6 +235,23 @@ def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_tr
     assert not rejected.exists()
     assert reply.get("is_error") is True, reply
     agent_figures("claude-code", "openDiff reject → tool_result", result_text(reply)[:80])
+
+
+def move_then_prompt(
+    editor: EditorTerminal, stub: ModelStub, keys: str, server_has: str, what: str, prompt: str
+) -> Recorded:
+    """From Claude Code's terminal (the lower window): leave terminal mode, ``<C-w>k`` to the file,
+    type ``keys``, wait until the server's active file ``f`` satisfies ``server_has`` (a Lua
+    expression), ``<C-w>j`` and ``i`` back into the terminal, send ``prompt``; returns its request."""
+    editor.keys("C-\\", "C-n")
+    editor.keys("C-w", "k")
+    editor.send(keys, enter=False)
+    editor.wait_lua(ACTIVE_FILE_LUA + f"return f and {server_has}", what=what)
+    editor.keys("C-w", "j")
+    editor.send("i", enter=False)
+    after = stub.next_seq
+    editor.send(prompt)
+    return stub.wait_for(lambda r: is_prompt(r, prompt), timeout=60, after=after)
 
 
 def diff_round(editor: EditorTerminal, stub: ModelStub, path: Path, content: str, decide: str) -> dict[str, Any]:
@@ -287,7 +274,7 @@ def diff_round(editor: EditorTerminal, stub: ModelStub, path: Path, content: str
         " return table.concat(vim.api.nvim_buf_get_lines(d.proposed, 0, -1, false), '\\n')"
     )
     assert shown == content.rstrip("\n")
-    told = [m["msg"] for m in editor.lua("return _G.et_msgs") if path.name in m["msg"]]
+    told = [m["msg"] for m in editor.lua("return _G.t_msgs") if path.name in m["msg"]]
     assert told and told[-1].startswith(f"A proposed change to {path.name} ("), told
     editor.keys("Escape")
     editor.lua(

@@ -1,5 +1,5 @@
 """codecompanion.nvim, end to end: a real headless Neovim with plenary.nvim + codecompanion.nvim (the
-pinned snapshot in ``shared/vendor``, found through ``CONTEXT_COMPANION_VENDOR``), our plugin, and the
+pinned snapshot in ``shared/vendor``, found through ``COMPANION_TEST_VENDOR``), our plugin, and the
 set-up block of docs/editors/neovim.md ("### codecompanion.nvim") run verbatim. codecompanion talks to
 the recording model stub through an OpenAI-compatible adapter; the test reads the requests it sent.
 
@@ -31,14 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_stub import ModelStub, Recorded
-from nvim_harness import EVAL_LUA, HeadlessNvim
+from model_stub import ModelStub, Recorded, common_prefix
+from nvim_harness import ACTIVE_FILE_LUA, CAPTURE_LUA, EVAL_LUA, HeadlessNvim, lua_str
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
 DOC = REPO / "docs" / "editors" / "neovim.md"
-# read at import: the suite's autouse fixture clears CONTEXT_COMPANION_* variables for each test
-VENDOR_ENV = os.environ.get("CONTEXT_COMPANION_VENDOR")
+# test tooling, not a server setting: CONTEXT_COMPANION_* is the server's settings prefix (and the suite's
+# autouse fixture clears those variables for each test)
+VENDOR_ENV = os.environ.get("COMPANION_TEST_VENDOR")
 SERVER_CMD = [sys.executable, "-m", "context_companion", "serve"]
 STEP = 45.0  # seconds any one awaited step may take (a loaded 2-core machine is slow)
 
@@ -55,15 +56,7 @@ vim.opt.rtp:prepend(%(plugin)s)
 vim.o.swapfile = false
 vim.o.shortmess = vim.o.shortmess .. 'I'
 
-_G.t_msgs = {}
-vim.notify = function(msg, level)
-  table.insert(_G.t_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
-end
-_G.t_events = {}
-vim.api.nvim_create_autocmd('User', {
-  pattern = 'ContextCompanionChanged',
-  callback = function(ev) table.insert(_G.t_events, ev.data) end,
-})
+%(capture)s
 %(eval)s
 
 require('context_companion').setup({ cmd = vim.json.decode(%(cmd)s) })
@@ -82,10 +75,6 @@ end
 """
 
 
-def lua_str(text: str) -> str:
-    return json.dumps(text)
-
-
 def doc_snippet() -> str:
     """The first fenced Lua block under "### codecompanion.nvim" in docs/editors/neovim.md."""
     text = DOC.read_text(encoding="utf-8")
@@ -99,16 +88,14 @@ def doc_snippet() -> str:
 def vendor_dirs() -> tuple[Path, Path, str]:
     if not VENDOR_ENV:
         pytest.fail(
-            "CONTEXT_COMPANION_VENDOR is not set: set it to the shared/vendor folder holding codecompanion.nvim and plenary.nvim (.ci/run sets it to ../shared/vendor)",
+            "COMPANION_TEST_VENDOR is not set: set it to the shared/vendor folder holding codecompanion.nvim and plenary.nvim (.ci/run sets it to ../shared/vendor)",
             pytrace=False,
         )
     vendor = Path(VENDOR_ENV).resolve()  # relative to where pytest runs (the README gives ../shared/vendor)
     cc_dir, plenary = vendor / "codecompanion.nvim", vendor / "plenary.nvim"
     for d in (cc_dir, plenary):
         if not (d / "lua").is_dir():
-            pytest.fail(
-                f"CONTEXT_COMPANION_VENDOR={vendor}: {d.name} is missing there (expected {d}/lua)", pytrace=False
-            )
+            pytest.fail(f"COMPANION_TEST_VENDOR={vendor}: {d.name} is missing there (expected {d}/lua)", pytrace=False)
     version = (cc_dir / "version.txt").read_text(encoding="utf-8").strip() if (cc_dir / "version.txt").exists() else "?"
     return cc_dir, plenary, version
 
@@ -164,14 +151,6 @@ def system_part(body: dict[str, Any]) -> str:
     return "".join(m["content"] for m in body["messages"] if m["role"] == "system")
 
 
-def common_prefix(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def submit(nvim: Nvim, stub: ModelStub, text: str) -> dict[str, Any]:
     """Types ``text`` into the chat buffer, sends it with codecompanion's <CR> keymap, waits for the
     request and for the chat to take the stub's answer; returns the recorded body."""
@@ -217,6 +196,7 @@ def test_codecompanion_chat_carries_our_context(
             "codecompanion": lua_str(str(cc_dir)),
             "plugin": lua_str(str(PLUGIN)),
             "cmd": lua_str(json.dumps(SERVER_CMD)),
+            "capture": CAPTURE_LUA,
             "eval": EVAL_LUA,
         }
         + doc_snippet()
@@ -235,11 +215,7 @@ def test_codecompanion_chat_carries_our_context(
     # the cursor on line 2 ("body = ..."), character 5 (the model is given 1-based positions)
     nvim.keys("2G5|")
     nvim.wait_lua(
-        """
-        local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })
-        local f = r and r.context and r.context.activeFile
-        return f and f.cursor and f.cursor.line == 2 and f.cursor.character == 5
-        """,
+        ACTIVE_FILE_LUA + "return f and f.cursor and f.cursor.line == 2 and f.cursor.character == 5",
         "the server to know the cursor",
     )
 
@@ -269,11 +245,7 @@ def test_codecompanion_chat_carries_our_context(
     nvim.lua("vim.cmd('wincmd p')")
     nvim.keys("3G")
     nvim.wait_lua(
-        """
-        local r = require('context_companion').turn_context({ sessionId = 'probe', forceFull = true })
-        local f = r and r.context and r.context.activeFile
-        return f and f.cursor and f.cursor.line == 3
-        """,
+        ACTIVE_FILE_LUA + "return f and f.cursor and f.cursor.line == 3",
         "the server to know the new cursor",
     )
     body2 = submit(nvim, model_stub, "And when the body is empty?")
@@ -401,6 +373,7 @@ def test_codecompanion_setup_merges_options(nvim_factory: Callable[[str, Path], 
         "plenary": lua_str(str(tmp_path)),
         "codecompanion": lua_str(str(tmp_path)),
         "plugin": lua_str(str(PLUGIN)),
+        "capture": CAPTURE_LUA,
         "eval": EVAL_LUA,
     }
     nvim = nvim_factory(init, tmp_path)

@@ -28,7 +28,8 @@ from typing import Any
 import node_packages
 import pytest
 from editor_terminal import EditorTerminal
-from model_stub import ModelStub, Recorded
+from model_stub import ModelStub, Recorded, common_prefix
+from nvim_harness import ACTIVE_FILE_LUA
 
 HERE = Path(__file__).parent
 NODE_DIR = HERE / "gemini"
@@ -113,14 +114,6 @@ def editor_context(rec: Recorded, intro: str) -> tuple[str, dict[str, Any]]:
     return found
 
 
-def common_prefix(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
 class GeminiInNeovim:
     """The user's moves: select in the file window, prompt in the CLI's terminal window."""
 
@@ -137,12 +130,7 @@ class GeminiInNeovim:
             self.editor.keys("Escape")
         self.editor.keys("C-w", "t", *keys)  # <C-w>t: the top-left window, the file
         view = self.editor.wait_lua(
-            f"""
-            local r = require('context_companion').turn_context({{ sessionId = 'probe', forceFull = true }})
-            local a = r and r.context and r.context.activeFile
-            if a and a.selectedText == {json.dumps(expected)} then return a end
-            return nil
-            """,
+            ACTIVE_FILE_LUA + f"if f and f.selectedText == {json.dumps(expected)} then return f end return nil",
             f"the server to have the selection {expected!r}",
         )
         time.sleep(SETTLE)

@@ -22,7 +22,7 @@ from typing import Any
 
 import node_packages
 import pytest
-from nvim_harness import EVAL_LUA, HeadlessNvim
+from nvim_harness import CAPTURE_LUA, EVAL_LUA, HeadlessNvim, lua_str
 
 pytestmark = pytest.mark.editor
 
@@ -41,15 +41,7 @@ vim.o.swapfile = false
 vim.o.shortmess = vim.o.shortmess .. 'I'
 
 -- what the user would see, kept for the test
-_G.t_msgs = {}
-vim.notify = function(msg, level)
-  table.insert(_G.t_msgs, { msg = tostring(msg), level = level or vim.log.levels.INFO })
-end
-_G.t_events = {}
-vim.api.nvim_create_autocmd('User', {
-  pattern = 'ContextCompanionChanged',
-  callback = function(ev) table.insert(_G.t_events, ev.data) end,
-})
+%(capture)s
 
 -- an agent plugin's command, run from visual mode as :'<,'>ProbeTurn
 vim.api.nvim_create_user_command('ProbeTurn', function()
@@ -62,11 +54,6 @@ end, { range = true })
 """
 
 
-def lua_str(text: str) -> str:
-    """A Lua string literal (JSON string syntax is valid Lua for what we pass)."""
-    return json.dumps(text)
-
-
 def setup_call(**options: Any) -> str:
     """`require('context_companion').setup({...})` with the server command of this interpreter."""
     options.setdefault("cmd", SERVER_CMD)
@@ -77,7 +64,12 @@ class Nvim(HeadlessNvim):
     """One headless Neovim with the plugin and ``setup`` (a Lua call) in its init."""
 
     def __init__(self, root: Path, setup: str, cwd: Path, env: dict[str, str] | None = None) -> None:
-        init = INIT_TEMPLATE % {"plugin": lua_str(str(PLUGIN)), "setup": setup, "eval": EVAL_LUA}
+        init = INIT_TEMPLATE % {
+            "plugin": lua_str(str(PLUGIN)),
+            "setup": setup,
+            "capture": CAPTURE_LUA,
+            "eval": EVAL_LUA,
+        }
         super().__init__(NVIM, root, init, cwd, env, timeout=DEADLINE)
 
     def wait_attached(self) -> dict[str, Any]:
@@ -654,15 +646,21 @@ def test_a_wrong_token_over_tcp_is_refused_and_the_user_told(start_nvim, workspa
 GEMINI_NODE = REPO / "tests" / "gemini" / "node"
 
 
-def test_gemini_cli_env_reaches_terminals_and_a_diff_is_accepted_with_the_users_edit(
-    start_nvim, workspace: Path, tmp_path: Path
-) -> None:
-    node_packages.ensure(GEMINI_NODE, "Gemini CLI's own IDE client (@google/gemini-cli-core)")
+def start_attached_with_tmpdir(start_nvim: Callable[..., Nvim], workspace: Path, tmp_path: Path) -> tuple[Nvim, Path]:
+    """Neovim with a TMPDIR of its own (returned too), ``src/main.py`` open and the client attached."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     nvim = start_nvim(env={"TMPDIR": str(tmpdir)})
     edit(nvim, workspace / "src" / "main.py")
     nvim.wait_attached()
+    return nvim, tmpdir
+
+
+def test_gemini_cli_env_reaches_terminals_and_a_diff_is_accepted_with_the_users_edit(
+    start_nvim, workspace: Path, tmp_path: Path
+) -> None:
+    node_packages.ensure(GEMINI_NODE, "Gemini CLI's own IDE client (@google/gemini-cli-core)")
+    nvim, tmpdir = start_attached_with_tmpdir(start_nvim, workspace, tmp_path)
     port = nvim.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the Gemini CLI environment")
     status = nvim.lua(
         "local r, err = require('context_companion').execute('companionStatus', {}); return err and err.message or r"
@@ -723,11 +721,7 @@ def test_gemini_cli_env_reaches_terminals_and_a_diff_is_accepted_with_the_users_
 def test_claude_code_env_reaches_terminals_beside_gemini_clis(start_nvim, workspace: Path, tmp_path: Path) -> None:
     """Both integrations are on by default; each announces its own key and the plugin keeps both sets
     of variables. A key's null takes only its own away, and no announcement can set another variable."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    nvim = start_nvim(env={"TMPDIR": str(tmpdir)})
-    edit(nvim, workspace / "src" / "main.py")
-    nvim.wait_attached()
+    nvim, _ = start_attached_with_tmpdir(start_nvim, workspace, tmp_path)
     port = nvim.wait_lua("return vim.env.CLAUDE_CODE_SSE_PORT", "the Claude Code environment")
     nvim.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the Gemini CLI environment")
     lock = Path(nvim.env["HOME"]) / ".claude" / "ide" / f"{port}.lock"
