@@ -79,6 +79,10 @@ class Harness:
                 pass
         return self.pushes
 
+    @property
+    def server_pid(self) -> int:
+        return int(self.client._server.pid)  # pygls' JsonRPCClient keeps the process it started
+
     def send_raw(self, message: dict[str, Any]) -> None:
         """Send a JSON-RPC message as is, bypassing the client's typing (for malformed input)."""
         self.client.protocol._send_data({"jsonrpc": "2.0", **message})

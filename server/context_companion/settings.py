@@ -15,6 +15,7 @@ Each layer is validated on its own first, so an error names the layer it came fr
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -27,6 +28,8 @@ from pydantic.alias_generators import to_camel
 
 from .errors import SettingsError
 from .exclusion import DEFAULT_EXCLUDE
+
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "CONTEXT_COMPANION_"
 APP_NAME = "context-companion"
@@ -511,6 +514,17 @@ def resolve_settings(
         validate_layer(data, source)
         merged = deep_merge(merged, _normalise_keys(data))
     return validate_layer(merged, "settings")
+
+
+def allowed_origins() -> frozenset[str]:
+    """``server.allowedOrigins`` from the user's config file and the environment: a socket's
+    handshake comes before ``initialize``, so editor and workspace settings cannot widen it.
+    Settings in error allow no Origin (said in the log)."""
+    try:
+        return frozenset(o.rstrip("/") for o in resolve_settings().server.allowed_origins)
+    except SettingsError as exc:
+        log.warning("settings: %s; no Origin is allowed", exc)
+        return frozenset()
 
 
 def _confine_files(layer: Settings, folder: Path, source: str) -> None:

@@ -218,7 +218,7 @@ def test_global_dir_created_with_its_parents(tmp_path, tree, make_store, global_
     assert store.flat_watch_roots() == [home]
     tree(global_dir, {"AGENTS.md": "born with its dir"})
     summary = store.apply_changes([global_dir.parent])  # all a flat watch of home can see
-    assert summary.changed_files == ("~/.config/context-companion/AGENTS.md",) and summary.roots_changed
+    assert summary.changed_files == ("~/.config/context-companion/AGENTS.md",) and summary.watch_changed
     assert "born with its dir" in store.compose([]).text
 
 

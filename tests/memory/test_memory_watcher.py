@@ -242,7 +242,7 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
     with watching(store, rec, debounce_ms=30) as w:
         global_dir.mkdir(parents=True)
         seen = rec.until(global_dir.parent)  # ~/.config appeared: seen through the flat watch of home
-        assert store.apply_changes(seen).roots_changed
+        assert store.apply_changes(seen).watch_changed
         assert global_dir in store.watch_roots()
         w.reschedule(store.watch_roots(), store.flat_watch_roots())
         (global_dir / "AGENTS.md").write_text("global")
@@ -260,3 +260,128 @@ def test_editing_the_repository_root_gitignore_removes_a_nested_file(tmp_path, t
         seen = rec.until(repo / ".gitignore")
     store.apply_changes(seen)
     assert helpers.included(store.compose([ws / "gen/x.py"])) == ["AGENTS.md"]
+
+
+# ----------------------------------------------------------------------------- ignored trees
+
+
+def inotify_watches() -> int:
+    """Kernel inotify watches this process holds (one ``inotify wd:`` line each in fdinfo)."""
+    total = 0
+    for fd in os.listdir("/proc/self/fdinfo"):
+        with contextlib.suppress(OSError):
+            total += Path(f"/proc/self/fdinfo/{fd}").read_text().count("inotify wd:")
+    return total
+
+
+IGNORING_REPO = {
+    ".git/info/exclude": "",
+    ".git/objects/ab/cdef": "",
+    ".git/refs/heads/main": "",
+    ".gitignore": "node_modules/\nbuild/\n",
+    "AGENTS.md": "root",
+    "src/app/AGENTS.md": "app",
+    "src/app/main.py": "",
+    "node_modules/left-pad/lib/index.js": "",
+    "node_modules/left-pad/node_modules/dep/index.js": "",
+    "build/out/x.o": "",
+}
+
+
+def pruned(store, rec: Recorder, **kwargs):
+    return watching(store, rec, descend=store.descends_into, debounce_ms=30, **kwargs)
+
+
+def test_ignored_trees_and_git_internals_hold_no_watch(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, IGNORING_REPO)
+    store = make_store(ws)
+    before = inotify_watches()
+    with watching(store, Recorder()):
+        everything = inotify_watches() - before
+    with pruned(store, Recorder()):
+        kept = inotify_watches() - before
+    flat = len({r for r in store.flat_watch_roots() if r.is_dir()})  # one level each, above the folder
+    # ws, src, src/app, .git, .git/info; not node_modules (5 dirs), build (2), .git/objects, .git/refs (4)
+    assert (everything - flat, kept - flat) == (16, 5)
+
+
+def test_a_new_directory_is_watched_unless_it_is_ignored(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, IGNORING_REPO)
+    store = make_store(ws)
+    rec = Recorder()
+    with pruned(store, rec):
+        before = inotify_watches()
+        (ws / "node_modules/new-pkg/lib").mkdir(parents=True)  # npm install: no watch, no walk
+        (ws / "node_modules/new-pkg/lib/AGENTS.md").write_text("ignored")
+        (ws / "src/feature/deep").mkdir(parents=True)
+        (ws / "src/feature/deep/AGENTS.md").write_text("new")
+        seen = rec.until(ws / "src/feature/deep/AGENTS.md")
+        assert inotify_watches() - before == 2  # src/feature and src/feature/deep
+        (ws / "src/feature/deep/AGENTS.md").write_text("edited in a directory created after the start")
+        rec.until(ws / "src/feature/deep/AGENTS.md")
+        (ws / ".git/info/exclude").write_text("src/feature/\n")
+        seen |= rec.until(ws / ".git/info/exclude")
+    assert not any("node_modules" in p for p in seen)
+
+
+def test_a_directory_the_ignore_rules_give_back_is_watched_after_reschedule(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, IGNORING_REPO)
+    store = make_store(ws)
+    rec = Recorder()
+    with pruned(store, rec) as w:
+        (ws / ".gitignore").write_text("node_modules/\n")  # build/ is part of the project again
+        change = store.apply_changes(rec.until(ws / ".gitignore"))
+        assert change.watch_changed
+        w.reschedule(store.watch_roots(), store.flat_watch_roots())
+        (ws / "build/out/AGENTS.md").write_text("build notes")
+        store.apply_changes(rec.until(ws / "build/out/AGENTS.md"))
+    assert "build notes" in store.compose([ws / "build/out/x.o"]).text
+
+
+def test_only_ignore_files_and_markers_ask_for_a_new_watch(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, IGNORING_REPO)
+    store = make_store(ws)
+    (ws / "src/app/AGENTS.md").write_text("edited")
+    (ws / "src/other").mkdir()
+    assert not store.apply_changes([ws / "src/app/AGENTS.md", ws / "src/other"]).watch_changed
+    (ws / "src/.gitignore").write_text("*.tmp\n")
+    assert store.apply_changes([ws / "src/.gitignore"]).watch_changed
+    assert store.apply_changes([ws / ".git/info/exclude"]).watch_changed
+
+
+def test_the_store_descends_into_visible_directories_only(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {**IGNORING_REPO, ".claude/rules/team/style.md": "x", "src/.venv/lib/x.py": ""})
+    (ws / "src/.gitignore").write_text(".venv/\n")
+    store = make_store(ws)
+    wanted = {
+        rel: store.descends_into(ws / rel)
+        for rel in (
+            "src",
+            "src/app",
+            ".claude",
+            ".claude/rules",
+            ".claude/rules/team",
+            ".git",
+            ".git/info",
+            ".git/objects",
+            "node_modules",
+            "node_modules/left-pad",
+            "build",
+            "src/.venv",
+        )
+    }
+    assert [rel for rel, yes in wanted.items() if yes] == [
+        "src",
+        "src/app",
+        ".claude",
+        ".claude/rules",
+        ".claude/rules/team",
+        ".git",
+        ".git/info",
+    ]
+    assert store.descends_into(tmp_path / "elsewhere")  # outside the folders (global dirs): everything

@@ -58,7 +58,7 @@ class Standalone:
         return {}
 
     def applied(self, change: MemoryChange) -> None:
-        if change.roots_changed:
+        if change.watch_changed:
             self._watch.reschedule(self.companion)
 
     def watch(self) -> None:

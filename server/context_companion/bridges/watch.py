@@ -40,6 +40,7 @@ class Watch:
             memory.watch_roots(),
             post,
             is_relevant=lambda path: companion.memory.is_relevant_path(path),  # the store in use, even after a swap
+            descend=lambda path: companion.memory.descends_into(path),
             debounce_ms=companion.snapshot.settings.memory.debounce_ms,
             flat_roots=memory.flat_watch_roots(),
         )

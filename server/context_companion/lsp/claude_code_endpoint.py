@@ -117,7 +117,7 @@ class ClaudeCodeEndpoint:
     async def _start(self, ls: Host, companion: Companion) -> None:
         from ..bridges.announcements import remove_stale_claude
         from ..bridges.claude_code import ClaudeCodeBridge, LockFile, terminal_env
-        from .sockets import allowed_origins
+        from ..settings import allowed_origins
 
         bridge = ClaudeCodeBridge(_LspEditor(ls), allowed_origins=allowed_origins())
         port = await bridge.start()

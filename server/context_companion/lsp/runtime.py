@@ -106,7 +106,7 @@ class CompanionServer(LanguageServer):
 
     def files_applied(self, change: MemoryChange) -> None:
         assert self.companion is not None
-        if change.roots_changed:
+        if change.watch_changed:
             self.watch.reschedule(self.companion)
         if change.reason is not None:
             self.diagnostics.recheck_open()

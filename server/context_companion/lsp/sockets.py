@@ -87,18 +87,6 @@ def read_token_file(path: str) -> str:
     return token
 
 
-def allowed_origins() -> frozenset[str]:
-    """``server.allowedOrigins`` from the user's config file and the environment: the handshake
-    comes before ``initialize``, so editor and workspace settings cannot widen it."""
-    from ..settings import resolve_settings
-
-    try:
-        return frozenset(o.rstrip("/") for o in resolve_settings().server.allowed_origins)
-    except ContextCompanionError as exc:
-        log.warning("settings: %s; no Origin is allowed", exc)
-        return frozenset()
-
-
 # ---------------------------------------------------------------------------- folders for the discovery file
 
 
@@ -387,6 +375,8 @@ def serve_socket(
     status: 1 for ``exit`` without ``shutdown`` (as LSP says), else 0."""
     auth = Auth(token=token)
     if token is not None and transport == "ws":
+        from ..settings import allowed_origins  # pydantic: only for a WebSocket with a token
+
         auth.allowed_origins = allowed_origins()
     if host not in ("0.0.0.0", "::", "", *LOOPBACK_NAMES, "::1"):
         auth.extra_hosts = (host if ":" not in host else f"[{host}]",)

@@ -33,6 +33,7 @@ class ChangePlan:
     """The work a batch of changed paths needs."""
 
     structural: bool = False  # ignore files, markers, directories: the instruction's frame may move
+    rewatch: bool = False  # ignore files, markers: the directories the watcher skips may differ
     reglobal: bool = False
     reupward: set[int] = field(default_factory=set)
     reindex: set[int] = field(default_factory=set)
@@ -59,7 +60,7 @@ def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
         for i, folder in enumerate(index.folders):
             if path in folder.ignore_sources:
                 plan.reindex.add(i)  # an ignore file above the folder: verdicts inside may differ
-                plan.structural = True
+                plan.structural = plan.rewatch = True
             elif is_within(path, [folder.path]):
                 _plan_in_folder(index, plan, i, folder, path)
             elif memory_dir_of(path) in folder.chain[:-1] or os.path.dirname(path) in folder.chain[:-1]:
@@ -68,7 +69,7 @@ def plan_changes(index: MemoryIndex, paths: Iterable[str | Path]) -> ChangePlan:
                     plan.reupward.add(i)  # may hold a CLAUDE.md: watch it (flat roots) and look inside
                 elif name in index.markers:
                     plan.reupward.add(i)
-                    plan.structural = True
+                    plan.structural = plan.rewatch = True
                 elif name in index.name_set and _presence_changed(index, path):
                     plan.reupward.add(i)
     return plan
@@ -88,10 +89,10 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
         plan.rerules.add(i)
     if name in IGNORE_FILE_NAMES or rel == ".git/info/exclude":
         plan.reindex.add(i)
-        plan.structural = True
+        plan.structural = plan.rewatch = True
     elif len(parts) == 1 and name in index.markers:
         plan.reupward.add(i)
-        plan.structural = True
+        plan.structural = plan.rewatch = True
     elif name in index.name_set and not _is_dir(path, mode := _lstat_mode(path)):
         if (path in index.by_path) == (mode is not None):
             return  # was and is there (re-rendered through dep_index), or was not and is not
@@ -165,9 +166,9 @@ def change_kind(plan: ChangePlan, changed: tuple[ChangedFile, ...]) -> ChangeKin
     return "memoryChanged"
 
 
-def summarize(plan: ChangePlan, changed: tuple[ChangedFile, ...], roots_changed: bool) -> ChangeSummary:
+def summarize(plan: ChangePlan, changed: tuple[ChangedFile, ...], watch_changed: bool) -> ChangeSummary:
     paths = tuple(sorted({c.path for c in changed}))
-    return ChangeSummary(paths, change_kind(plan, changed), roots_changed, changed)
+    return ChangeSummary(paths, change_kind(plan, changed), watch_changed, changed)
 
 
 def _states(entries: Iterable[Entry]) -> dict[str, tuple[str, Tier, tuple[Any, ...]]]:
@@ -199,6 +200,20 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
         if memory_dir_of(norm_path) in folder.chain[:-1] and os.path.basename(norm_path) in index.name_set:
             return True
     return False
+
+
+def descends_into(index: MemoryIndex, norm_path: str) -> bool:
+    """Should the watcher watch (and walk) this directory? In a workspace folder: the directories
+    :func:`relevant_in_folder` keeps (not ignored, not ``.git``), and ``.git/info`` for its
+    ``exclude``; anywhere else (the global directories): all."""
+    for folder in index.folders:
+        if norm_path.startswith(folder.prefix_path):
+            rel = posix(norm_path[len(folder.prefix_path) :])
+            return rel in _GIT_WATCHED or relevant_in_folder(index, folder, norm_path)
+    return True
+
+
+_GIT_WATCHED = (".git", ".git/info")  # the way to .git/info/exclude, an ignore source
 
 
 def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str) -> bool:

@@ -96,7 +96,9 @@ class ChangeSummary:
 
     changed_files: tuple[str, ...]  # display paths whose content or presence changed
     kind: ChangeKind | None  # None: nothing that matters changed
-    roots_changed: bool = False  # watch_roots()/flat_watch_roots() differ now: call MemoryWatcher.reschedule
+    # The watch must be rebuilt (MemoryWatcher.reschedule): watch_roots()/flat_watch_roots() differ, or
+    # an ignore file or marker changed which directories the watcher descends into.
+    watch_changed: bool = False
     files: tuple[ChangedFile, ...] = ()  # the same files with their tier (global, workspace, jit, rule)
 
     @property

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .agents import AGENTS
-from .changes import apply_plan, classify, is_relevant, plan_changes, summarize
+from .changes import apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
 from .index import MemoryIndex
@@ -201,16 +201,21 @@ class MemoryStore:
             if changed or plan.structural:
                 # Files re-rendered in place keep the index's shape: compositions can be patched.
                 self._bump(keep_results=not (plan.structural or plan.reloads))
-            roots_changed = False
+            watch_changed = plan.rewatch
             if plan.structural or plan.reloads:
                 roots = (self._index.watch_roots(), self._index.flat_watch_roots())
-                roots_changed, self._roots_seen = roots != self._roots_seen, roots
-            return summarize(plan, changed, roots_changed)
+                watch_changed, self._roots_seen = watch_changed or roots != self._roots_seen, roots
+            return summarize(plan, changed, watch_changed)
 
     def is_relevant_path(self, path: str | Path) -> bool:
         """Would a change to this path matter (memory, rule, ignore or imported file, or a directory)?"""
         with self._lock:
             return is_relevant(self._index, norm(path))
+
+    def descends_into(self, path: str | Path) -> bool:
+        """Should the watcher watch this directory and walk below it (not in an ignored tree)?"""
+        with self._lock:
+            return descends_into(self._index, norm(path))
 
     def watch_roots(self) -> list[Path]:
         """Directories to watch recursively: the workspace folders and the existing global dirs."""

@@ -13,6 +13,8 @@
   it, so a burst (a double write, vim's rename/create/delete, ``git checkout`` of many files: events
   ~0.01–3 ms apart) gives one batch, and a lone save is reported ``debounce_ms`` after its last
   event. Pushing on the first event instead would split vim's save into "deleted" and "created".
+* The inotify watch skips directories ``descend`` refuses (see ``_inotify.py``): a repository's
+  ignored trees hold no kernel watch and are never walked.
 * When the native observer (inotify) cannot start (watch or instance limit, any OSError), the
   watcher falls back to a polling observer and logs it at WARNING. The polling observer lists
   only what ``is_relevant`` accepts, so ignored trees (``node_modules``) cost nothing and
@@ -77,8 +79,23 @@ class _Handler(FileSystemEventHandler):
         self._watcher._offer(paths)
 
 
+def _pruned_observer() -> Callable[[Callable[[str], bool]], BaseObserver] | None:
+    """The inotify observer that skips refused directories, or None: off Linux the platform's
+    observer holds one OS watch per root and needs no pruning; another watchdog lacks the hook."""
+    try:
+        from ._inotify import SUPPORTED, PrunedInotifyObserver
+    except Exception:
+        return None
+    return PrunedInotifyObserver if SUPPORTED else None
+
+
 class MemoryWatcher:
-    """Watches ``roots`` (recursively) and ``flat_roots`` (one level) and reports changed paths."""
+    """Watches ``roots`` (recursively) and ``flat_roots`` (one level) and reports changed paths.
+
+    With ``descend``, the recursive inotify watch adds no watch in (and does not walk) a directory
+    for which ``descend(path)`` is false: the store refuses ignored trees (``node_modules``,
+    ``build/``, ``.git`` but its ``info``). Call :meth:`reschedule` when its answers change.
+    """
 
     def __init__(
         self,
@@ -86,6 +103,7 @@ class MemoryWatcher:
         on_change: Callable[[set[str]], None],
         *,
         is_relevant: Callable[[str], bool],
+        descend: Callable[[str], bool] | None = None,
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         force_polling: bool = False,
         flat_roots: Sequence[Path] = (),
@@ -96,6 +114,7 @@ class MemoryWatcher:
         self._flat_roots = [Path(r) for r in flat_roots]
         self._on_change = on_change
         self._is_relevant = is_relevant
+        self._descend = descend
         self._debounce = max(0, debounce_ms) / 1000.0
         self._max_delay = max(1.0, 10 * self._debounce)
         self._force_polling = force_polling
@@ -125,7 +144,7 @@ class MemoryWatcher:
         if not self._force_polling:
             observer = None
             try:
-                observer = self._observer_factory() if self._observer_factory else self._native_observer()
+                observer = self._observer_factory() if self._observer_factory else self._native_observer(self._descend)
                 self._schedule(observer)
                 observer.start()
             except OSError as exc:
@@ -183,7 +202,10 @@ class MemoryWatcher:
     # ------------------------------------------------------------------ internals
 
     @staticmethod
-    def _native_observer() -> BaseObserver:
+    def _native_observer(descend: Callable[[str], bool] | None) -> BaseObserver:
+        pruned = _pruned_observer() if descend is not None else None
+        if pruned is not None and descend is not None:
+            return pruned(descend)
         from watchdog.observers import Observer
 
         return Observer()

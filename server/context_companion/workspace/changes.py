@@ -27,7 +27,7 @@ class MemoryChange:
 
     reason: str | None  # memoryChanged | rulesChanged | workspaceChanged; None: nothing that matters
     files: frozenset[str]
-    roots_changed: bool  # the set of folders to watch changed
+    watch_changed: bool  # the folders to watch, or the directories skipped in them, changed
 
     @property
     def matters(self) -> bool:

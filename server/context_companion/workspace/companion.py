@@ -449,7 +449,7 @@ class Companion:
         # invalidation. An ignore file or a new directory can change the folder tree: recompute it.
         if summary.kind == "workspaceChanged":
             self.engine.invalidate()
-        return MemoryChange(summary.kind, frozenset(summary.changed_files), summary.roots_changed)
+        return MemoryChange(summary.kind, frozenset(summary.changed_files), summary.watch_changed)
 
     def rebuild_sessions(self) -> list[InstructionChanged]:
         """Rebuild every started session's instruction; one entry per new instruction (and previous

@@ -1,0 +1,100 @@
+"""A recursive inotify watch that does not descend into the directories the store ignores.
+
+watchdog's recursive inotify watch adds one kernel watch per directory below the root, ignored
+trees included: in a JavaScript repository most of them are ``node_modules``. Each costs kernel
+memory, a share of ``fs.inotify.max_user_watches`` (when that runs out watching falls back to
+polling), a few hundred bytes in this process, and every ``npm install`` floods the watcher with
+events nobody reads. Here the same watch is built by watchdog's own inotify classes, with one
+change: the walk that adds the watches (at start, and when a directory is created or moved in)
+asks ``descend(path)`` for each directory and skips, without walking, those it refuses.
+
+Only the walk is replaced (``InotifyWatchGroup._add_all_callbacks``, a private method of
+watchdog 7); event reading, move pairing, queue-overflow recovery and the emitter's event
+building stay watchdog's. Importing this module fails off Linux; where watchdog's
+classes differ (``SUPPORTED`` false) or the import fails, the watcher uses watchdog's default
+observer and watches everything, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
+from watchdog.observers.inotify_c import InotifyFD
+
+log = logging.getLogger(__name__)
+
+Descend = Callable[[str], bool]
+
+# The two private methods this builds on; watcher.py checks for them before using this module.
+SUPPORTED = all(callable(getattr(InotifyWatchGroup, name, None)) for name in ("_add_all_callbacks", "_add_callback"))
+
+
+def _always(path: str) -> bool:
+    return True
+
+
+@dataclass
+class PrunedWatchGroup(InotifyWatchGroup):
+    """watchdog's watch group; its recursive walk skips the directories ``descend`` refuses."""
+
+    descend: Descend = field(default=_always)
+
+    def _add_all_callbacks(self, path: bytes) -> None:
+        if path != self.path and not self._wanted(path):
+            return  # a directory created or moved in that the store ignores
+        self._add_callback(path)
+        if not (self.is_recursive and os.path.isdir(path)):
+            return
+        for root, dirnames, _ in os.walk(path, followlinks=self.follow_symlink):
+            kept = []
+            for name in dirnames:
+                full = os.path.join(root, name)
+                if (self.follow_symlink or not os.path.islink(full)) and self._wanted(full):
+                    self._add_callback(full)
+                    kept.append(name)
+            dirnames[:] = kept  # os.walk descends only into these
+
+    def _wanted(self, path: bytes) -> bool:
+        try:
+            return bool(self.descend(os.fsdecode(path)))
+        except Exception:  # a failing predicate must not lose events: watch the directory
+            log.exception("memory watcher: deciding whether to watch %r failed", path)
+            return True
+
+
+class PrunedEmitter(InotifyEmitter):
+    """watchdog's inotify emitter, building a :class:`PrunedWatchGroup`."""
+
+    def __init__(self, *args: Any, descend: Descend, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._descend = descend
+
+    def on_thread_start(self) -> None:
+        self._inotify = PrunedWatchGroup(
+            self._inotify_fd,
+            os.fsencode(self.watch.path),
+            is_recursive=self.watch.is_recursive,
+            event_mask=self.get_event_mask_from_filter(),
+            follow_symlink=self.watch.follow_symlink,
+            descend=self._descend,
+        )
+
+
+class PrunedInotifyObserver(BaseObserver):
+    """watchdog's ``InotifyObserver``, with :class:`PrunedEmitter` for its watches."""
+
+    def __init__(self, descend: Descend) -> None:
+        self._inotify_fd = InotifyFD()
+        self._inotify_fd.start()
+        super().__init__(PrunedEmitter, inotify_fd=self._inotify_fd, descend=descend)
+
+    def on_thread_stop(self) -> None:
+        super().on_thread_stop()
+        self._inotify_fd.stop()
+        self._inotify_fd.join()
