@@ -547,6 +547,90 @@ def fig_tokens(ctx: Context) -> list[Figure]:
     return [cold.finish(), warm.finish()]
 
 
+VOCAB_TOKENS = 200_000  # o200k_base's size
+
+# Run in a fresh process: prints the RSS (KiB) that loading the ranks file added, tiktoken imported before.
+_LOAD_VOCAB = """
+import sys, tiktoken, tiktoken_ext.openai_public as public
+from context_companion.tokens import Tokenizer, read_ranks
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+before = rss()
+if sys.argv[1] == "ours":
+    tok = Tokenizer("o200k_base", sys.argv[2])
+    tok.count("counting once loads the encoding")
+    assert not tok.estimated, tok.reason
+else:  # tiktoken building o200k_base itself (its pattern, these ranks): it keeps the ranks dict
+    ranks = read_ranks(sys.argv[2])
+    public.load_tiktoken_bpe = lambda *a, **k: ranks
+    enc = tiktoken.Encoding(**public.o200k_base())
+    enc.encode_ordinary("counting once loads the encoding")
+print(rss() - before)
+"""
+
+
+def vocabulary_file(work: Path, tokens: int = VOCAB_TOKENS) -> Path:
+    """A ranks file the size of o200k_base (the 256 bytes, then distinct lowercase words); only its
+    size matters here, o200k_base itself is not available offline."""
+    path = work / "tokenizer" / f"vocab-{tokens}.tiktoken"
+    if path.exists():
+        return path
+    import base64
+    import random
+
+    rng = random.Random(tokens)
+    toks = [bytes([b]) for b in range(256)]
+    seen = set(toks)
+    while len(toks) < tokens:
+        tok = bytes(rng.randrange(97, 123) for _ in range(rng.randint(2, 9)))
+        if tok not in seen:
+            seen.add(tok)
+            toks.append(tok)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{base64.b64encode(t).decode()} {rank}\n" for rank, t in enumerate(toks)))
+    tmp.replace(path)
+    return path
+
+
+def fig_tokens_memory(ctx: Context) -> list[Figure]:
+    """Process memory that loading a 200,000-token encoding adds: ours, against tiktoken.Encoding
+    built on the same ranks (which keeps them as a Python dict beside its own tables)."""
+    size = 20_000 if ctx.quick else VOCAB_TOKENS
+    f = Figure("tokens.memory", "tokens-memory", f"tokenizer memory, {size:,}-token vocabulary", "MiB")
+    if not Path("/proc/self/status").exists():
+        return [f.unavailable("/proc/self/status not readable (not Linux?)")]
+    path = vocabulary_file(ctx.work, size)
+
+    def run(kind: str) -> float:
+        out = subprocess.run(
+            [sys.executable, "-c", _LOAD_VOCAB, kind, str(path)],
+            capture_output=True,
+            text=True,
+            env=ctx.env,
+            timeout=120,
+            check=False,
+        )
+        if out.returncode != 0:
+            raise Unavailable(f"{kind}: {out.stderr.strip().splitlines()[-1:]}")
+        return int(out.stdout.split()[-1]) / 1024
+
+    try:
+        runs = 1 if ctx.quick else min(3, ctx.repeat)
+        ours = [run("ours") for _ in range(runs)]
+        floor = [run("tiktoken") for _ in range(runs)]
+    except Unavailable as exc:
+        return [f.unavailable(str(exc))]
+    f.set_samples(ours)
+    f.set_floor("tiktoken.Encoding", floor)
+    f.note = (
+        f"RSS a fresh process gains loading a {size:,}-token ranks file (o200k_base has 200,000; tiktoken "
+        "imported before); ours empties the ranks dict tiktoken keeps only for pickling"
+    )
+    return [f.finish()]
+
+
 FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
     "walk": fig_walk,
     "discovery": fig_discovery,
@@ -555,6 +639,7 @@ FIGURES: dict[str, Callable[[Context], list[Figure]]] = {
     "import-bomb": fig_import_bomb,
     "build": fig_build,
     "tokens": fig_tokens,
+    "tokens-memory": fig_tokens_memory,
     "cache-day": lambda ctx: _cache_day(ctx),
 }
 

@@ -63,6 +63,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "import-bomb",
         "build",
         "tokens",
+        "tokens-memory",
         "cache-day",
         "startup",
         "did-change",

@@ -385,3 +385,15 @@ def test_the_store_descends_into_visible_directories_only(tmp_path, tree, make_s
         ".git/info",
     ]
     assert store.descends_into(tmp_path / "elsewhere")  # outside the folders (global dirs): everything
+
+
+def test_a_folder_inside_another_folders_ignored_tree_is_watched_in_full(tmp_path, tree, make_store):
+    ws = tmp_path / "ws"
+    tree(ws, {**IGNORING_REPO, "build/tool/src/AGENTS.md": "tool"})
+    store = make_store([ws, ws / "build/tool"])
+    assert not store.descends_into(ws / "build/out")
+    assert store.descends_into(ws / "build/tool/src")
+    rec = Recorder()
+    with pruned(store, rec):
+        (ws / "build/tool/src/AGENTS.md").write_text("edited")
+        rec.until(ws / "build/tool/src/AGENTS.md")

@@ -203,14 +203,15 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
 
 
 def descends_into(index: MemoryIndex, norm_path: str) -> bool:
-    """Should the watcher watch (and walk) this directory? In a workspace folder: the directories
-    :func:`relevant_in_folder` keeps (not ignored, not ``.git``), and ``.git/info`` for its
-    ``exclude``; anywhere else (the global directories): all."""
-    for folder in index.folders:
-        if norm_path.startswith(folder.prefix_path):
-            rel = posix(norm_path[len(folder.prefix_path) :])
-            return rel in _GIT_WATCHED or relevant_in_folder(index, folder, norm_path)
-    return True
+    """Should the watcher watch (and walk) this directory? In workspace folders: the directories
+    :func:`relevant_in_folder` keeps for one of them (not ignored, not ``.git``; a folder nested in
+    another's ignored tree keeps its own), and ``.git/info`` for its ``exclude``; anywhere else (the
+    global directories): all."""
+    inside = [f for f in index.folders if norm_path.startswith(f.prefix_path)]
+    return not inside or any(
+        posix(norm_path[len(f.prefix_path) :]) in _GIT_WATCHED or relevant_in_folder(index, f, norm_path)
+        for f in inside
+    )
 
 
 _GIT_WATCHED = (".git", ".git/info")  # the way to .git/info/exclude, an ignore source
