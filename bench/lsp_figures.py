@@ -726,7 +726,10 @@ async def fig_rss(ctx: Context) -> list[Figure]:
     if why:
         return [f.unavailable(why)]
     f.set_samples(ours)
-    f.note = f"after initialize, before opening: ours {statistics.median(idle_o):.1f} MiB, bare {statistics.median(idle_b):.1f} MiB"
+    f.note = (
+        f"after initialize, before opening: ours {statistics.median(idle_o):.1f} MiB, bare {statistics.median(idle_b):.1f} MiB; "
+        f"token encoding: {ctx.ranks_label} (one of o200k_base's size adds far more: figure tokens-memory)"
+    )
     return [f.finish()]
 
 
