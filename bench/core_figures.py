@@ -625,8 +625,8 @@ def fig_tokens_memory(ctx: Context) -> list[Figure]:
     f.set_samples(ours)
     f.set_floor("tiktoken.Encoding", floor)
     f.note = (
-        f"RSS a fresh process gains loading a {size:,}-token ranks file (o200k_base has 200,000; tiktoken "
-        "imported before); ours empties the ranks dict tiktoken keeps only for pickling"
+        f"RSS a fresh process gains loading a {size:,}-token ranks file (o200k_base's size is {VOCAB_TOKENS:,}; "
+        "tiktoken imported before); ours empties the ranks dict tiktoken keeps only for pickling"
     )
     return [f.finish()]
 
