@@ -84,7 +84,7 @@ def _pruned_observer() -> Callable[[Callable[[str], bool]], BaseObserver] | None
     observer holds one OS watch per root and needs no pruning; another watchdog lacks the hook."""
     try:
         from ._inotify import SUPPORTED, PrunedInotifyObserver
-    except Exception:
+    except Exception:  # off Linux watchdog's inotify module refuses to load (UnsupportedLibcError)
         return None
     return PrunedInotifyObserver if SUPPORTED else None
 
@@ -203,8 +203,8 @@ class MemoryWatcher:
 
     @staticmethod
     def _native_observer(descend: Callable[[str], bool] | None) -> BaseObserver:
-        pruned = _pruned_observer() if descend is not None else None
-        if pruned is not None and descend is not None:
+        pruned = _pruned_observer()
+        if descend is not None and pruned is not None:
             return pruned(descend)
         from watchdog.observers import Observer
 
