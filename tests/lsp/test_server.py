@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
+from inotify_probe import watched_dirs
 from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
 
@@ -585,19 +585,6 @@ async def test_the_folder_tree_is_a_snapshot_refreshed_on_request(start, workspa
     assert "generated/" not in now and "new_module.py" in now
 
 
-def watched_dirs(pid: int, root: Path) -> set[str]:
-    """Directories under ``root`` that a process holds an inotify watch on (fdinfo lists each
-    watch's inode), as paths relative to ``root``."""
-    inodes: set[int] = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            text = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
-        except OSError:
-            continue
-        inodes |= {int(ino, 16) for ino in re.findall(r"inotify wd:\w+ ino:(\w+)", text)}
-    return {str(d.relative_to(root)) for d in (root, *root.rglob("*")) if d.is_dir() and d.stat().st_ino in inodes}
-
-
 async def test_ignored_trees_are_not_watched_until_the_ignore_rules_give_them_back(start, workspace):
     write(workspace / ".gitignore", "node_modules/\nbuild/\n")
     (workspace / ".git/objects").mkdir(parents=True)
@@ -607,16 +594,16 @@ async def test_ignored_trees_are_not_watched_until_the_ignore_rules_give_them_ba
     write(workspace / "src/AGENTS.md", "src notes\n")
     h = await start(workspace, settings=NO_ENV)
     await h.command("contextCompanion.getSystemInstruction", {})
-    assert watched_dirs(h.server_pid, workspace) == {".", "src", ".git"}  # of 87 directories
+    assert watched_dirs(workspace, h.server_pid) == {".", "src", ".git"}  # of 87 directories
     h.open("build/gen/x.py")
     await h.command("contextCompanion.getTurnContext", {})
     write(workspace / ".gitignore", "node_modules/\n")  # build/ belongs to the project again
     given_back = {".", "src", ".git", "build", "build/gen"}
     for _ in range(100):
-        if watched_dirs(h.server_pid, workspace) == given_back:
+        if watched_dirs(workspace, h.server_pid) == given_back:
             break
         await asyncio.sleep(0.1)
-    assert watched_dirs(h.server_pid, workspace) == given_back
+    assert watched_dirs(workspace, h.server_pid) == given_back
     write(workspace / "build/gen/AGENTS.md", "Generated code: never edit by hand.\n")
     for _ in range(100):  # memory of a subfolder comes with the next turn: no push
         turn = await h.command("contextCompanion.getTurnContext", {})

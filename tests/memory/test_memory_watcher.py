@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from context_companion.memory import MemoryWatcher
+from inotify_probe import watched_dirs
 
 WAIT = 10.0  # generous upper bound for an event to arrive; never asserted as a duration
 
@@ -265,15 +266,6 @@ def test_editing_the_repository_root_gitignore_removes_a_nested_file(tmp_path, t
 # ----------------------------------------------------------------------------- ignored trees
 
 
-def inotify_watches() -> int:
-    """Kernel inotify watches this process holds (one ``inotify wd:`` line each in fdinfo)."""
-    total = 0
-    for fd in os.listdir("/proc/self/fdinfo"):
-        with contextlib.suppress(OSError):
-            total += Path(f"/proc/self/fdinfo/{fd}").read_text().count("inotify wd:")
-    return total
-
-
 IGNORING_REPO = {
     ".git/info/exclude": "",
     ".git/objects/ab/cdef": "",
@@ -296,14 +288,12 @@ def test_ignored_trees_and_git_internals_hold_no_watch(tmp_path, tree, make_stor
     ws = tmp_path / "ws"
     tree(ws, IGNORING_REPO)
     store = make_store(ws)
-    before = inotify_watches()
     with watching(store, Recorder()):
-        everything = inotify_watches() - before
+        everything = watched_dirs(ws)
     with pruned(store, Recorder()):
-        kept = inotify_watches() - before
-    flat = len({r for r in store.flat_watch_roots() if r.is_dir()})  # one level each, above the folder
-    # ws, src, src/app, .git, .git/info; not node_modules (5 dirs), build (2), .git/objects, .git/refs (4)
-    assert (everything - flat, kept - flat) == (16, 5)
+        kept = watched_dirs(ws)
+    assert len(everything) == 16  # every directory, before: node_modules (5), build (2), .git's (6), ...
+    assert kept == {".", "src", "src/app", ".git", ".git/info"}
 
 
 def test_a_new_directory_is_watched_unless_it_is_ignored(tmp_path, tree, make_store):
@@ -312,13 +302,13 @@ def test_a_new_directory_is_watched_unless_it_is_ignored(tmp_path, tree, make_st
     store = make_store(ws)
     rec = Recorder()
     with pruned(store, rec):
-        before = inotify_watches()
+        before = watched_dirs(ws)
         (ws / "node_modules/new-pkg/lib").mkdir(parents=True)  # npm install: no watch, no walk
         (ws / "node_modules/new-pkg/lib/AGENTS.md").write_text("ignored")
         (ws / "src/feature/deep").mkdir(parents=True)
         (ws / "src/feature/deep/AGENTS.md").write_text("new")
         seen = rec.until(ws / "src/feature/deep/AGENTS.md")
-        assert inotify_watches() - before == 2  # src/feature and src/feature/deep
+        assert watched_dirs(ws) - before == {"src/feature", "src/feature/deep"}
         (ws / "src/feature/deep/AGENTS.md").write_text("edited in a directory created after the start")
         rec.until(ws / "src/feature/deep/AGENTS.md")
         (ws / ".git/info/exclude").write_text("src/feature/\n")
