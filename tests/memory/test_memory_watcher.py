@@ -290,8 +290,9 @@ def test_ignored_trees_and_git_internals_hold_no_watch(tmp_path, tree, make_stor
     store = make_store(ws)
     with watching(store, Recorder()):
         everything = watched_dirs(ws)
-    with pruned(store, Recorder()):
+    with pruned(store, Recorder()) as w:
         kept = watched_dirs(ws)
+        assert w.mode == "inotify"
     assert len(everything) == 16  # every directory, before: node_modules (5), build (2), .git's (6), ...
     assert kept == {".", "src", "src/app", ".git", ".git/info"}
 

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _log_failure(done: asyncio.Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("rebuilding the file watches failed", exc_info=done.exception())
+
+
 class Watch:
     """Owns the one :class:`~context_companion.memory.MemoryWatcher` of a server."""
 
@@ -53,8 +58,14 @@ class Watch:
         log.info("watching %d folder(s) for memory changes (%s)", len(memory.watch_roots()), watcher.mode)
 
     def reschedule(self, companion: Companion) -> None:
-        if self._watcher is not None:
-            self._watcher.reschedule(companion.memory.watch_roots(), companion.memory.flat_watch_roots())
+        """Rebuild the watches (on the loop): the walk runs on a worker thread, so the loop keeps
+        serving however large the tree is; a stop meanwhile waits for it, a later start replaces it."""
+        watcher = self._watcher
+        if watcher is None:
+            return
+        roots, flat = companion.memory.watch_roots(), companion.memory.flat_watch_roots()
+        done = asyncio.get_running_loop().run_in_executor(None, watcher.reschedule, roots, flat)
+        done.add_done_callback(_log_failure)
 
     def stop(self) -> None:
         if self._watcher is not None:

@@ -79,6 +79,9 @@ class _Handler(FileSystemEventHandler):
         self._watcher._offer(paths)
 
 
+_INOTIFY_OBSERVERS = ("InotifyObserver", "PrunedInotifyObserver")
+
+
 def _pruned_observer() -> Callable[[Callable[[str], bool]], BaseObserver] | None:
     """The inotify observer that skips refused directories, or None: off Linux the platform's
     observer holds one OS watch per root and needs no pruning; another watchdog lacks the hook."""
@@ -128,12 +131,17 @@ class MemoryWatcher:
         self._stopping = False
         self._dispatcher: threading.Thread | None = None
         self._handler = _Handler(self)
+        self._lifecycle = threading.Lock()  # start, stop and reschedule one at a time, from any thread
         self.mode: str = "stopped"
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
         """Start watching (idempotent). Falls back to polling when the native observer fails."""
+        with self._lifecycle:
+            self._start()
+
+    def _start(self) -> None:
         if self.mode != "stopped":
             return
         with self._cond:
@@ -157,7 +165,7 @@ class MemoryWatcher:
                     self._discard(observer)
             else:
                 self._observer = observer
-                self.mode = "inotify" if type(observer).__name__ == "InotifyObserver" else "native"
+                self.mode = "inotify" if type(observer).__name__ in _INOTIFY_OBSERVERS else "native"
                 log.info("memory watcher: %s on %d root(s)", self.mode, len(self._roots) + len(self._flat_roots))
                 return
         observer = PollingObserverVFS(os.stat, self._listdir, polling_interval=self._poll_interval)
@@ -169,7 +177,11 @@ class MemoryWatcher:
             log.info("memory watcher: polling every %.1f s (forced)", self._poll_interval)
 
     def stop(self) -> None:
-        """Stop watching and join the threads (idempotent)."""
+        """Stop watching and join the threads (idempotent). Waits for a reschedule under way."""
+        with self._lifecycle:
+            self._stop()
+
+    def _stop(self) -> None:
         observer, self._observer = self._observer, None
         if observer is not None:
             self._discard(observer)
@@ -187,7 +199,13 @@ class MemoryWatcher:
         return self._stopping
 
     def reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path] = ()) -> None:
-        """Watch other roots (e.g. a global dir that was just created) without a restart."""
+        """Watch these roots afresh without a restart: a global dir that was just created, or the
+        same roots after the ignore rules changed what ``descend`` answers. It walks the tree
+        again: call it off the event loop. Events during the swap of watches are not seen."""
+        with self._lifecycle:
+            self._reschedule(roots, flat_roots)
+
+    def _reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path]) -> None:
         self._roots = [Path(r) for r in roots]
         self._flat_roots = [Path(r) for r in flat_roots]
         observer = self._observer
