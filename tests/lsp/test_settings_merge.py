@@ -141,3 +141,27 @@ async def test_an_answer_after_rejected_initialization_options_applies(
     assert NOTES in text and AGENTS not in text, "the corrected answer was not applied"
     shown = [m.message for m in h.client.messages]
     assert len(shown) == 1 and "memory.fileNamez" in shown[0], shown  # the bad options, reported once
+
+
+async def test_initialization_options_outlive_a_broken_settings_file(
+    start: Any, workspace: Path, config_dir: Path
+) -> None:
+    """A bad user settings file at start is that file's fault, not the options': once it is mended,
+    the next answer merges over the options again (they were kept, not taken as rejected)."""
+    from lsprotocol import types as t
+
+    _write(workspace / "NOTES.md", f"# Notes\n\n{NOTES}\n")
+    _write(workspace / "AGENTS.md", f"# Agents\n\n{AGENTS}\n")
+    user_file = config_dir / "config.toml"
+    _write(user_file, "bogusKey = 1\n")
+    h: Harness = await start(
+        workspace, settings={"memory": {"fileNames": ["NOTES.md"]}}, configuration={}, answers_configuration=True
+    )
+    await h.command("contextCompanion.showMemory", {})
+    await _settle()
+    assert any("bogusKey" in m.message for m in h.client.messages)
+    user_file.write_text("", encoding="utf-8")  # mended
+    h.client.workspace_did_change_configuration(t.DidChangeConfigurationParams(settings=None))
+    await _settle()
+    text = (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
+    assert NOTES in text and AGENTS not in text, "the initialization options were lost"

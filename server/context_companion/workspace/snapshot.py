@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SettingsError
-from ..settings import Settings, editor_layer, resolve_settings, user_config_dir
+from ..settings import Settings, editor_layer, resolve_settings, user_config_dir, validate_layer
 
 PREFIX = "Context Companion: "
 
@@ -113,9 +113,9 @@ def initial_snapshot(
     except SettingsError:
         resolved = tuple(Path(f).resolve() for f in folders)
         fallback = WorkspaceSnapshot(Settings(), resolved, position_encoding, user_dir=user_dir or user_config_dir())
-    try:  # the initialization options are at fault when they fail without the environment
-        WorkspaceSnapshot.resolve(folders, section, environ={}, user_dir=user_dir, position_encoding=position_encoding)
-        kept: Mapping[str, Any] = section  # the environment was: the editor's options stay its layer
+    try:  # the options are at fault only when they fail alone (not a settings file, not the environment)
+        validate_layer(section, "editor settings")
+        kept: Mapping[str, Any] = section  # another layer was: the options stay the editor's layer
     except SettingsError:
         kept = {}  # rejected: the editor's next answer must not be merged over them, or it fails too
     return (
