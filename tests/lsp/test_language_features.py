@@ -111,3 +111,22 @@ async def test_npm_scopes_and_decorators_in_prose_get_no_diagnostic(start, works
     shown = await h.command("contextCompanion.showMemory", {})
     assert shown["warnings"] == ["AGENTS.md: import ./gone.md failed: not found"]
     assert "Use @cline/llms, not @types/node; see @pytest.fixture; ask @octocat." in shown["text"]
+
+
+async def test_requests_on_a_memory_file_the_editor_has_not_open_read_nothing_from_disk(start, workspace):
+    import os
+
+    (workspace / "AGENTS.md").write_text("Open one.\n")
+    (workspace / "sub").mkdir()
+    os.mkfifo(workspace / "sub" / "AGENTS.md")  # reading it would block the server until a writer came
+    h = await start(workspace, settings=NO_ENV)
+    await h.command("contextCompanion.getSystemInstruction", {})
+    closed = t.TextDocumentIdentifier(uri=(workspace / "sub" / "AGENTS.md").as_uri())
+    hover = h.client.text_document_hover_async(
+        t.HoverParams(text_document=closed, position=t.Position(line=0, character=0))
+    )
+    assert await asyncio.wait_for(hover, 10) is None
+    lens = await asyncio.wait_for(h.client.text_document_code_lens_async(t.CodeLensParams(text_document=closed)), 10)
+    assert not lens
+    links = t.DocumentLinkParams(text_document=closed)
+    assert not await asyncio.wait_for(h.client.text_document_document_link_async(links), 10)

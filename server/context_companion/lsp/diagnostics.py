@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 
 from ..context.positions import units_from_column
+from .texts import OpenTexts
 
 if TYPE_CHECKING:
     from ..memory import FileAnalysis
@@ -43,15 +44,14 @@ def open_file_analysis(ls: Host, uri: str) -> tuple[FileAnalysis, RangeOf] | Non
     path = Path(uri_to_path(uri))
     if not companion.memory.is_memory_document(path):
         return None
-    try:
-        doc = ls.workspace.get_text_document(uri)
-    except Exception:
+    text = OpenTexts(ls).get(uri)  # the editor's text; never a read from disk on the loop
+    if text is None:
         return None
     # Not cached: the result depends on the files on disk and on which files are open, and the
     # analysis of one small Markdown file costs well under a millisecond.
-    lines = doc.source.split("\n")
+    lines = text.split("\n")
     encoding = companion.snapshot.position_encoding
-    return companion.memory.analyze(path, doc.source), lambda rng: _range(lines, rng, encoding)
+    return companion.memory.analyze(path, text), lambda rng: _range(lines, rng, encoding)
 
 
 def _position(lines: list[str], pos: Any, encoding: str) -> t.Position:
