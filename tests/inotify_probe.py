@@ -7,16 +7,25 @@ import os
 import re
 from pathlib import Path
 
-_WATCH = re.compile(r"inotify wd:\w+ ino:(\w+)")
+_WATCH = re.compile(r"inotify wd:(\w+) ino:(\w+)")
 
 
 def watched_dirs(root: Path, pid: int | str = "self") -> set[str]:
     """The directories under ``root`` (itself included, as ``"."``) that process ``pid`` watches."""
-    inodes: set[int] = set()
+    return set(watch_descriptors(root, pid))
+
+
+def watch_descriptors(root: Path, pid: int | str = "self") -> dict[str, int]:
+    """Each watched directory under ``root`` → its watch descriptor (a new watch gets a new one)."""
+    wds: dict[int, int] = {}
     for fd in os.listdir(f"/proc/{pid}/fdinfo"):
         try:
             text = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
         except OSError:  # closed meanwhile
             continue
-        inodes |= {int(ino, 16) for ino in _WATCH.findall(text)}
-    return {str(d.relative_to(root)) for d in (root, *root.rglob("*")) if d.is_dir() and d.stat().st_ino in inodes}
+        wds |= {int(ino, 16): int(wd, 16) for wd, ino in _WATCH.findall(text)}
+    return {
+        str(d.relative_to(root)): wds[d.stat().st_ino]
+        for d in (root, *root.rglob("*"))
+        if d.is_dir() and d.stat().st_ino in wds
+    }

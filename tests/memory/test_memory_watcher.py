@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from context_companion.memory import MemoryWatcher
-from inotify_probe import watched_dirs
+from inotify_probe import watch_descriptors, watched_dirs
 
 WAIT = 10.0  # generous upper bound for an event to arrive; never asserted as a duration
 
@@ -323,10 +323,14 @@ def test_a_directory_the_ignore_rules_give_back_is_watched_after_reschedule(tmp_
     store = make_store(ws)
     rec = Recorder()
     with pruned(store, rec) as w:
+        kept = watch_descriptors(ws)
         (ws / ".gitignore").write_text("node_modules/\n")  # build/ is part of the project again
         change = store.apply_changes(rec.until(ws / ".gitignore"))
         assert change.watch_changed
         w.reschedule(store.watch_roots(), store.flat_watch_roots())
+        now = watch_descriptors(ws)
+        assert set(now) - set(kept) == {"build", "build/out"}
+        assert {d: now[d] for d in kept} == kept  # brought in line in place: no directory was unwatched
         (ws / "build/out/AGENTS.md").write_text("build notes")
         store.apply_changes(rec.until(ws / "build/out/AGENTS.md"))
     assert "build notes" in store.compose([ws / "build/out/x.o"]).text
@@ -365,3 +369,22 @@ def test_a_folder_inside_another_folders_ignored_tree_is_watched_in_full(tmp_pat
     with pruned(store, rec):
         (ws / "build/tool/src/AGENTS.md").write_text("edited")
         rec.until(ws / "build/tool/src/AGENTS.md")
+
+
+def test_files_the_memory_reads_in_ignored_trees_stay_watched(tree, make_store, home, global_dir):
+    """A memory file that is a symlink into an ignored directory, and the global memory directory
+    inside a folder whose rules hide it (your home opened as a folder)."""
+    tree(home, {".git/": "", ".gitignore": ".config/\nshared/\n", "shared/AGENTS.md": "linked v1", "shared/x/y.js": ""})
+    tree(global_dir, {"AGENTS.md": "global v1"})
+    os.symlink(home / "shared/AGENTS.md", home / "CLAUDE.md")
+    store = make_store(home)
+    rec = Recorder()
+    with pruned(store, rec):
+        watched = watched_dirs(home)
+        assert {"shared", ".config", ".config/context-companion"} <= watched
+        assert "shared/x" not in watched  # the rest of the ignored tree stays unwatched
+        for path, text in ((home / "shared/AGENTS.md", "linked v2"), (global_dir / "AGENTS.md", "global v2")):
+            path.write_text(text)
+            store.apply_changes(rec.until(path))
+    text = store.compose([]).text
+    assert "linked v2" in text and "global v2" in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class Watch:
 
     def __init__(self) -> None:
         self._watcher: MemoryWatcher | None = None
+        self._rebuild_queued = False  # a rebuild waits to start: later changes need no other
 
     def start(self, companion: Companion, on_batch: Callable[[set[str]], None]) -> None:
         """(Re)start watching the companion's memory roots; ``on_batch`` runs on the loop."""
@@ -58,13 +60,21 @@ class Watch:
         log.info("watching %d folder(s) for memory changes (%s)", len(memory.watch_roots()), watcher.mode)
 
     def reschedule(self, companion: Companion) -> None:
-        """Rebuild the watches (on the loop): the walk runs on a worker thread, so the loop keeps
-        serving however large the tree is; a stop meanwhile waits for it, a later start replaces it."""
+        """Rebuild the watches (on the loop). The walk runs on a worker thread, so the loop keeps
+        serving however large the tree is; changes while a rebuild waits to start share it, and it
+        reads the roots when it starts, so it never applies stale ones. A stop meanwhile waits for
+        it; a later start replaces the watcher."""
         watcher = self._watcher
-        if watcher is None:
+        if watcher is None or self._rebuild_queued:
             return
-        roots, flat = companion.memory.watch_roots(), companion.memory.flat_watch_roots()
-        done = asyncio.get_running_loop().run_in_executor(None, watcher.reschedule, roots, flat)
+        self._rebuild_queued = True
+        memory = companion.memory
+
+        def roots_now() -> tuple[list[Path], list[Path]]:
+            self._rebuild_queued = False  # from here on a change needs a rebuild of its own
+            return memory.watch_roots(), memory.flat_watch_roots()
+
+        done = asyncio.get_running_loop().run_in_executor(None, watcher.rebuild, roots_now)
         done.add_done_callback(_log_failure)
 
     def stop(self) -> None:

@@ -2,24 +2,27 @@
 
 watchdog's recursive inotify watch adds one kernel watch per directory below the root, ignored
 trees included: in a JavaScript repository most of them are ``node_modules``. Each costs kernel
-memory, a share of ``fs.inotify.max_user_watches`` (when that runs out watching falls back to
-polling), a few hundred bytes in this process, and every ``npm install`` floods the watcher with
-events nobody reads. Here the same watch is built by watchdog's own inotify classes, with one
-change: the walk that adds the watches (at start, and when a directory is created or moved in)
-asks ``descend(path)`` for each directory and skips, without walking, those it refuses.
+memory, a share of ``fs.inotify.max_user_watches`` (shared by all the user's programs; watchdog
+skips the directories it can no longer watch, and only a failure at the root makes the watcher
+fall back to polling), a few hundred bytes in this process, and every ``npm install`` floods the
+watcher with events nobody reads. Here the same watch is built by watchdog's own inotify classes,
+with the walk changed: the walk that adds the watches (at start, and when a directory is created or
+moved in) asks ``descend(path)`` for each directory and skips, without walking, those it refuses;
+a new directory it refuses is not walked for the files it already holds either. ``refresh()``
+brings the watches in line when ``descend``'s answers change (the ignore rules did), adding and
+dropping watches in place.
 
-Only the walk is replaced (``InotifyWatchGroup._add_all_callbacks``, a private method of
-watchdog 7); event reading, move pairing, queue-overflow recovery and the emitter's event
-building stay watchdog's. Importing this module fails off Linux; where watchdog's
-classes differ (``SUPPORTED`` false) or the import fails, the watcher uses watchdog's default
-observer and watches everything, as before.
+Only these walks are replaced (private methods of watchdog 7's ``InotifyWatchGroup``); event
+reading, move pairing, queue-overflow recovery and the emitter's event building stay watchdog's.
+Importing this module fails off Linux; where watchdog's classes differ (``SUPPORTED`` false) or the
+import fails, the watcher uses watchdog's default observer and watches everything, as before.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +34,11 @@ log = logging.getLogger(__name__)
 
 Descend = Callable[[str], bool]
 
-# The two private methods this builds on; watcher.py checks for them before using this module.
-SUPPORTED = all(callable(getattr(InotifyWatchGroup, name, None)) for name in ("_add_all_callbacks", "_add_callback"))
+# The private methods this builds on; watcher.py checks for them before using this module.
+SUPPORTED = all(
+    callable(getattr(InotifyWatchGroup, name, None))
+    for name in ("_add_all_callbacks", "_add_callback", "_remove_callbacks", "_recursive_simulate")
+)
 
 
 def _always(path: str) -> bool:
@@ -48,7 +54,12 @@ class PrunedWatchGroup(InotifyWatchGroup):
     def _add_all_callbacks(self, path: bytes) -> None:
         if path != self.path and not self._wanted(path):
             return  # a directory created or moved in that the store ignores
-        self._add_callback(path)
+        for directory in self._tree(path):
+            self._add_callback(directory)
+
+    def _tree(self, path: bytes) -> Iterator[bytes]:
+        """``path`` and, when recursive, every directory below it that ``descend`` wants."""
+        yield path
         if not (self.is_recursive and os.path.isdir(path)):
             return
         for root, dirnames, _ in os.walk(path, followlinks=self.follow_symlink):
@@ -56,9 +67,28 @@ class PrunedWatchGroup(InotifyWatchGroup):
             for name in dirnames:
                 full = os.path.join(root, name)
                 if (self.follow_symlink or not os.path.islink(full)) and self._wanted(full):
-                    self._add_callback(full)
                     kept.append(name)
+                    yield full
             dirnames[:] = kept  # os.walk descends only into these
+
+    def _recursive_simulate(self, src_path: bytes) -> list[Any]:
+        """watchdog reports what a new directory already holds by walking it: not one it does not watch."""
+        if src_path not in self._active_callbacks_by_path:
+            return []
+        events: list[Any] = super()._recursive_simulate(src_path)
+        return events
+
+    def refresh(self) -> None:
+        """Watch the directories ``descend`` wants now and drop those it refuses now, in place:
+        the directories kept are watched throughout."""
+        with self._lock:
+            if not self.is_active:
+                return
+            wanted = set(self._tree(self.path))
+            for directory in wanted - self._active_callbacks_by_path.keys():
+                self._add_callback(directory)
+            refused = [wd for directory, wd in self._active_callbacks_by_path.items() if directory not in wanted]
+            self._remove_callbacks(refused)
 
     def _wanted(self, path: bytes) -> bool:
         try:
@@ -85,6 +115,11 @@ class PrunedEmitter(InotifyEmitter):
             descend=self._descend,
         )
 
+    def refresh(self) -> None:
+        group = self._inotify
+        if isinstance(group, PrunedWatchGroup):
+            group.refresh()
+
 
 class PrunedInotifyObserver(BaseObserver):
     """watchdog's ``InotifyObserver``, with :class:`PrunedEmitter` for its watches."""
@@ -93,6 +128,12 @@ class PrunedInotifyObserver(BaseObserver):
         self._inotify_fd = InotifyFD()
         self._inotify_fd.start()
         super().__init__(PrunedEmitter, inotify_fd=self._inotify_fd, descend=descend)
+
+    def refresh(self) -> None:
+        """Bring every watch in line with what ``descend`` answers now (the ignore rules changed)."""
+        for emitter in list(self.emitters):
+            if isinstance(emitter, PrunedEmitter):
+                emitter.refresh()
 
     def on_thread_stop(self) -> None:
         super().on_thread_stop()

@@ -202,19 +202,35 @@ def is_relevant(index: MemoryIndex, norm_path: str) -> bool:
     return False
 
 
-def descends_into(index: MemoryIndex, norm_path: str) -> bool:
-    """Should the watcher watch (and walk) this directory? In workspace folders: the directories
-    :func:`relevant_in_folder` keeps for one of them (not ignored, not ``.git``; a folder nested in
-    another's ignored tree keeps its own), and ``.git/info`` for its ``exclude``; anywhere else (the
-    global directories): all."""
+Entered = tuple[frozenset[str], tuple[str, ...]]
+
+
+def always_entered(index: MemoryIndex) -> Entered:
+    """What the watcher enters whatever the ignore rules say: each directory in a workspace folder
+    on the way to a file the memory reads (an import or a symlinked memory file in an ignored tree,
+    an ignore source such as ``.git/info/exclude``, a global memory file), and, whole, the global
+    directories and the user's rule directories (a folder such as your home may hide them)."""
+    ways: set[str] = set()
+    files = [*index.dep_index, *index.global_paths, *(s for f in index.folders for s in f.ignore_sources)]
+    for folder in index.folders:
+        for path in files:
+            directory = os.path.dirname(path)
+            while directory.startswith(folder.prefix_path) and directory not in ways:
+                ways.add(directory)
+                directory = os.path.dirname(directory)
+    return frozenset(ways), (*index.global_dirs, *index.home_rule_roots)
+
+
+def descends_into(index: MemoryIndex, norm_path: str, entered: Entered) -> bool:
+    """Should the watcher watch (and walk) this directory? What :func:`always_entered` lists; then,
+    in workspace folders, the directories :func:`relevant_in_folder` keeps for one of them (not
+    ignored, not ``.git``; a folder nested in another's ignored tree keeps its own); anywhere else:
+    all."""
+    ways, whole = entered
+    if norm_path in ways or any(norm_path == d or norm_path.startswith(d + os.sep) for d in whole):
+        return True
     inside = [f for f in index.folders if norm_path.startswith(f.prefix_path)]
-    return not inside or any(
-        posix(norm_path[len(f.prefix_path) :]) in _GIT_WATCHED or relevant_in_folder(index, f, norm_path)
-        for f in inside
-    )
-
-
-_GIT_WATCHED = (".git", ".git/info")  # the way to .git/info/exclude, an ignore source
+    return not inside or any(relevant_in_folder(index, f, norm_path) for f in inside)
 
 
 def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str) -> bool:

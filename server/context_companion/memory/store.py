@@ -32,7 +32,7 @@ from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .agents import AGENTS
-from .changes import apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
+from .changes import Entered, always_entered, apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
 from .index import MemoryIndex
@@ -82,6 +82,7 @@ class MemoryStore:
         self._last_result: MemoryResult | None = None
         self._glob_cache: dict[tuple[str, str], bool] = {}  # (folder, glob) → matches a file
         self._roots_seen: tuple[list[Path], list[Path]] = ([], [])
+        self._entered_at: tuple[int, Entered] = (-1, (frozenset(), ()))  # (generation, always_entered)
 
     # ------------------------------------------------------------------ loading
 
@@ -197,11 +198,12 @@ class MemoryStore:
                 self.load()
                 return ChangeSummary((), "workspaceChanged")
             plan = plan_changes(self._index, paths)
+            entered = self._entered()
             changed = apply_plan(self._index, plan)
             if changed or plan.structural:
                 # Files re-rendered in place keep the index's shape: compositions can be patched.
                 self._bump(keep_results=not (plan.structural or plan.reloads))
-            watch_changed = plan.rewatch
+            watch_changed = plan.rewatch or self._entered() != entered
             if plan.structural or plan.reloads:
                 roots = (self._index.watch_roots(), self._index.flat_watch_roots())
                 watch_changed, self._roots_seen = watch_changed or roots != self._roots_seen, roots
@@ -213,9 +215,15 @@ class MemoryStore:
             return is_relevant(self._index, norm(path))
 
     def descends_into(self, path: str | Path) -> bool:
-        """Should the watcher watch this directory and walk below it (not in an ignored tree)?"""
+        """Should the watcher watch this directory and walk below it (not in an ignored tree, or on
+        the way to a file the memory reads)?"""
         with self._lock:
-            return descends_into(self._index, norm(path))
+            return descends_into(self._index, norm(path), self._entered())
+
+    def _entered(self) -> Entered:
+        if self._entered_at[0] != self._generation:
+            self._entered_at = (self._generation, always_entered(self._index))
+        return self._entered_at[1]
 
     def watch_roots(self) -> list[Path]:
         """Directories to watch recursively: the workspace folders and the existing global dirs."""

@@ -199,17 +199,30 @@ class MemoryWatcher:
         return self._stopping
 
     def reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path] = ()) -> None:
-        """Watch these roots afresh without a restart: a global dir that was just created, or the
-        same roots after the ignore rules changed what ``descend`` answers. It walks the tree
-        again: call it off the event loop. Events during the swap of watches are not seen."""
+        """Watch these roots without a restart (a global dir that was just created), or the same
+        roots after ``descend``'s answers changed (the ignore rules did)."""
+        self.rebuild(lambda: (roots, flat_roots))
+
+    def rebuild(self, roots_now: Callable[[], tuple[Sequence[Path], Sequence[Path]]]) -> None:
+        """:meth:`reschedule` to the roots ``roots_now()`` gives once no other start, stop or rebuild
+        runs, so rebuilds queued one after another end on the latest roots. It walks the tree: call
+        it off the event loop. With the same roots the pruned inotify watch is brought in line in
+        place (no moment without watches); new roots are watched afresh (events meanwhile are
+        missed)."""
         with self._lifecycle:
+            roots, flat_roots = roots_now()
             self._reschedule(roots, flat_roots)
 
     def _reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path]) -> None:
+        same = [Path(r) for r in roots] == self._roots and [Path(r) for r in flat_roots] == self._flat_roots
         self._roots = [Path(r) for r in roots]
         self._flat_roots = [Path(r) for r in flat_roots]
         observer = self._observer
         if observer is None:
+            return
+        refresh = getattr(observer, "refresh", None)
+        if same and refresh is not None:
+            refresh()
             return
         observer.unschedule_all()
         try:
