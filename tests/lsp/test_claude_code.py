@@ -377,3 +377,28 @@ async def test_open_diffs_waiting_in_the_editor_are_capped(start: Any, workspace
             decide.put_nowait(None)
         results = await asyncio.wait_for(asyncio.gather(*waiting, again), 20)
         assert all(not r.is_error for r in results)
+
+
+async def test_a_start_still_pending_at_shutdown_never_happens(
+    tmp_path: Path, ide_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``shutdown`` may come while the boot is still loading: the reconcile the boot does afterwards
+    must start no server and write no lock file."""
+    from types import SimpleNamespace
+
+    from context_companion.lsp.claude_code_endpoint import ClaudeCodeEndpoint
+    from context_companion.settings import Settings
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(ide_dir.parent))
+    sent: list[Any] = []
+    ls = SimpleNamespace(
+        companion=SimpleNamespace(snapshot=SimpleNamespace(settings=Settings(), folders=(tmp_path,))),
+        protocol=SimpleNamespace(notify=lambda method, params: sent.append((method, params))),
+        show_error=lambda message: sent.append(message),
+    )
+    endpoint = ClaudeCodeEndpoint()
+    endpoint.shutdown()  # as lifecycle.shutdown does
+    await endpoint.reconcile(ls)  # type: ignore[arg-type]
+    assert not endpoint.running and sent == []
+    assert not ide_dir.is_dir() or not list(ide_dir.glob("*.lock"))
+    await endpoint.close()

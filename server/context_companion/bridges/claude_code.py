@@ -167,9 +167,9 @@ class ClaudeCodeBridge:
 
     @property
     def wants_selection(self) -> bool:
-        """A Claude Code connected at some point: its MCP side keeps the latest selection from now on
-        (before, a client that connects is told where the editor is then)."""
-        return self._mcp is not None
+        """A Claude Code is connected: cursor moves are followed (with none, a client that connects
+        is told where the editor is then)."""
+        return bool(self._state.connections)
 
     def connected_clients(self) -> int:
         """Claude Codes connected now (past the handshake's checks)."""

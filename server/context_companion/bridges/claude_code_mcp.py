@@ -164,14 +164,19 @@ class ClaudeCodeMcp:
                 await self.server.run(read_recv, write_send, self.server.create_initialization_options())
                 tg.cancel_scope.cancel()
         finally:
-            self._state.connections.discard(conn)
+            self._gone(conn)
+
+    def _gone(self, conn: Connection) -> None:
+        self._state.connections.discard(conn)
+        if not self._state.connections:
+            self._state.last_sent = None  # nobody heard it: a client that connects is told afresh
 
     async def _send(self, conn: Connection, params: dict[str, Any]) -> None:
         note = types.JSONRPCNotification(jsonrpc="2.0", method=SELECTION_CHANGED, params=params)
         try:
             await conn.write.send(SessionMessage(note))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._state.connections.discard(conn)
+            self._gone(conn)
 
     # ------------------------------------------------------------------ selection_changed
 
@@ -200,7 +205,6 @@ class ClaudeCodeMcp:
         """The cursor or selection moved (debounced by the caller): tell connected clients when
         what they would see differs from the last notification."""
         if not self._state.connections:
-            self._state.last_sent = None  # nobody heard it: a client that connects is told afresh
             return
         companion = await self.source.ready()
         sel = companion.selection(self.source.texts())

@@ -124,7 +124,7 @@ class ClaudeCodeEndpoint:
         self._bridge = bridge
         lock = self._lock = LockFile(port, bridge.token, "Context Companion")
         await asyncio.to_thread(remove_stale_claude, lock.path.parent)
-        if self._closed or self._bridge is not bridge:  # closed, or stopped by a shutdown, while starting
+        if self._closed:  # shut down while starting
             self.stop()
             return
         self._write_lock(companion)
@@ -175,10 +175,15 @@ class ClaudeCodeEndpoint:
             bridge, self._bridge = self._bridge, None
             self._spawn(bridge.stop())
 
-    async def close(self) -> None:
-        """The process is ending: stop, and wait until the socket is closed and no task is left."""
+    def shutdown(self) -> None:
+        """``shutdown`` (or the end of the connection): stop, and never start again, even from a
+        boot or settings change still under way."""
         self._closed = True
         self.stop()
+
+    async def close(self) -> None:
+        """The process is ending: shut down, and wait until the socket is closed and no task is left."""
+        self.shutdown()
         tasks = list(self._tasks)
         if tasks:
             await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)

@@ -139,7 +139,7 @@ def _withdraw(ls: CompanionServer) -> None:
     if ls.mcp is not None:
         ls.mcp.stop()
     ls.gemini.shutdown()
-    ls.claude_code.stop()
+    ls.claude_code.shutdown()
 
 
 async def close(ls: CompanionServer) -> None:
