@@ -248,14 +248,13 @@ def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
     from .errors import ContextCompanionError
 
     p = Path(raw).expanduser()
-    full = Path(os.path.normpath(p if p.is_absolute() else base / p))  # a symlink keeps the name the editor uses
+    full = Path(os.path.normpath(p if p.is_absolute() else base / p))
     if not full.exists():
         raise ContextCompanionError(f"{flag} {raw}: no such file ({full})")
     real = full.resolve()
     if not real.is_relative_to(workspace):  # a symlink inside the folder may lead out of it
         raise ContextCompanionError(f"{flag} {raw}: outside the workspace folder {workspace}")
-    # A link is given as its target, so context.exclude judges the file whose text is read.
-    return full if full == real else real
+    return real  # a link as its target, so context.exclude judges the file whose text is read
 
 
 def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path], Path | None]:

@@ -227,6 +227,11 @@ class PrivateFile:
         self._written = True
         return self.path
 
+    @property
+    def written(self) -> bool:
+        """The file is out there (written, not removed since)."""
+        return self._written
+
     def remove(self) -> None:
         """Remove the file (idempotent; safe from signal handlers and atexit)."""
         if not self._written:

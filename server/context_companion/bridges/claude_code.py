@@ -68,10 +68,6 @@ class LockFile(PrivateFile):
         self.path = (directory if directory is not None else claude_lock_dir()) / f"{port}.lock"
         self._written = False
 
-    @property
-    def written(self) -> bool:
-        return self._written
-
     def write(self, workspace_folders: list[str]) -> Path:
         payload = {
             "pid": os.getpid(),

@@ -236,11 +236,11 @@ class LocalHttpHost:
             ws="none",  # the apps speak HTTP only: no WebSocket library loaded, upgrades refused
         )
         server = self._server = _embedded_server(config)
-        self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+        task = self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
         try:
             while not server.started:
-                if self._task.done():
-                    self._task.result()  # raises what stopped it
+                if task.done():  # not self._task: a stop meanwhile clears it
+                    task.result()  # raises what stopped it
                     raise OSError(f"the endpoint on port {self.port} stopped during start-up")
                 await asyncio.sleep(0.005)
         except BaseException:  # a failed start, or the start-up cancelled: leave nothing running

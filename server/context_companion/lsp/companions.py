@@ -1,7 +1,7 @@
 """Handlers for the agent companions: ``contextCompanion.companionStatus`` (the Gemini CLI
 companion's state, :class:`~.gemini.GeminiLink`, and Claude Code's integration,
-:class:`~.claude_code_endpoint.ClaudeCodeEndpoint`). ``exit`` is :mod:`.lifecycle`'s: every way out
-closes every bridge there."""
+:class:`~.claude_code_endpoint.ClaudeCodeEndpoint`). Every way out closes every bridge in
+:func:`.lifecycle.close`."""
 
 from __future__ import annotations
 

@@ -180,8 +180,8 @@ class GeminiLink:
     async def exit(self) -> None:
         """Before the process ends: the endpoint is closed, its sessions ended."""
         self.shutdown()
-        async with self._lock:  # a start in progress finishes first: then it is stopped too
-            self.shutdown()
+        async with self._lock:  # a start in progress finishes first (and stops itself, seeing _closed)
+            pass
         stopping, self._stopping = self._stopping, None
         if stopping is not None:
             try:

@@ -1,5 +1,5 @@
-"""Lifecycle handlers: initialize, initialized, configuration and folder changes, shutdown, exit;
-and :func:`close`, the one way out every transport ends with.
+"""Lifecycle handlers: initialize, initialized, configuration and folder changes, shutdown; and
+:func:`close`, the one way out every transport ends with (``exit`` included: see ``framing.ExitHere``).
 
 The heavy part of start-up (settings, memory store, watchdog, tiktoken) happens after the
 initialize response has gone out: the domain is imported and loaded on a worker thread.
@@ -152,7 +152,7 @@ async def close(ls: CompanionServer) -> None:
     if boot is not None and not boot.done():
         boot.cancel()
         await asyncio.wait({boot})
-    _withdraw(ls)  # not cancel_in_flight: the exit handler running this is one of those requests
+    _withdraw(ls)  # requests still in flight end with the loop
     await ls.gemini.exit()
     await ls.claude_code.close()
     if ls.mcp is not None:

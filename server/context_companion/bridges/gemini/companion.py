@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import importlib
 import json
 import logging
@@ -99,35 +100,35 @@ class _Diff:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
+_FILE_PATH = {"type": "string", "description": "Absolute path of the file."}
+# name → (description, properties besides filePath, required)
+_TOOLS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "openDiff": (
+        "Show a proposed new content of a file as a diff in the editor; the user accepts or rejects it.",
+        {"newContent": {"type": "string", "description": "The proposed full content of the file."}},
+        ["filePath", "newContent"],
+    ),
+    "closeDiff": (
+        "Close the diff of a file, returning the content the diff view held.",
+        {"suppressNotification": {"type": "boolean"}},
+        ["filePath"],
+    ),
+}
+
+
+@functools.cache
 def _tools() -> list[types.Tool]:
-    """openDiff and closeDiff (built when a CLI lists them: the SDK is loaded by then)."""
+    """openDiff and closeDiff, built the first time a CLI lists them (the SDK is loaded by then)."""
     import mcp_types as types
 
-    open_diff = types.Tool(
-        name="openDiff",
-        description="Show a proposed new content of a file as a diff in the editor; the user accepts or rejects it.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "filePath": {"type": "string", "description": "Absolute path of the file."},
-                "newContent": {"type": "string", "description": "The proposed full content of the file."},
-            },
-            "required": ["filePath", "newContent"],
-        },
-    )
-    close_diff = types.Tool(
-        name="closeDiff",
-        description="Close the diff of a file, returning the content the diff view held.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "filePath": {"type": "string", "description": "Absolute path of the file."},
-                "suppressNotification": {"type": "boolean"},
-            },
-            "required": ["filePath"],
-        },
-    )
-    return [open_diff, close_diff]
+    return [
+        types.Tool(
+            name=name,
+            description=description,
+            input_schema={"type": "object", "properties": {"filePath": _FILE_PATH, **more}, "required": required},
+        )
+        for name, (description, more, required) in _TOOLS.items()
+    ]
 
 
 def _text_result(text: str, *, error: bool = False) -> types.CallToolResult:
