@@ -576,21 +576,16 @@ def vocabulary_file(work: Path, tokens: int = VOCAB_TOKENS) -> Path:
     path = work / "tokenizer" / f"vocab-{tokens}.tiktoken"
     if path.exists():
         return path
-    import base64
     import random
 
+    from .bpe import write_ranks
+
     rng = random.Random(tokens)
-    toks = [bytes([b]) for b in range(256)]
-    seen = set(toks)
-    while len(toks) < tokens:
-        tok = bytes(rng.randrange(97, 123) for _ in range(rng.randint(2, 9)))
-        if tok not in seen:
-            seen.add(tok)
-            toks.append(tok)
+    ranks = {bytes([b]): b for b in range(256)}
+    while len(ranks) < tokens:
+        ranks.setdefault(bytes(rng.randrange(97, 123) for _ in range(rng.randint(2, 9))), len(ranks))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{base64.b64encode(t).decode()} {rank}\n" for rank, t in enumerate(toks)))
-    tmp.replace(path)
+    write_ranks(ranks, path)
     return path
 
 
