@@ -51,6 +51,21 @@ async def test_a_connection_made_before_the_server_loads_is_served() -> None:
     await listener.server.wait_closed()  # type: ignore[attr-defined]
 
 
+async def assert_dropped(reader: asyncio.StreamReader) -> None:
+    """The client waiting on the port is dropped (reset or end of file), not left hanging."""
+    data = b""
+    try:
+        data = await asyncio.wait_for(reader.read(), 5)
+    except ConnectionError:
+        pass
+    assert data == b""
+
+
+def assert_port_closed(port: int) -> None:
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0, "the port still accepts connections"
+
+
 async def test_closed_before_any_connection_leaves_no_port_open() -> None:
     listener = Listener()
     port = listener.bind()
@@ -58,8 +73,7 @@ async def test_closed_before_any_connection_leaves_no_port_open() -> None:
     listener.on_first_connection(lambda: _echo_start(listener, started))
     listener.close()
     await listener.wait()
-    with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", port)) != 0, "the port still accepts connections"
+    assert_port_closed(port)
     assert started == []
 
 
@@ -74,16 +88,9 @@ async def test_closed_while_loading_never_serves() -> None:
     listener.close()
     await listener.wait()
     assert not hasattr(listener, "server"), "a server started after the bridge was switched off"
-    # the waiting client is dropped (reset or EOF), not left hanging
-    data = b""
-    try:
-        data = await asyncio.wait_for(reader.read(), 5)
-    except ConnectionError:
-        pass
-    assert data == b""
+    await assert_dropped(reader)
     writer.close()
-    with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert_port_closed(port)
 
 
 async def test_an_http_host_whose_server_fails_to_start_drops_the_client_and_stops(monkeypatch, caplog) -> None:
@@ -108,12 +115,7 @@ async def test_an_http_host_whose_server_fails_to_start_drops_the_client_and_sto
     port = await host.listen()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    data = b""
-    try:
-        data = await asyncio.wait_for(reader.read(), 5)
-    except ConnectionError:
-        pass
-    assert data == b""
+    await assert_dropped(reader)
     writer.close()
     for _ in range(100):
         if not host.serving():
@@ -122,5 +124,4 @@ async def test_an_http_host_whose_server_fails_to_start_drops_the_client_and_sto
     assert not host.serving()
     assert "could not start serving" in caplog.text
     await asyncio.wait_for(host.stop(), 5)
-    with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert_port_closed(port)
