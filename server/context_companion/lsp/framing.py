@@ -10,12 +10,13 @@ header (also one found inside the garbage or inside a body that did not parse).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
 import signal
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException
@@ -28,6 +29,23 @@ _CONTENT_LENGTH = b"content-length:"
 # The signals every transport ends on as at end of input. SIGHUP: the terminal the server was
 # started from went away (none of these but SIGTERM/SIGINT exist on Windows).
 EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def on_exit_signals(loop: asyncio.AbstractEventLoop, handler: Callable[[signal.Signals], None]) -> Iterator[None]:
+    """``handler(sig)`` runs on the loop when one of :data:`EXIT_SIGNALS` arrives, while inside
+    (Windows' loop takes no signal handlers: there the default handling stays)."""
+    installed = []
+    for sig in EXIT_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, handler, sig)
+            installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
 
 
 class AsyncLineReader(Protocol):

@@ -22,6 +22,7 @@ import contextlib
 import hmac
 import json
 import logging
+import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -33,11 +34,11 @@ from urllib.parse import parse_qs, urlsplit
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
 from .framing import (
-    EXIT_SIGNALS,
     MAX_BODY,
     ExitHere,
     FrameReader,
     forget_before_shutdown,
+    on_exit_signals,
     quiet_shutdown_errors,
     run_frames,
 )
@@ -404,23 +405,21 @@ def serve_socket(
         loop.set_exception_handler(quiet_shutdown_errors)
         task = asyncio.current_task()
 
-        def on_signal() -> None:
+        def on_signal(sig: signal.Signals) -> None:
             _remove_all(discovery)
             if task is not None:
                 task.cancel()
 
-        for sig in EXIT_SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, on_signal)
         runner = _ws_main if transport == "ws" else _tcp_main
-        try:
-            await runner(server, host, port, auth, announce_for, exits)
-        finally:
-            if on_end is not None:
-                try:
-                    await on_end(server)
-                except Exception:
-                    log.exception("closing the bridges failed")
+        with on_exit_signals(loop, on_signal):
+            try:
+                await runner(server, host, port, auth, announce_for, exits)
+            finally:
+                if on_end is not None:
+                    try:
+                        await on_end(server)
+                    except Exception:
+                        log.exception("closing the bridges failed")
 
     try:
         asyncio.run(main())

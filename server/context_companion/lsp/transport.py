@@ -9,16 +9,16 @@ the notification throughput, see docs/performance.md).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
+import signal
 import stat
 import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .framing import EXIT_SIGNALS, AsyncLineReader, ExitHere, FrameReader, quiet_shutdown_errors, run_frames
+from .framing import AsyncLineReader, ExitHere, FrameReader, on_exit_signals, quiet_shutdown_errors, run_frames
 
 log = logging.getLogger(__name__)
 
@@ -105,30 +105,24 @@ def serve_stdio(server: Any, on_end: Callable[[Any], Awaitable[None]] | None = N
             run_frames(FrameReader(reader), protocol, stop_event, error_handler=server.report_server_error)
         )
 
-        def on_signal(name: str) -> None:
-            log.info("%s: shutting down", name)
+        def on_signal(sig: signal.Signals) -> None:
+            log.info("%s: shutting down", sig.name)
             stop_event.set()
             reading.cancel()
 
-        signals = EXIT_SIGNALS
-        for sig in signals:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals on Windows' loop
-                loop.add_signal_handler(sig, on_signal, sig.name)
-        try:
-            await reading
-            if protocol.status is None:
-                log.info("stdin closed: shutting down")
-        except asyncio.CancelledError:
-            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise  # main itself was cancelled, not just the reading
-        if on_end is not None:
+        with on_exit_signals(loop, on_signal):
             try:
-                await on_end(server)
-            except Exception:
-                log.exception("closing the bridges failed")
-        for sig in signals:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.remove_signal_handler(sig)
+                await reading
+                if protocol.status is None:
+                    log.info("stdin closed: shutting down")
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                    raise  # main itself was cancelled, not just the reading
+            if on_end is not None:
+                try:
+                    await on_end(server)
+                except Exception:
+                    log.exception("closing the bridges failed")
 
     try:
         asyncio.run(main())
