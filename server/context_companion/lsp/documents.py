@@ -54,14 +54,7 @@ def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, op
 
 
 def did_change_cursor(ls: CompanionServer, params: Any) -> None:
-    from ..context.state import RawPosition  # imported after initialize, with the domain
-
-    p = ls.parse_cursor(params)
-    uri = p.text_document.uri
-    position = RawPosition(p.position.line, p.position.character)
-    selections = [
-        (RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character)) for r in p.selections
-    ]
+    uri, position, selections = ls.parse_cursor(params)
     companion = ls.companion
     if companion is None:
         ls.when_booted(lambda c: _cursor_moved(ls, c, uri, position, selections))

@@ -26,12 +26,14 @@ from .protocol import DID_CHANGE_CURSOR, LspWorkspace, Protocol
 from .push import Publisher
 
 if TYPE_CHECKING:
+    from ..context.state import RawPosition
     from ..workspace.changes import MemoryChange
     from ..workspace.companion import Companion
-    from ..workspace.params import DidChangeCursorParams
     from .mcp_endpoint import McpEndpoint
 
 log = logging.getLogger(__name__)
+
+Cursor = tuple[str, "RawPosition", list[tuple["RawPosition", "RawPosition"]]]  # uri, position, selections
 
 T = TypeVar("T")
 
@@ -51,7 +53,7 @@ class CompanionServer(LanguageServer):
         self.claude_code = ClaudeCodeEndpoint()  # companion.claudeCode.enabled
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
-        self._parse_cursor: Callable[[Any], DidChangeCursorParams] | None = None
+        self._parse_cursor: Callable[[Any], Cursor] | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors in notifications (bad cursor params, a failed watcher event) are logged, not
@@ -83,12 +85,20 @@ class CompanionServer(LanguageServer):
     def show_error(self, message: str) -> None:
         self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=message))
 
-    def parse_cursor(self, raw: Any) -> DidChangeCursorParams:
+    def parse_cursor(self, raw: Any) -> Cursor:
+        """The cursor notification's params, validated, as the domain takes them: (uri, position,
+        selections). The parser is built once (the domain is imported by then): a hot path."""
         if self._parse_cursor is None:
+            from ..context.state import RawPosition
             from ..workspace.params import DidChangeCursorParams, parse_object
 
-            def parse(raw: Any) -> DidChangeCursorParams:
-                return parse_object(DidChangeCursorParams, raw, DID_CHANGE_CURSOR)
+            def parse(raw: Any) -> Cursor:
+                p = parse_object(DidChangeCursorParams, raw, DID_CHANGE_CURSOR)
+                selections = [
+                    (RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character))
+                    for r in p.selections
+                ]
+                return p.text_document.uri, RawPosition(p.position.line, p.position.character), selections
 
             self._parse_cursor = parse
         return self._parse_cursor(raw)
