@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,11 @@ from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
 from watchdog.observers.inotify_c import InotifyFD
 
 log = logging.getLogger(__name__)
+
+# `mkdir -p a/b`: the walk that watches the new `a` already watches `b`, then `b`'s own create event
+# adds the same callback to the same watch again, and watchdog warns that it overwrites it (it
+# does with its own observer too). Nothing is lost: keep that out of the server's log.
+warnings.filterwarnings("ignore", r"Callback with id '\d+' already exists for watch", RuntimeWarning)
 
 Descend = Callable[[str], bool]
 
