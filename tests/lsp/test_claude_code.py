@@ -97,6 +97,7 @@ async def _started(start: Any, ws: Path, ide_dir: Path) -> Harness:
     return harness
 
 
+@pytest.mark.parametrize("workspace", ["ws", "my proj ünï #1"], indirect=True)
 async def test_lock_file_tools_and_selection_changed(start: Any, workspace: Path, ide_dir: Path) -> None:
     started: list[Any] = []
     h = await _started(start, workspace, ide_dir)
@@ -163,6 +164,8 @@ async def test_lock_file_tools_and_selection_changed(start: Any, workspace: Path
         assert diagnostics["uri"] == agents
         assert any("missing.md" in d["message"] for d in diagnostics["diagnostics"])
         assert await _call(session, "getDiagnostics", {"uri": app}) == []
+        unencoded = "file://" + str(workspace / "AGENTS.md")  # a client that does not percent-encode
+        assert await _call(session, "getDiagnostics", {"uri": unencoded}) == [diagnostics]
 
         everything = json.dumps(
             [await _call(session, name) for name in ("getOpenEditors", "getCurrentSelection", "getLatestSelection")]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..context.messages import build_messages
-from ..context.state import Baseline, EditorSelection, EditorState, RawPosition, uri_to_path
+from ..context.state import Baseline, EditorSelection, EditorState, RawPosition
 from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
@@ -29,6 +29,7 @@ from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
+from ..uris import uri_to_path
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
@@ -413,9 +414,7 @@ class Companion:
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):
-            from urllib.parse import unquote, urlparse
-
-            raw = unquote(urlparse(raw).path)
+            raw = uri_to_path(raw)
         path = Path(raw).expanduser()
         if not path.is_absolute():
             if not self.snapshot.folders:
