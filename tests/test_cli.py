@@ -133,9 +133,40 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     bad = run("explain", "--agent", "vim", "--workspace", str(ws), env=env)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "context-companion: unknown agent 'vim'; known agents: claude-code, codex, gemini-cli, cursor, copilot,"
-        " windsurf, cline, continue, kiro, zed, context-companion"
+        "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), codex, gemini-cli"
+        " (or gemini), cursor, copilot, windsurf, cline, continue, kiro, zed, context-companion"
     ]
+
+
+@pytest.mark.parametrize(("short", "agent"), [("claude", "claude-code"), ("gemini", "gemini-cli"), ("Codex", "codex")])
+def test_explain_takes_the_short_names_users_type(env, project, short, agent):
+    out = run("explain", "--agent", short, "--workspace", str(project), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["agent"] == agent
+
+
+def test_explain_help_and_the_readme_list_every_agent_id(env):
+    from context_companion.memory.agents import AGENT_IDS
+
+    help_text = " ".join(run("explain", "--help", env=env).stdout.split())
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    for agent in AGENT_IDS:
+        assert agent in help_text and f"`{agent}`" in readme, agent
+
+
+def test_every_open_adds_a_file(project, env):
+    """A repeated --open kept only its last files: the others and the memory they bring were dropped."""
+    (project / "web").mkdir()
+    (project / "web" / "AGENTS.md").write_text("Web components are functions.\n")
+    (project / "web" / "y.py").write_text("")
+    base = ("memory", "--workspace", str(project), "--json")
+    once = json.loads(run(*base, "--open", "web/y.py", "api/x.py", env=env).stdout)
+    repeated = run(*base, "--open", "web/y.py", "--open", "api/x.py", env=env)
+    assert repeated.returncode == 0, repeated.stderr
+    assert json.loads(repeated.stdout) == once
+    assert sorted(f["path"] for f in once["files"] if f["comesWithTurn"]) == ["api/AGENTS.md", "web/AGENTS.md"]
+    turn = json.loads(run("turn", *base[1:], "--open", "web/y.py", "--open", "api/x.py", env=env).stdout)
+    assert turn["context"]["otherOpenFiles"] == [str(project / "web" / "y.py")]
 
 
 def test_repeated_files_are_listed_with_duplicate_of(tmp_path, env):
@@ -179,6 +210,8 @@ def test_relative_open_and_active_paths_resolve_against_the_workspace_like_git_c
         ("--open", "api/missing.py", "no such file"),
         ("--active", "../elsewhere.py", "outside the workspace folder"),
         ("--open", "nope/", "no such file"),
+        ("--open", "api", "a folder, not a file"),
+        ("--active", "api/", "a folder, not a file"),
     ],
 )
 def test_a_bad_open_or_active_path_exits_2_with_one_line(project, env, tmp_path, command, flag, value, reason):

@@ -421,6 +421,9 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     cursor = explain_buffer("cursor")
     assert "`.cursor/rules/py.mdc` (rule" in cursor and "globs: glob '**/*.py' matches src/main.py" in cursor
 
+    nvim.lua("vim.cmd('normal q'); vim.cmd('ContextCompanionExplain Claude')")  # the short name, as the CLI takes it
+    assert explain_buffer("claude%-code").startswith("# What Claude Code would load")
+
     nvim.lua("vim.cmd('ContextCompanionExplain vim')")
     nvim.wait_for(
         lambda: any('unknown agent "vim"; known agents: claude-code' in m["msg"] for m in nvim.messages()),
