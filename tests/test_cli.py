@@ -332,3 +332,42 @@ def test_a_link_in_the_workspace_is_judged_by_its_target(project, env, tmp_path)
         "turn", "--workspace", str(project), "--active", "readme-link.md", "--selection", "1:1:1:25", "--json", env=env
     )
     assert "hunter2" not in out.stdout and "hunter2" not in out.stderr, out.stdout
+
+
+def test_a_skipped_memory_file_is_told_once(tmp_path, env):
+    """It was told twice in two wordings: the log's 'memory file /abs/AGENTS.md skipped: ...' and
+    the result's 'AGENTS.md: skipped: ...' (and memory printed its row and a '!' line)."""
+    ws = tmp_path / "repo"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "AGENTS.md").write_bytes(b"binary\0file\n")
+    (ws / "CLAUDE.md").write_text("Use tabs.\n")
+    instruction = run("instruction", "--workspace", str(ws), env=env)
+    assert instruction.returncode == 0, instruction.stderr
+    told = [line for line in instruction.stderr.splitlines() if "AGENTS.md" in line]
+    assert told == ["context-companion: warning: AGENTS.md: skipped: binary file (NUL byte)"]
+    for command in (("memory",), ("explain", "--agent", "codex")):
+        out = run(*command, "--workspace", str(ws), env=env)
+        assert out.returncode == 0 and "AGENTS.md" not in out.stderr, out.stderr
+        assert [line for line in out.stdout.splitlines() if "AGENTS.md" in line and "skipped" in line] == [
+            next(line for line in out.stdout.splitlines() if line.startswith("- AGENTS.md"))
+        ]
+
+
+def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, env):
+    ws = tmp_path / "repo"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "web").mkdir()
+    (ws / "AGENTS.md").write_text("# Rules\n@docs/missing.md\n")
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")  # included once; the link is 'same file as AGENTS.md'
+    (ws / "web" / "AGENTS.md").write_text("Web.\n@nope.md\n")
+    (ws / "web" / "CLAUDE.md").symlink_to("AGENTS.md")  # neither is included: no file open under web/
+    expected = [
+        "AGENTS.md: import docs/missing.md failed: not found",
+        "web/AGENTS.md: import nope.md failed: not found",
+    ]
+    memory = json.loads(run("memory", "--workspace", str(ws), "--json", env=env).stdout)
+    assert memory["warnings"] == expected
+    instruction = run("instruction", "--workspace", str(ws), "-q", "--json", env=env)
+    assert json.loads(instruction.stdout)["warnings"] == expected
+    plain = run("memory", "--workspace", str(ws), env=env).stdout
+    assert [line for line in plain.splitlines() if line.startswith("!")] == [f"! {w}" for w in expected]

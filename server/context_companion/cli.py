@@ -448,8 +448,10 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         mark = "+" if f.included else "-"
         turn = f" ({COMES_WITH_TURN})" if f.path in with_turn else ""
         sys.stdout.write(f"{mark} {f.path.ljust(width)}  {f.tier:<9} {f.tokens:>6} tokens  {f.reason}{turn}\n")
+    said = {f"{f.path}: {f.reason}" for f in result.files}  # a skip is on its file's row already
     for w in result.warnings:
-        sys.stdout.write(f"! {w}\n")
+        if w not in said:
+            sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
     sys.stdout.write(
         f"{len(included)} of {len(result.files)} files included, {companion.memory_tokens(result)} tokens\n"
