@@ -249,7 +249,9 @@ def test_instruction_prints_the_turns_memory_after_a_separator_and_instruction_o
     only = run(*args, "--instruction-only", env=env)
     assert full.returncode == 0 and only.returncode == 0, full.stderr + only.stderr
     instruction, sep, memory = full.stdout.partition("\n\n======== Memory that comes with the first turn")
-    assert sep and only.stdout == instruction + "\n"
+    assert sep and only.stdout == instruction  # the instruction's bytes, no newline added
+    as_json = json.loads(run(*args, "--json", env=env).stdout)
+    assert only.stdout == as_json["text"]
     assert "Run tests with make check." in instruction and "Handlers return JSON errors." not in instruction
     assert "--- Context from: api/AGENTS.md ---\nHandlers return JSON errors.\n--- End of Context" in memory
     # Nothing applies only to the open files: the instruction alone, as before.

@@ -117,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     instr.add_argument(
         "--instruction-only",
         action="store_true",
-        help="print the system instruction alone, without the memory that comes with the first turn",
+        help="print the system instruction alone, without the memory that comes with the first turn: the bytes "
+        "of --json's text, with no newline added",
     )
     instr.add_argument(
         "--json",
@@ -394,7 +395,7 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
     for warning in instruction.warnings:
         _warn(args, warning)
     if args.instruction_only and not args.json:
-        sys.stdout.write(instruction.text + "\n")
+        sys.stdout.write(instruction.text)  # the bytes of the JSON text: no newline added (README)
         return 0
     memory = shot.turn(editor=False)
     if args.json:

@@ -99,7 +99,7 @@ async def test_instruction_text_is_the_servers_instruction_then_its_first_turn_m
         "api/x.py",
         "--instruction-only",
     )
-    assert only.stdout == instruction["text"] + "\n"
+    assert only.stdout == instruction["text"]  # the bytes: no newline added
     # --json keeps its fields: text is the instruction alone, the memory is in memoryUpdates.
     data = json.loads(
         cli(
