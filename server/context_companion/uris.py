@@ -46,6 +46,11 @@ def normalize_uri(uri: str) -> str:
     return "file://" + authority + quote_from_bytes(os.fsencode(_decode(encoded) or "/"), "/")
 
 
+def uri_path(uri: str) -> str:
+    """The decoded path part of a ``file:`` URI as written (``/C:/x`` stays so); ``#`` and ``?`` included."""
+    return _decode(_split_file_uri(uri)[1])
+
+
 def uri_to_path(uri: str) -> str:
     """Filesystem path of a ``file:`` URI; other schemes (``untitled:``) are reported as the URI."""
     if uri[:5].lower() != FILE:
