@@ -53,8 +53,9 @@ def user_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
+def workspace(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """An empty folder, ``ws`` unless a test names it (``parametrize("workspace", [...], indirect=True)``)."""
+    ws = tmp_path / getattr(request, "param", "ws")
     ws.mkdir()
     return ws
 

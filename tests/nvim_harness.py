@@ -60,8 +60,9 @@ local f = r and r.context and r.context.activeFile
 
 
 def lua_str(text: str) -> str:
-    """A Lua string literal (JSON string syntax is valid Lua for what we pass)."""
-    return json.dumps(text)
+    """A Lua string literal (JSON string syntax is valid Lua for what we pass; non-ASCII letters stay
+    as they are, as Lua has no ``\\uXXXX`` escape)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 # The RPC client: Neovim itself, relaying one JSON request per stdin line to the socket.

@@ -133,9 +133,40 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     bad = run("explain", "--agent", "vim", "--workspace", str(ws), env=env)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "context-companion: unknown agent 'vim'; known agents: claude-code, codex, gemini-cli, cursor, copilot,"
-        " windsurf, cline, continue, kiro, zed, context-companion"
+        "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), codex, gemini-cli"
+        " (or gemini), cursor, copilot, windsurf, cline, continue, kiro, zed, context-companion"
     ]
+
+
+@pytest.mark.parametrize(("short", "agent"), [("claude", "claude-code"), ("gemini", "gemini-cli"), ("Codex", "codex")])
+def test_explain_takes_the_short_names_users_type(env, project, short, agent):
+    out = run("explain", "--agent", short, "--workspace", str(project), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["agent"] == agent
+
+
+def test_explain_help_and_the_readme_list_every_agent_id(env):
+    from context_companion.memory.agents import AGENT_IDS
+
+    help_text = " ".join(run("explain", "--help", env=env).stdout.split())
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    for agent in AGENT_IDS:
+        assert agent in help_text and f"`{agent}`" in readme, agent
+
+
+def test_every_open_adds_a_file(project, env):
+    """A repeated --open kept only its last files: the others and the memory they bring were dropped."""
+    (project / "web").mkdir()
+    (project / "web" / "AGENTS.md").write_text("Web components are functions.\n")
+    (project / "web" / "y.py").write_text("")
+    base = ("memory", "--workspace", str(project), "--json")
+    once = json.loads(run(*base, "--open", "web/y.py", "api/x.py", env=env).stdout)
+    repeated = run(*base, "--open", "web/y.py", "--open", "api/x.py", env=env)
+    assert repeated.returncode == 0, repeated.stderr
+    assert json.loads(repeated.stdout) == once
+    assert sorted(f["path"] for f in once["files"] if f["comesWithTurn"]) == ["api/AGENTS.md", "web/AGENTS.md"]
+    turn = json.loads(run("turn", *base[1:], "--open", "web/y.py", "--open", "api/x.py", env=env).stdout)
+    assert turn["context"]["otherOpenFiles"] == [str(project / "web" / "y.py")]
 
 
 def test_repeated_files_are_listed_with_duplicate_of(tmp_path, env):
@@ -179,6 +210,8 @@ def test_relative_open_and_active_paths_resolve_against_the_workspace_like_git_c
         ("--open", "api/missing.py", "no such file"),
         ("--active", "../elsewhere.py", "outside the workspace folder"),
         ("--open", "nope/", "no such file"),
+        ("--open", "api", "a folder, not a file"),
+        ("--active", "api/", "a folder, not a file"),
     ],
 )
 def test_a_bad_open_or_active_path_exits_2_with_one_line(project, env, tmp_path, command, flag, value, reason):
@@ -216,7 +249,9 @@ def test_instruction_prints_the_turns_memory_after_a_separator_and_instruction_o
     only = run(*args, "--instruction-only", env=env)
     assert full.returncode == 0 and only.returncode == 0, full.stderr + only.stderr
     instruction, sep, memory = full.stdout.partition("\n\n======== Memory that comes with the first turn")
-    assert sep and only.stdout == instruction + "\n"
+    assert sep and only.stdout == instruction  # the instruction's bytes, no newline added
+    as_json = json.loads(run(*args, "--json", env=env).stdout)
+    assert only.stdout == as_json["text"]
     assert "Run tests with make check." in instruction and "Handlers return JSON errors." not in instruction
     assert "--- Context from: api/AGENTS.md ---\nHandlers return JSON errors.\n--- End of Context" in memory
     # Nothing applies only to the open files: the instruction alone, as before.
@@ -299,3 +334,42 @@ def test_a_link_in_the_workspace_is_judged_by_its_target(project, env, tmp_path)
         "turn", "--workspace", str(project), "--active", "readme-link.md", "--selection", "1:1:1:25", "--json", env=env
     )
     assert "hunter2" not in out.stdout and "hunter2" not in out.stderr, out.stdout
+
+
+def test_a_skipped_memory_file_is_told_once(tmp_path, env):
+    """It was told twice in two wordings: the log's 'memory file /abs/AGENTS.md skipped: ...' and
+    the result's 'AGENTS.md: skipped: ...' (and memory printed its row and a '!' line)."""
+    ws = tmp_path / "repo"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "AGENTS.md").write_bytes(b"binary\0file\n")
+    (ws / "CLAUDE.md").write_text("Use tabs.\n")
+    instruction = run("instruction", "--workspace", str(ws), env=env)
+    assert instruction.returncode == 0, instruction.stderr
+    told = [line for line in instruction.stderr.splitlines() if "AGENTS.md" in line]
+    assert told == ["context-companion: warning: AGENTS.md: skipped: binary file (NUL byte)"]
+    for command in (("memory",), ("explain", "--agent", "codex")):
+        out = run(*command, "--workspace", str(ws), env=env)
+        assert out.returncode == 0 and "AGENTS.md" not in out.stderr, out.stderr
+        assert [line for line in out.stdout.splitlines() if "AGENTS.md" in line and "skipped" in line] == [
+            next(line for line in out.stdout.splitlines() if line.startswith("- AGENTS.md"))
+        ]
+
+
+def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, env):
+    ws = tmp_path / "repo"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "web").mkdir()
+    (ws / "AGENTS.md").write_text("# Rules\n@docs/missing.md\n")
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")  # included once; the link is 'same file as AGENTS.md'
+    (ws / "web" / "AGENTS.md").write_text("Web.\n@nope.md\n")
+    (ws / "web" / "CLAUDE.md").symlink_to("AGENTS.md")  # neither is included: no file open under web/
+    expected = [
+        "AGENTS.md: import docs/missing.md failed: not found",
+        "web/AGENTS.md: import nope.md failed: not found",
+    ]
+    memory = json.loads(run("memory", "--workspace", str(ws), "--json", env=env).stdout)
+    assert memory["warnings"] == expected
+    instruction = run("instruction", "--workspace", str(ws), "-q", "--json", env=env)
+    assert json.loads(instruction.stdout)["warnings"] == expected
+    plain = run("memory", "--workspace", str(ws), env=env).stdout
+    assert [line for line in plain.splitlines() if line.startswith("!")] == [f"! {w}" for w in expected]

@@ -69,10 +69,13 @@ def test_the_protocol_doc_and_the_server_list_the_same_commands_and_notification
     import re
 
     doc = (DOCS / "protocol.md").read_text()
-    documented = set(re.findall(r"^### `(contextCompanion[./][A-Za-z]+)`", doc, re.MULTILINE))
+    headings = re.findall(r"^### `(contextCompanion[./][A-Za-z]+)`", doc, re.MULTILINE)
+    documented = set(headings)
     served = server_methods()
     assert sorted(served - documented) == [], "handled or sent by the server but missing from docs/protocol.md"
     assert sorted(documented - served) == [], "in docs/protocol.md but not handled or sent by the server"
+    # One description each: two texts for one method drift apart (companionStarted and showDiff had).
+    assert sorted({h for h in headings if headings.count(h) > 1}) == [], "described more than once"
 
 
 def test_every_command_and_notification_is_documented_in_the_protocol_doc():

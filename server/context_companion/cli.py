@@ -47,9 +47,11 @@ def _editor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--open",
         nargs="*",
+        action="extend",
         default=[],
         metavar="FILE",
-        help="treat these files as open in the editor (relative to --workspace when given, else the current directory)",
+        help="treat these files as open in the editor; may be repeated, every --open adds (relative to --workspace "
+        "when given, else the current directory)",
     )
     parser.add_argument(
         "--active",
@@ -115,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     instr.add_argument(
         "--instruction-only",
         action="store_true",
-        help="print the system instruction alone, without the memory that comes with the first turn",
+        help="print the system instruction alone, without the memory that comes with the first turn: the bytes "
+        "of --json's text, with no newline added",
     )
     instr.add_argument(
         "--json",
@@ -159,7 +162,12 @@ def _parser() -> argparse.ArgumentParser:
     exp = sub.add_parser(
         "explain", help="which memory and rule files an agent would load, and why", epilog=_PATHS_EPILOG
     )
-    exp.add_argument("--agent", required=True, help="claude-code, codex, gemini-cli, cursor, copilot, windsurf, ...")
+    exp.add_argument(
+        "--agent",
+        required=True,
+        help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot, windsurf, cline, continue, "
+        "kiro, zed, context-companion",
+    )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(exp)
@@ -251,6 +259,8 @@ def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
     full = Path(os.path.normpath(p if p.is_absolute() else base / p))
     if not full.exists():
         raise ContextCompanionError(f"{flag} {raw}: no such file ({full})")
+    if full.is_dir():
+        raise ContextCompanionError(f"{flag} {raw}: a folder, not a file ({full})")
     real = full.resolve()
     if not real.is_relative_to(workspace):  # a symlink inside the folder may lead out of it
         raise ContextCompanionError(f"{flag} {raw}: outside the workspace folder {workspace}")
@@ -385,7 +395,7 @@ def _cmd_instruction(args: argparse.Namespace) -> int:
     for warning in instruction.warnings:
         _warn(args, warning)
     if args.instruction_only and not args.json:
-        sys.stdout.write(instruction.text + "\n")
+        sys.stdout.write(instruction.text)  # the bytes of the JSON text: no newline added (README)
         return 0
     memory = shot.turn(editor=False)
     if args.json:
@@ -439,8 +449,10 @@ def _cmd_memory(args: argparse.Namespace) -> int:
         mark = "+" if f.included else "-"
         turn = f" ({COMES_WITH_TURN})" if f.path in with_turn else ""
         sys.stdout.write(f"{mark} {f.path.ljust(width)}  {f.tier:<9} {f.tokens:>6} tokens  {f.reason}{turn}\n")
+    said = {f"{f.path}: {f.reason}" for f in result.files}  # a skip is on its file's row already
     for w in result.warnings:
-        sys.stdout.write(f"! {w}\n")
+        if w not in said:
+            sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
     sys.stdout.write(
         f"{len(included)} of {len(result.files)} files included, {companion.memory_tokens(result)} tokens\n"
@@ -452,17 +464,18 @@ COMES_WITH_TURN = "comes with the turn"
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from .memory.agents import AGENT_IDS
+    from .memory.agents import agent_id, known_agents
 
-    if args.agent not in AGENT_IDS:
-        return _fail(f"unknown agent {args.agent!r}; known agents: {', '.join(AGENT_IDS)}")
+    agent = agent_id(args.agent)
+    if agent is None:
+        return _fail(f"--agent {args.agent}: unknown agent; known agents: {known_agents()}")
     from .workspace.companion import Companion
 
     workspace = _workspace(args.workspace)
     companion = Companion.open([workspace])
     open_paths, active = _editor_files(args, workspace)
     interactive = companion.snapshot.settings.profile.interactive
-    wire = companion.memory.explain(args.agent, open_paths, active, interactive=interactive).to_wire()
+    wire = companion.memory.explain(agent, open_paths, active, interactive=interactive).to_wire()
     if args.json:
         sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
         return 0

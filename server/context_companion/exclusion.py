@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
+from .uris import uri_path
+
 __all__ = ["DEFAULT_EXCLUDE", "ExcludeMatcher", "exclude_matcher", "is_excluded", "uri_match_path"]
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -167,6 +169,8 @@ def uri_match_path(uri: str) -> str:
     """
     if ":" not in uri or re.match(r"[A-Za-z]:[\\/]", uri):  # no scheme, or a Windows drive path
         return uri
+    if uri[:5].lower() == "file:":
+        return uri_path(uri)  # a '#' or '?' there belongs to the file's name
     parts = urlsplit(uri)
     if not parts.scheme or len(parts.scheme) == 1:
         return uri

@@ -89,10 +89,10 @@ class Nvim(HeadlessNvim):
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+def workspace(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     """A git workspace with an AGENTS.md, a source file with non-ASCII text, and a sub-folder with
-    its own AGENTS.md (the just-in-time memory tier)."""
-    ws = tmp_path / "project"
+    its own AGENTS.md (the just-in-time memory tier); named ``project`` unless a test names it."""
+    ws = tmp_path / getattr(request, "param", "project")
     (ws / ".git").mkdir(parents=True)
     (ws / "AGENTS.md").write_text("# Project notes\n\nOtters review every pull request.\n", encoding="utf-8")
     (ws / "src").mkdir()
@@ -187,7 +187,11 @@ def test_instruction_buffer_shows_the_memory(start_nvim, workspace: Path) -> Non
     assert f"running for {workspace}" in health
 
 
-@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+@pytest.mark.parametrize(
+    ("encoding", "workspace"),
+    [("utf-8", "project"), ("utf-16", "project"), ("utf-16", "my proj ünï #1")],  # Neovim percent-encodes the last
+    indirect=["workspace"],
+)
 def test_cursor_and_selections_reach_the_server(start_nvim, workspace: Path, encoding: str) -> None:
     nvim = start_nvim(setup_call(capabilities={"general": {"positionEncodings": [encoding]}}))
     edit(nvim, workspace / "src" / "main.py")
@@ -420,6 +424,9 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     nvim.lua("vim.cmd('normal q'); vim.cmd('ContextCompanionExplain cursor')")
     cursor = explain_buffer("cursor")
     assert "`.cursor/rules/py.mdc` (rule" in cursor and "globs: glob '**/*.py' matches src/main.py" in cursor
+
+    nvim.lua("vim.cmd('normal q'); vim.cmd('ContextCompanionExplain Claude')")  # the short name, as the CLI takes it
+    assert explain_buffer("claude%-code").startswith("# What Claude Code would load")
 
     nvim.lua("vim.cmd('ContextCompanionExplain vim')")
     nvim.wait_for(

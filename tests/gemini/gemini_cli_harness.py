@@ -51,7 +51,7 @@ async def run(root: Path) -> None:
     node = shutil.which("node")
     if node is None:
         raise Failure("node is not on PATH")
-    workspace = root / "ws"
+    workspace = root / "my proj ünï #1"  # a space, non-ASCII letters, '#': percent-encoded in every URI
     tmpdir = root / "tmp"
     home = root / "home"
     for d in (workspace, tmpdir, home):
@@ -96,7 +96,7 @@ async def run(root: Path) -> None:
                 capabilities=t.ClientCapabilities(),
                 process_id=os.getpid(),
                 client_info=t.ClientInfo(name="Neovim"),
-                workspace_folders=[t.WorkspaceFolder(uri=workspace.as_uri(), name="ws")],
+                workspace_folders=[t.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
                 initialization_options={"capabilities": {"showDiff": True}},
             )
         )

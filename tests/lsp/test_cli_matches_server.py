@@ -1,5 +1,6 @@
 """The command line prints what the language server gives an agent: the same instruction, the same
-first turn, the same memory, byte for byte, for the same workspace and files (real server, real CLI)."""
+first turn, the same memory, byte for byte, for the same workspace and files (real server, real CLI),
+also in a folder whose path has a space, non-ASCII letters and '#' (percent-encoded by the editor)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from context_companion.workspace.updates import MEMORY_PREFACE
+
+pytestmark = pytest.mark.parametrize("workspace", ["ws", "my proj ünï #1"], indirect=True)
 
 SEPARATOR = (
     "======== Memory that comes with the first turn (delivered with the user's first message, "
@@ -95,7 +99,7 @@ async def test_instruction_text_is_the_servers_instruction_then_its_first_turn_m
         "api/x.py",
         "--instruction-only",
     )
-    assert only.stdout == instruction["text"] + "\n"
+    assert only.stdout == instruction["text"]  # the bytes: no newline added
     # --json keeps its fields: text is the instruction alone, the memory is in memoryUpdates.
     data = json.loads(
         cli(

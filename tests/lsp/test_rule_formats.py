@@ -67,8 +67,11 @@ async def test_explain_memory_per_agent(start, tmp_path, agent, expected):
     assert result["tokens"] == sum(f["tokens"] for f in result["files"]) > 0
 
 
-async def test_explain_memory_rejects_an_unknown_agent(start, tmp_path):
+async def test_explain_memory_rejects_an_unknown_agent_and_takes_the_short_names(start, tmp_path):
     h = await start(make_repo(tmp_path / "repo"), settings=NO_ENV)
+    for short, agent in (("claude", "claude-code"), ("Gemini", "gemini-cli")):
+        result = await h.command("contextCompanion.explainMemory", {"agent": short})
+        assert result["agent"] == agent
     with pytest.raises(JsonRpcException) as info:
         await h.command("contextCompanion.explainMemory", {"agent": "vim"})
     assert info.value.code == -32602

@@ -494,6 +494,28 @@ async def test_global_memory_dir_created_after_start_is_watched(start, workspace
     assert "I like terse answers." in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]
 
 
+async def test_the_token_estimate_warning_is_logged_once_per_process(start, workspace, capfd):
+    """A settings change makes a new tokenizer (here: a model of the same encoding); the server's
+    log said "counts are estimated" again each time."""
+    write(workspace / "AGENTS.md", "Use tabs.\n")
+    h = await start(workspace, settings=NO_ENV)
+    await h.command("contextCompanion.getSystemInstruction", {})
+    for n, model in enumerate(("gpt-4o", "gpt-4.1", "o3")):
+        changed = {**NO_ENV, "profile": {"model": model}, "systemPrompt": f"Prompt {n}."}
+        h.client.workspace_did_change_configuration(
+            t.DidChangeConfigurationParams(settings={"contextCompanion": changed})
+        )
+        for _ in range(100):  # one snapshot: once the prompt is in, so is the new tokenizer
+            if f"Prompt {n}." in (await h.command("contextCompanion.getSystemInstruction", {}))["text"]:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"settings {n} never applied")
+    told = [line for line in capfd.readouterr().err.splitlines() if "token counts are estimated" in line]
+    assert len(told) == 1, told
+    assert told[0].endswith("turn on tokens.allowDownload (off by default) or set tokens.encodingFile")
+
+
 async def test_warnings_about_skipped_memory_reach_the_client(start, workspace):
     (workspace / "AGENTS.md").write_bytes(b"ok \xff\xfe bytes\n")
     (workspace / ".git").mkdir()

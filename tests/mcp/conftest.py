@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    """A workspace whose AGENTS.md holds one rule."""
-    ws = tmp_path / "ws"
+def ws(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A workspace whose AGENTS.md holds one rule; named ``ws`` unless a test names it (indirect parametrize)."""
+    ws = tmp_path / getattr(request, "param", "ws")
     ws.mkdir()
     (ws / "AGENTS.md").write_text("# Project rules\n\n- Indent with tabs.\n", encoding="utf-8")
     return ws

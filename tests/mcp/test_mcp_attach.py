@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types as t
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -37,6 +38,7 @@ async def _announced(env: dict[str, str]) -> dict[str, Any]:
     raise AssertionError("the language server announced no MCP endpoint")
 
 
+@pytest.mark.parametrize("ws", ["ws", "my proj ünï #1"], indirect=True)
 async def test_a_file_opened_in_the_editor_is_in_the_turn_context(ws: Path, server_env: dict[str, str]) -> None:
     lsp = await _language_server(ws, server_env)
     try:

@@ -66,7 +66,7 @@ def test_binary_file_is_skipped(tmp_path, tree, make_store, helpers):
 def test_non_utf8_is_replaced_and_warned(tmp_path, tree, make_store, helpers, caplog):
     ws = tmp_path / "ws"
     tree(ws, {"AGENTS.md": "caf\xe9 latin-1\r\nline two\r\n".encode("latin-1")})
-    with caplog.at_level(logging.WARNING, logger="context_companion.memory"):
+    with caplog.at_level(logging.INFO, logger="context_companion.memory"):  # -v: the user is told by warnings
         store = make_store(ws)
         result = store.compose([])
         store.apply_changes([ws / ".gitignore"])  # a re-walk: the unchanged file is not read again

@@ -113,6 +113,7 @@ def test_patterns_with_a_slash_match_the_end_of_the_path_and_negation_wins_last(
     [
         ("file:///home/u/.env", "/home/u/.env"),
         ("file:///C:/Users/u/.ENV", "/C:/Users/u/.ENV"),
+        ("file:///home/u/my proj #1/.env", "/home/u/my proj #1/.env"),  # a raw '#' is part of the folder's name
         ("untitled:.env", ".env"),
         ("untitled:Untitled-1", "Untitled-1"),
         ("vscode-remote://ssh-remote%2Bbox/home/u/id_rsa", "/home/u/id_rsa"),

@@ -70,6 +70,38 @@ def test_discovery_file_is_private_holds_the_token_and_goes_away_on_exit(start, 
     assert server.proc.wait(20) == 0
 
 
+def test_the_discovery_file_names_folders_with_a_space_non_ascii_letters_and_a_hash(start, tmp_path):
+    """pygls keys folders by the decoded URI, where '#' starts a fragment: the file named
+    '.../my proj ünï ' and an editor attaching over TCP found no server for its folder."""
+    folder, other = tmp_path / "my proj ünï #1", tmp_path / "naïve #2"
+    folder.mkdir()
+    other.mkdir()
+    server = start("--tcp", "--port", "0")
+    info = server.wait_discovery()
+    path = server.discovery_files()[0]
+
+    def folders_become(expected: list[str]) -> None:
+        deadline = time.monotonic() + 10
+        while json.loads(path.read_text())["workspaceFolders"] != expected:
+            assert time.monotonic() < deadline, path.read_text()
+            time.sleep(0.05)
+
+    with server.connect(info["port"]) as sock:
+        sock.sendall(frame(initialize(1, info["token"], folder)))
+        read_one(sock, 1)
+        sock.sendall(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        folders_become([str(folder)])
+        added = {"uri": other.as_uri(), "name": other.name}
+        removed = {"uri": folder.as_uri().replace("%C3%BC", "%c3%bc"), "name": folder.name}  # another spelling
+        change = {"event": {"added": [added], "removed": [removed]}}
+        sock.sendall(frame({"jsonrpc": "2.0", "method": "workspace/didChangeWorkspaceFolders", "params": change}))
+        folders_become([str(other)])
+        sock.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        read_one(sock, 2)
+        sock.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert server.proc.wait(20) == 0
+
+
 def test_initialize_without_or_with_a_wrong_token_gets_one_error_then_the_editor_gets_in(start, tmp_path):
     folder = tmp_path / "proj"
     folder.mkdir()

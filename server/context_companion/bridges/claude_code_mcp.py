@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..context.positions import split_lines, units_from_column
-from ..context.state import uri_to_path
 from ..errors import ContextCompanionError
+from ..uris import normalize_uri, uri_to_path
 from ..workspace.commands import MAX_OPEN_DIFFS
 from ..workspace.companion import Companion
 from ..workspace.params import parse_object
@@ -283,7 +283,7 @@ class ClaudeCodeMcp:
 
     async def _getDiagnostics(self, companion: Companion, args: DiagnosticsArgs) -> types.CallToolResult:
         texts = self.source.texts()
-        uris = [args.uri] if args.uri is not None else [uri for uri, _ in companion.open_documents()]
+        uris = [normalize_uri(args.uri)] if args.uri is not None else [uri for uri, _ in companion.open_documents()]
         out = []
         for uri in uris:
             if not uri.startswith("file:") or companion.editor.is_excluded(uri):

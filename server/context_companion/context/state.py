@@ -12,10 +12,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 from ..exclusion import exclude_matcher
 from ..redaction import redact_secrets
+from ..uris import uri_to_path as uri_to_path  # its old home: other modules import it from here
 from .positions import clamp_position, column_from_units, split_lines, units_from_column
 
 if TYPE_CHECKING:
@@ -23,17 +23,6 @@ if TYPE_CHECKING:
 
 TRUNCATION_MARK = "... [TRUNCATED]"
 _REDACT_MARGIN = 4096  # longer than any credential shape the redactor knows, except key blocks
-
-
-def uri_to_path(uri: str) -> str:
-    """Filesystem path of a ``file:`` URI; other schemes (``untitled:``) are reported as the URI."""
-    if uri.startswith("file:"):
-        parsed = urlparse(uri)
-        path = unquote(parsed.path)
-        if len(path) >= 3 and path[0] == "/" and path[2] == ":":  # /C:/x on Windows
-            path = path[1:]
-        return path
-    return uri
 
 
 def _now_ms() -> int:

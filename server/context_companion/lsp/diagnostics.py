@@ -36,7 +36,7 @@ RangeOf = Callable[[Any], t.Range]
 
 def open_file_analysis(ls: Host, uri: str) -> tuple[FileAnalysis, RangeOf] | None:
     """The analysis of an open memory or rule file, and a converter of its ranges to LSP ranges."""
-    from ..context.state import uri_to_path
+    from ..uris import uri_to_path
 
     companion = ls.companion
     if companion is None or not ls.ready.is_set() or not uri.startswith("file:"):

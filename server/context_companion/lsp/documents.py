@@ -1,7 +1,9 @@
 """Text synchronisation and the cursor: the editor state the turn context is built from.
 
-These run on every keystroke or cursor move: no parsing of URIs, no closures per message, and
-the cursor's params stay a plain dict (see :class:`~.protocol.Protocol`).
+These run on every keystroke or cursor move: no closures per message, and the cursor's params stay
+a plain dict (see :class:`~.protocol.Protocol`). Each URI is put in its one spelling here, where it
+enters (:func:`~context_companion.uris.normalize_uri`, as pygls' document store does in
+:class:`~.protocol.LspWorkspace`): the editor state, the texts and diagnostics agree on it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 
+from ..uris import normalize_uri, uri_to_path
 from .protocol import DID_CHANGE_CURSOR
 
 if TYPE_CHECKING:
@@ -22,25 +25,23 @@ OPEN_FILES_CHANGED = "openFilesChanged"
 
 
 def did_open(ls: CompanionServer, params: t.DidOpenTextDocumentParams) -> None:
-    uri = params.text_document.uri
+    uri = normalize_uri(params.text_document.uri)
     ls.when_booted(lambda c: _opened_or_closed(ls, c, uri, opened=True))
 
 
 def did_change(ls: CompanionServer, params: t.DidChangeTextDocumentParams) -> None:
     if ls.companion is not None:
-        ls.diagnostics.schedule(params.text_document.uri)
+        ls.diagnostics.schedule(normalize_uri(params.text_document.uri))
         ls.gemini.schedule_update()  # the selected text may have changed
 
 
 def did_close(ls: CompanionServer, params: t.DidCloseTextDocumentParams) -> None:
-    uri = params.text_document.uri
+    uri = normalize_uri(params.text_document.uri)
     ls.when_booted(lambda c: _opened_or_closed(ls, c, uri, opened=False))
 
 
 def _opened_or_closed(ls: CompanionServer, companion: Companion, uri: str, *, opened: bool) -> None:
     """The open files changed: the companion's state, then a push, the file's diagnostics, Gemini."""
-    from ..context.state import uri_to_path
-
     if opened:
         companion.did_open(uri)
     else:

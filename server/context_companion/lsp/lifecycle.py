@@ -38,7 +38,7 @@ def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
 
 
 def _initial_folders(params: t.InitializeParams) -> list[Path]:
-    from ..context.state import uri_to_path
+    from ..uris import uri_to_path
 
     folders = [Path(uri_to_path(f.uri)) for f in (params.workspace_folders or [])]
     if not folders and params.root_uri:
@@ -105,7 +105,7 @@ async def did_change_configuration(ls: CompanionServer, params: t.DidChangeConfi
 
 
 async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFoldersParams) -> None:
-    from ..context.state import uri_to_path
+    from ..uris import uri_to_path
 
     await ls.booted.wait()
     assert ls.companion is not None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 
+from ..uris import normalize_uri
 from .diagnostics import open_file_analysis
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def document_links(ls: CompanionServer, params: t.DocumentLinkParams) -> list[t.DocumentLink] | None:
-    found = open_file_analysis(ls, params.text_document.uri)
+    found = open_file_analysis(ls, normalize_uri(params.text_document.uri))
     if found is None:
         return None
     analysis, to_range = found
@@ -33,7 +34,7 @@ def document_links(ls: CompanionServer, params: t.DocumentLinkParams) -> list[t.
 
 
 def hover(ls: CompanionServer, params: t.HoverParams) -> t.Hover | None:
-    found = open_file_analysis(ls, params.text_document.uri)
+    found = open_file_analysis(ls, normalize_uri(params.text_document.uri))
     if found is None:
         return None
     analysis, to_range = found
@@ -46,7 +47,7 @@ def hover(ls: CompanionServer, params: t.HoverParams) -> t.Hover | None:
 
 
 def code_lens(ls: CompanionServer, params: t.CodeLensParams) -> list[t.CodeLens] | None:
-    found = open_file_analysis(ls, params.text_document.uri)
+    found = open_file_analysis(ls, normalize_uri(params.text_document.uri))
     if found is None:
         return None
     analysis, to_range = found

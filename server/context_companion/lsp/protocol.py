@@ -2,7 +2,7 @@
 
 :class:`Protocol` answers what pygls would leave unanswered (requests off the schema, requests
 before ``initialize`` or after ``shutdown``) and strips tracebacks and the server's own paths
-from errors; :class:`LspWorkspace` splits lines the LSP way. The lowest module of ``lsp/``: it
+from errors; :class:`LspWorkspace` splits lines the LSP way and keys documents by one URI spelling. The lowest module of ``lsp/``: it
 imports none of the others.
 """
 
@@ -12,6 +12,7 @@ import logging
 import os
 import re
 from typing import Any
+from urllib.parse import unquote
 
 import attrs
 import pygls
@@ -21,6 +22,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
 from ..context.positions import split_lines_keepends
+from ..uris import normalize_uri
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +163,48 @@ class LspTextDocument(TextDocument):
 
 
 class LspWorkspace(Workspace):
+    """pygls' workspace with LSP line splitting, whose documents and folders are keyed by the one
+    spelling of their URI (:func:`~context_companion.uris.normalize_uri`), as the handlers see them.
+
+    pygls keys them by ``unquote(uri)``: ``file:///My%20Projects/a.py`` is stored under
+    ``file:///My Projects/a.py``, which no handler looks up, and whose ``#`` reads as a fragment.
+    """
+
+    def adopt(self) -> None:
+        """Re-key what pygls stored before the class became this one (the initial folders)."""
+        self._folders = {normalize_uri(f.uri): f for f in self._folders.values()}
+        self._text_documents = {normalize_uri(d.uri): d for d in self._text_documents.values()}
+
     def _create_text_document(self, *args: Any, **kwargs: Any) -> TextDocument:
         doc = super()._create_text_document(*args, **kwargs)
         doc.__class__ = LspTextDocument
         return doc
+
+    def add_folder(self, folder: t.WorkspaceFolder) -> None:
+        self._folders[normalize_uri(folder.uri)] = folder
+
+    def remove_folder(self, folder_uri: str) -> None:
+        self._folders.pop(normalize_uri(folder_uri), None)
+
+    def get_text_document(self, doc_uri: str) -> TextDocument:
+        uri = normalize_uri(doc_uri)
+        return self._text_documents.get(uri) or self._create_text_document(uri)
+
+    def put_text_document(self, text_document: t.TextDocumentItem, notebook_uri: str | None = None) -> None:
+        uri = normalize_uri(text_document.uri)
+        self._text_documents[uri] = self._create_text_document(
+            uri, source=text_document.text, version=text_document.version, language_id=text_document.language_id
+        )
+        if notebook_uri:  # pygls' own notebook lookups keep their keys
+            self._cell_in_notebook[unquote(text_document.uri)] = unquote(notebook_uri)
+
+    def remove_text_document(self, doc_uri: str) -> None:
+        self._text_documents.pop(normalize_uri(doc_uri), None)
+        self._cell_in_notebook.pop(unquote(doc_uri), None)
+
+    def update_text_document(
+        self, text_doc: t.VersionedTextDocumentIdentifier, change: t.TextDocumentContentChangeEvent
+    ) -> None:
+        document = self._text_documents[normalize_uri(text_doc.uri)]
+        document.apply_change(change)
+        document.version = text_doc.version

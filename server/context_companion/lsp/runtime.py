@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
@@ -66,7 +66,10 @@ class CompanionServer(LanguageServer):
         protocol.cancel_in_flight()
 
     def use_lsp_line_splitting(self) -> None:
-        self.workspace.__class__ = LspWorkspace
+        """Our workspace class: LSP line splitting, documents and folders under one URI spelling."""
+        workspace = self.workspace
+        workspace.__class__ = LspWorkspace
+        cast(LspWorkspace, workspace).adopt()
 
     def attach(self, companion: Companion) -> None:
         """The companion exists: replay what arrived before it."""
@@ -90,7 +93,10 @@ class CompanionServer(LanguageServer):
         selections). The parser is built once (the domain is imported by then): a hot path."""
         if self._parse_cursor is None:
             from ..context.state import RawPosition
+            from ..uris import normalize_uri
             from ..workspace.params import DidChangeCursorParams, parse_object
+
+            last = ["", ""]  # the last URI as sent and its one spelling: the cursor mostly stays in a file
 
             def parse(raw: Any) -> Cursor:
                 p = parse_object(DidChangeCursorParams, raw, DID_CHANGE_CURSOR)
@@ -98,7 +104,10 @@ class CompanionServer(LanguageServer):
                     (RawPosition(r.start.line, r.start.character), RawPosition(r.end.line, r.end.character))
                     for r in p.selections
                 ]
-                return p.text_document.uri, RawPosition(p.position.line, p.position.character), selections
+                uri = p.text_document.uri
+                if uri != last[0]:
+                    last[:] = uri, normalize_uri(uri)
+                return last[1], RawPosition(p.position.line, p.position.character), selections
 
             self._parse_cursor = parse
         return self._parse_cursor(raw)

@@ -92,7 +92,7 @@ def read_token_file(path: str) -> str:
 
 
 def _folders_of(server: Any) -> list[str]:
-    from ..context.state import uri_to_path
+    from ..uris import uri_to_path
 
     try:
         workspace = server.workspace

@@ -193,3 +193,18 @@ AGENTS: dict[str, AgentRules] = {
     for a in (CLAUDE_CODE, CODEX, GEMINI_CLI, CURSOR, COPILOT, WINDSURF, CLINE, CONTINUE, KIRO, ZED, CONTEXT_COMPANION)
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
+# What users type for the two agents whose ids are longer than their command's name.
+AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli"}
+
+
+def agent_id(name: str) -> str | None:
+    """The agent id ``name`` stands for (an id or an alias, any case), or None."""
+    key = name.strip().lower()
+    key = AGENT_ALIASES.get(key, key)
+    return key if key in AGENTS else None
+
+
+def known_agents() -> str:
+    """The ids, each alias beside its id: for error messages and help."""
+    short = {v: k for k, v in AGENT_ALIASES.items()}
+    return ", ".join(f"{a} (or {short[a]})" if a in short else a for a in AGENT_IDS)

@@ -149,6 +149,7 @@ class _Accounts:
     shadows: Shadows = field(default_factory=dict)
     text_twins: set[str] = field(default_factory=set)  # displays another file repeated the text of
     body_owner: dict[str, str] = field(default_factory=dict)  # normalised text → abs path of its inclusion
+    warned: set[str] = field(default_factory=set)  # file keys whose warnings were told
 
     def consider(self, entry: Entry, wants: bool, reason: str) -> None:
         if entry.abs_path in self.verdicts:
@@ -156,7 +157,13 @@ class _Accounts:
         self.order.append(entry)
         self.rendered[entry.abs_path] = entry.rendered
         self.verdicts[entry.abs_path] = self._verdict(entry, wants, reason)
-        self.warnings.extend(self.rendered[entry.abs_path].warnings)
+        # One file's problems once: a symlink to it (CLAUDE.md → AGENTS.md) or a hard link has the
+        # same failed imports, and would repeat each of them under its own name.
+        rendered = self.rendered[entry.abs_path]
+        key = rendered.key or rendered.real or entry.abs_path
+        if key not in self.warned:
+            self.warned.add(key)
+            self.warnings.extend(rendered.warnings)
 
     def _verdict(self, entry: Entry, wants: bool, reason: str) -> tuple[bool, str]:
         r = entry.rendered

@@ -115,13 +115,14 @@ class Renderer:
         if len(self._reads) > _READ_CACHE_LIMIT:
             self._reads.clear()
         self._reads[path] = outcome
-        # Logged once per actual read (cache hits stay quiet); MemoryResult.warnings repeats them.
+        # For the server log (-v), once per actual read (cache hits stay quiet). The user is told by
+        # MemoryResult.warnings, in the workspace's words: a warning here printed each one twice.
         if outcome.skip:
-            log.warning("memory file %s skipped: %s", path, outcome.skip)
+            log.info("memory file %s skipped: %s", path, outcome.skip)
         elif outcome.warning:
-            log.warning("memory file %s: %s", path, outcome.warning)
+            log.info("memory file %s: %s", path, outcome.warning)
         if outcome.cut:
-            log.warning("memory file %s cut at %s", path, outcome.cut)
+            log.info("memory file %s cut at %s", path, outcome.cut)
         return outcome
 
     def render(

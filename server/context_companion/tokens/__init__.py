@@ -6,9 +6,11 @@ Machines may be offline. The encoding is looked for, in order:
    the named encoding are used with it);
 2. tiktoken's cache (``TIKTOKEN_CACHE_DIR``, else its default folder): never the network, unless
    ``tokens.allowDownload`` is true, when ``tiktoken.get_encoding(name)`` may download;
-3. the estimator (:func:`estimate_tokens`), with ``estimated = True`` and the reason, and one
-   short warning logged by the tokenizer when it settles on the estimator (the CLI's ``--quiet``
-   logs errors only). The tokenizer owns all of its state; the module holds none.
+3. the estimator (:func:`estimate_tokens`), with ``estimated = True`` and the reason, and
+   ``warning``: one line for the user that names the setting that fixes it (``tokens.encodingFile``,
+   ``tokens.allowDownload``). The tokenizer does not log it: its owner (the workspace ``Companion``)
+   tells it once per process, however many tokenizers settings changes make. The tokenizer owns
+   all of its state; the module holds none.
 
 ``tokens.encoding = "estimate"`` picks the estimator on purpose: no lookup, no warning.
 
@@ -33,7 +35,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-import logging
 import os
 import re
 import tempfile
@@ -42,8 +43,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 __all__ = ["ESTIMATE", "Tokenizer", "encoding_for_model", "estimate_tokens"]
 
@@ -138,11 +137,17 @@ def _estimate_raw(text: str) -> float:
     return n
 
 
-def _warn_estimated(encoding: str) -> None:
-    """One short line (the reason itself is in every token report). A tokenizer loads once, under
-    its lock, so it says this once; a new one is made only when the token settings change."""
+def _estimated_warning(encoding: str, *, file: Path | None, file_failed: bool, download: bool) -> str:
+    """The one line a user is told (the full reason is in every token report): what happened and
+    the setting that fixes it. Downloads are off unless asked for, so their absence is said as
+    such, never as being offline."""
     name = encoding if len(encoding) <= 24 else encoding[:21] + "..."
-    log.warning("token counts are estimated: %s is not available offline (see tokens.encodingFile)", name)
+    head = "token counts are estimated: "
+    if file_failed:
+        return f"{head}tokens.encodingFile {file} cannot be used as {name}; fix it or remove it"
+    if download:
+        return f"{head}{name} could not be downloaded; set tokens.encodingFile to a local .tiktoken file"
+    return f"{head}{name} is not cached; turn on tokens.allowDownload (off by default) or set tokens.encodingFile"
 
 
 def encoding_for_model(model: str | None, default: str) -> str:
@@ -260,6 +265,7 @@ class Tokenizer:
         self._loaded = encoding_obj is not None
         self.estimated = False
         self.reason: str | None = None
+        self.warning: str | None = None  # for the user when counts are estimated but not by choice
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._paragraphs: OrderedDict[str, float] = OrderedDict()  # paragraph → count (raw for the estimator)
@@ -305,7 +311,12 @@ class Tokenizer:
         if enc is None:
             self.estimated = True
             self.reason = "; ".join(reasons) + "; counts are estimated"
-            _warn_estimated(self.encoding_name)
+            self.warning = _estimated_warning(
+                self.encoding_name,
+                file=self._file,
+                file_failed=self._file is not None,
+                download=self.allow_download,
+            )
         self._by_paragraph = enc is None or getattr(enc, "name", None) in _PARAGRAPH_SAFE
         self._loaded = True
 

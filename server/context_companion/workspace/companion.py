@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..context.messages import build_messages
-from ..context.state import Baseline, EditorSelection, EditorState, RawPosition, uri_to_path
+from ..context.state import Baseline, EditorSelection, EditorState, RawPosition
 from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
@@ -29,6 +29,7 @@ from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
+from ..uris import uri_to_path
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
@@ -96,6 +97,7 @@ class Companion:
         self._exporter = Exporter()
         self._missed: set[str] | None = None  # file changes seen while a new store loads
         self._memory_edited = False  # memory changed on disk since the last rebuild_sessions
+        self._told: set[str] = set()  # tokenizer warnings logged: each once per process
 
     @classmethod
     def open(cls, folders: Sequence[Path], **kwargs: Any) -> Companion:
@@ -116,8 +118,17 @@ class Companion:
 
     def load(self) -> None:
         """Load the tokenizer and read every memory file (slow: not for a hot path)."""
-        self.tokenizer.load()
+        self._load_tokenizer(self.tokenizer)
         self.memory.load()
+
+    def _load_tokenizer(self, tokenizer: Tokenizer) -> None:
+        """Load it, and tell the user why counts are estimated, once per process: a tokenizer is
+        made again on every token settings change, and the same line each time is noise."""
+        tokenizer.load()
+        warning = tokenizer.warning
+        if warning is not None and warning not in self._told:
+            self._told.add(warning)
+            log.warning("%s", warning)
 
     # ------------------------------------------------------------------ snapshot swaps
 
@@ -128,7 +139,7 @@ class Companion:
         tokenizer = None
         if (old.tokens, old.profile.model) != (new.tokens, new.profile.model):
             tokenizer = make_tokenizer(new)
-            tokenizer.load()
+            self._load_tokenizer(tokenizer)
         memory = None
         # Token counts live in the store too, so a new tokenizer means a new store.
         # The exclude list decides which imports may be inlined, so it is part of memory too.
@@ -413,9 +424,7 @@ class Companion:
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):
-            from urllib.parse import unquote, urlparse
-
-            raw = unquote(urlparse(raw).path)
+            raw = uri_to_path(raw)
         path = Path(raw).expanduser()
         if not path.is_absolute():
             if not self.snapshot.folders:

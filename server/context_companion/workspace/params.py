@@ -14,7 +14,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..errors import ParamsError
-from ..memory.agents import AgentId
+from ..memory.agents import AgentId, agent_id
 from ..settings import field_path
 
 
@@ -97,6 +97,12 @@ AgentName = AgentId  # the agents explainMemory knows, from their data tables
 class ExplainMemoryParams(_Params):
     agent: AgentName
     active_file: str | None = Field(default=None, min_length=1, max_length=4096)
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _alias(cls, agent: Any) -> Any:
+        """``claude`` and ``gemini`` (any case) stand for ``claude-code`` and ``gemini-cli``."""
+        return (agent_id(agent) or agent) if isinstance(agent, str) else agent
 
 
 class Position(BaseModel):

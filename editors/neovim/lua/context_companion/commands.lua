@@ -130,6 +130,8 @@ M.AGENTS = {
   'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed',
   'context-companion',
 }
+-- Short names users type for the agents whose ids are longer than their command (as the CLI takes them).
+M.AGENT_ALIASES = { claude = 'claude-code', gemini = 'gemini-cli' }
 
 --- The Markdown of an explainMemory answer.
 ---@param r table
@@ -179,8 +181,10 @@ end
 ---@param smods table?
 function M.explain(agent, smods)
   agent = vim.trim(agent or '')
+  agent = M.AGENT_ALIASES[agent:lower()] or agent
   if not vim.tbl_contains(M.AGENTS, agent) then
-    return lsp.message(('unknown agent %q; known agents: %s'):format(agent, table.concat(M.AGENTS, ', ')), ERROR)
+    local known = table.concat(M.AGENTS, ', ') .. ' (claude and gemini stand for claude-code and gemini-cli)'
+    return lsp.message(('unknown agent %q; known agents: %s'):format(agent, known), ERROR)
   end
   local args = { agent = agent }
   local file = vim.api.nvim_buf_get_name(0)

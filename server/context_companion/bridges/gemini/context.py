@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...context.state import TRUNCATION_MARK, EditorState, uri_to_path
+from ...context.state import TRUNCATION_MARK, EditorState
+from ...uris import uri_to_path
 
 MAX_OPEN_FILES = 10
 MAX_SELECTED_BYTES = 16 * 1024

@@ -1,39 +1,20 @@
-"""Settings: one pydantic model, resolved from layered sources.
+"""What a setting is: the pydantic models of every setting, their defaults and checks, and how a
+value is judged (:func:`validate_layer`, :func:`parse_profile`, errors naming the field).
 
-Layers, lowest to highest priority:
-
-1. the defaults below;
-2. the user file ``config.toml`` in the platformdirs user config dir for ``context-companion``;
-3. the workspace file ``.context-companion.toml`` (first workspace folder that has one);
-4. the editor's settings (initializationOptions / ``workspace/configuration``);
-5. environment variables ``CONTEXT_COMPANION_*``.
-
-Keys are camelCase on the wire and in files (``maxOpenFiles``); snake_case is accepted too.
-Each layer is validated on its own first, so an error names the layer it came from.
+Where values come from and how the layers merge: :mod:`.layers`.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from .errors import SettingsError
-from .exclusion import DEFAULT_EXCLUDE
-
-log = logging.getLogger(__name__)
-
-ENV_PREFIX = "CONTEXT_COMPANION_"
-APP_NAME = "context-companion"
-WORKSPACE_SETTINGS_FILE = ".context-companion.toml"
+from ..errors import SettingsError
+from ..exclusion import DEFAULT_EXCLUDE
 
 BUILTIN_SECTION_IDS: tuple[str, ...] = (
     "preamble",
@@ -290,7 +271,7 @@ class Settings(_Model):
     companion: CompanionSettings = Field(default_factory=CompanionSettings)
 
 
-# --------------------------------------------------------------------------- resolution
+# --------------------------------------------------------------------------- judging a value
 
 
 _UNION_MARKERS = ("function-", "json-or-python", "union[", "lax-or-strict")
@@ -333,223 +314,9 @@ def validate_layer(data: Mapping[str, Any], source: str) -> Settings:
         raise first_error(exc, source) from None
 
 
-def _normalise_keys(data: Any) -> Any:
-    """snake_case → camelCase for dict keys, recursively (so layers merge key by key)."""
-    if isinstance(data, Mapping):
-        return {(to_camel(k) if isinstance(k, str) and "_" in k else k): _normalise_keys(v) for k, v in data.items()}
-    return data
-
-
-def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``over`` into a copy of ``base``; nested tables merge, everything else replaces."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) and key != "systemPrompt":
-            out[key] = deep_merge(dict(out[key]), value)
-        else:
-            out[key] = value
-    return out
-
-
-def editor_layer(initialization_options: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
-    """The editor's one layer: ``initializationOptions``, with the client's later answer
-    (``workspace/configuration`` or ``didChangeConfiguration`` settings) merged over it key by key.
-
-    A null value sets nothing (the value below it stays), so an answer of ``{}``, ``null`` or a
-    partial table never erases what the initialization options set."""
-    return deep_merge(_without_nulls(_normalise_keys(initialization_options)), _without_nulls(_normalise_keys(answer)))
-
-
-def _without_nulls(data: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if value is None:
-            continue
-        out[key] = _without_nulls(value) if isinstance(value, Mapping) and key != "systemPrompt" else value
-    return out
-
-
-def user_config_dir() -> Path:
-    """The user's config dir for context-companion (``CONTEXT_COMPANION_CONFIG_DIR`` overrides)."""
-    override = os.environ.get(ENV_PREFIX + "CONFIG_DIR")
-    if override:
-        return Path(override).expanduser()
-    from platformdirs import user_config_dir as _ucd
-
-    return Path(_ucd(APP_NAME, appauthor=False))
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Read a TOML settings file. Raises :class:`SettingsError` naming the file."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        with path.open("rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
-            return data
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(str(path), "", f"not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise SettingsError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
-
-
-_FIELD_INDEX: dict[type[BaseModel], dict[str, tuple[str, Any]]] = {}
-
-
-def _fields_of(model: type[BaseModel]) -> dict[str, tuple[str, Any]]:
-    """``{folded name: (alias, annotation)}`` where folded drops case and underscores."""
-    if model not in _FIELD_INDEX:
-        _FIELD_INDEX[model] = {
-            name.replace("_", "").lower(): (info.alias or name, info.annotation)
-            for name, info in model.model_fields.items()
-        }
-    return _FIELD_INDEX[model]
-
-
-def _parse_env_value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
-def env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
-    """Settings from ``CONTEXT_COMPANION_*`` variables.
-
-    * ``CONTEXT_COMPANION_<FIELD>__<FIELD>`` sets any setting; ``__`` separates nesting levels,
-      names match case-insensitively with or without underscores
-      (``CONTEXT_COMPANION_MEMORY__MAX_TOKENS=2000``). Values are JSON when they parse as JSON
-      (numbers, booleans, lists), else plain strings.
-    * ``CONTEXT_COMPANION_PROMPT_<ID>=0|false|1|true`` switches a built-in section.
-    * ``CONTEXT_COMPANION_SYSTEM_MD`` and ``CONTEXT_COMPANION_WRITE_SYSTEM_MD`` (see docs/prompt.md).
-    """
-    out: dict[str, Any] = {}
-    section_ids = {s.lower(): s for s in BUILTIN_SECTION_IDS}
-    for key in sorted(environ):
-        if not key.startswith(ENV_PREFIX):
-            continue
-        rest = key[len(ENV_PREFIX) :]
-        raw = environ[key]
-        if rest in ("SYSTEM_MD", "WRITE_SYSTEM_MD", "CONFIG_DIR", "LOG_LEVEL"):
-            continue  # handled where they are used
-        if rest.startswith("PROMPT_") and "__" not in rest:
-            section = section_ids.get(rest[len("PROMPT_") :].lower())
-            if section is None:
-                raise SettingsError(
-                    "environment", key, f"unknown section; expected one of {', '.join(BUILTIN_SECTION_IDS)}"
-                )
-            out.setdefault("prompt", {}).setdefault("sections", {})[section] = _env_switch(key, raw)
-            continue
-        parts = rest.split("__")
-        model: type[BaseModel] | None = Settings
-        target = out
-        path: list[str] = []
-        for i, part in enumerate(parts):
-            fields = _fields_of(model) if model is not None else {}
-            hit = fields.get(part.replace("_", "").lower())
-            if hit is None:
-                raise SettingsError("environment", key, "unknown setting")
-            alias, annotation = hit
-            path.append(alias)
-            if i == len(parts) - 1:
-                target[alias] = _parse_env_value(raw)
-            else:
-                target = target.setdefault(alias, {})
-                model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-    return out
-
-
-def _env_switch(key: str, raw: str) -> bool:
-    """An on/off environment value (``0``/``false``/``no``/``off`` or ``1``/``true``/``yes``/``on``)."""
-    value = raw.strip().lower()
-    if value in ("0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on"):
-        return True
-    raise SettingsError("environment", key, f"expected 0, 1, true or false, got {raw!r}")
-
-
-def system_md_env(environ: Mapping[str, str]) -> tuple[str, str] | None:
-    """``CONTEXT_COMPANION_SYSTEM_MD`` → ``("switch"|"off"|"path", value)`` or None when unset."""
-    raw = environ.get(ENV_PREFIX + "SYSTEM_MD")
-    if raw is None or raw.strip() == "":
-        return None
-    low = raw.strip().lower()
-    if low in ("1", "true"):
-        return ("switch", "")
-    if low in ("0", "false"):
-        return ("off", "")
-    return ("path", raw.strip())
-
-
-def resolve_settings(
-    workspace_folders: list[Path] | tuple[Path, ...] = (),
-    editor: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-    user_dir: Path | None = None,
-) -> Settings:
-    """Resolve the layered settings. Raises :class:`SettingsError` naming the bad layer."""
-    environ = os.environ if environ is None else environ
-    layers: list[tuple[str, Mapping[str, Any]]] = []
-    user_file = (user_dir if user_dir is not None else user_config_dir()) / "config.toml"
-    if user_file.is_file():
-        layers.append((str(user_file), read_toml(user_file)))
-    for folder in workspace_folders:
-        ws_file = Path(folder) / WORKSPACE_SETTINGS_FILE
-        if ws_file.is_file():
-            ws_data = read_toml(ws_file)
-            _confine_files(validate_layer(ws_data, str(ws_file)), Path(folder), str(ws_file))
-            layers.append((str(ws_file), ws_data))
-            break
-    if editor:
-        layers.append(("editor settings", editor))
-    env = env_layer(environ)
-    if env:
-        layers.append(("environment", env))
-
-    merged: dict[str, Any] = {}
-    for source, data in layers:
-        validate_layer(data, source)
-        merged = deep_merge(merged, _normalise_keys(data))
-    return validate_layer(merged, "settings")
-
-
-def allowed_origins() -> frozenset[str]:
-    """``server.allowedOrigins`` from the user's config file and the environment: a socket's
-    handshake comes before ``initialize``, so editor and workspace settings cannot widen it.
-    Settings in error allow no Origin (said in the log)."""
-    try:
-        return frozenset(o.rstrip("/") for o in resolve_settings().server.allowed_origins)
-    except SettingsError as exc:
-        log.warning("settings: %s; no Origin is allowed", exc)
-        return frozenset()
-
-
-def _confine_files(layer: Settings, folder: Path, source: str) -> None:
-    """The files a workspace's own settings file names for the prompt must lie in that workspace:
-    a cloned repository may not make the instruction carry ``~/.ssh`` or any other file of yours."""
-    named: list[tuple[str, str]] = []
-    template = (layer.system_prompt_file or "").strip()
-    if template.lower() not in ("", "0", "1", "false", "true"):
-        named.append(("systemPromptFile", template))
-    if isinstance(layer.system_prompt, SystemPromptConfig):
-        for i, c in enumerate(layer.system_prompt.contributors):
-            named += [(f"systemPrompt.contributors[{i}].files[{j}]", f) for j, f in enumerate(c.files)]
-    root = os.path.realpath(folder)
-    for key, raw in named:
-        path = Path(raw).expanduser()
-        real = os.path.realpath(path if path.is_absolute() else folder / path)
-        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-            raise SettingsError(
-                source, key, f"names a file outside the workspace folder ({raw}); only your own settings may"
-            )
-
-
 def parse_profile(data: Any, source: str) -> AgentProfile:
     """Validate an agent profile given per session or in a ``--profile`` file."""
-    from .errors import ProfileError
+    from ..errors import ProfileError
 
     if not isinstance(data, Mapping):
         raise ProfileError(source, "", f"a profile must be an object, got {type(data).__name__}")
