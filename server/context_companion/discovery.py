@@ -34,7 +34,7 @@ from .procs import APP_NAME as APP_NAME  # re-exported: these lived here first
 from .procs import pid_alive as pid_alive
 from .procs import proc_stat_field as proc_stat_field
 from .procs import process_start_time as process_start_time
-from .procs import read_private_json, runtime_dir_fast
+from .procs import read_private_json
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,6 @@ class Entry:
 
 def runtime_dir() -> Path:
     """``<user runtime dir>/context-companion`` (``$XDG_RUNTIME_DIR`` on Linux, via platformdirs)."""
-    fast = runtime_dir_fast()
-    if fast is not None:
-        return Path(fast)
     from platformdirs import user_runtime_dir
 
     with warnings.catch_warnings():

@@ -85,7 +85,17 @@ def read_private_json(path: str | os.PathLike[str], max_bytes: int = 1 << 20) ->
 
 
 def runtime_dir_fast() -> str | None:
-    """``$XDG_RUNTIME_DIR/context-companion`` when that variable is set (what platformdirs answers
-    then), without importing platformdirs; None otherwise (ask :func:`.discovery.runtime_dir`)."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    return os.path.join(base, APP_NAME) if base else None
+    """``$XDG_RUNTIME_DIR/context-companion`` when the variable names a private directory of this
+    user (0700, not a symlink: what platformdirs accepts) and that folder exists, without
+    importing platformdirs; None otherwise (then ask :func:`.discovery.runtime_dir`)."""
+    base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    if not base or not os.path.isabs(base):
+        return None
+    try:
+        st = os.lstat(base)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) != 0o700:
+        return None
+    folder = os.path.join(base, APP_NAME)
+    return folder if os.path.isdir(folder) else None
