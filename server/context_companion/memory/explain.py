@@ -151,17 +151,15 @@ class _Judge:
             if self.agent.above_root and self.index.folders:
                 chain = self.index.folders[0].chain or [self.index.folders[0].path]
                 current = os.path.dirname(chain[0])
-                found: list[tuple[str, str]] = []
+                found: list[list[tuple[str, str]]] = []
                 while True:
-                    for name in self.agent.names:
-                        path = os.path.join(current, name)
-                        if os.path.isfile(path):
-                            found.append((path, name))
+                    here = [(os.path.join(current, n), n) for n in self.agent.names]
+                    found.append([(p, n) for p, n in here if os.path.isfile(p)])
                     parent = os.path.dirname(current)
                     if parent == current:
                         break
                     current = parent
-                self._above = list(reversed(found))  # root → leaf, as the agent reads them
+                self._above = [f for folder in reversed(found) for f in folder]  # root → leaf, as the agent reads them
         return self._above
 
     def above_root(self) -> list[Explained]:
