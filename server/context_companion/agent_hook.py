@@ -22,12 +22,15 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from .procs import ancestors, pid_alive, read_private_json, runtime_dir_fast
 
 AGENTS = ("claude-code", "gemini-cli", "codex")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
 EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "BeforeAgent"})
 TRANSPORT = "agent-hook"
 MAX_INPUT = 8 * 1024 * 1024  # the hook input holds the prompt; only a few fields are used

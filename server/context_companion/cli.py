@@ -14,12 +14,15 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+# ``hook`` runs before every prompt of an agent: this module imports no more than it needs for
+# that at the top (argparse, pathlib and typing are imported where they are used).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
 
 EXIT_USAGE = 2
 
@@ -252,6 +255,8 @@ def _fail(message: str) -> int:
 
 
 def _workspace(raw: str | None) -> Path:
+    from pathlib import Path
+
     from .errors import ContextCompanionError
 
     path = Path(raw if raw is not None else ".").expanduser()
@@ -263,6 +268,8 @@ def _workspace(raw: str | None) -> Path:
 def _profile(raw: str | None) -> Any:
     if raw is None:
         return None
+    from pathlib import Path
+
     from .errors import ProfileError
     from .settings import parse_profile
 
@@ -279,6 +286,8 @@ def _profile(raw: str | None) -> Any:
 
 def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
     """An --open/--active path, absolute; one clear error when it does not exist or is outside the folder."""
+    from pathlib import Path
+
     from .errors import ContextCompanionError
 
     p = Path(raw).expanduser()
@@ -293,7 +302,7 @@ def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
 
 def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path], Path | None]:
     """The open files and the active one; relative paths resolve like ``git -C``."""
-    base = workspace if args.workspace is not None else Path.cwd()
+    base = workspace if args.workspace is not None else type(workspace).cwd()
     opened = [_editor_path("--open", f, base, workspace) for f in args.open]
     active = _editor_path("--active", args.active, base, workspace) if args.active is not None else None
     if active is not None and active not in opened:

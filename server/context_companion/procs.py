@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 APP_NAME = "context-companion"
 

@@ -236,3 +236,38 @@ async def test_turned_off_the_hook_composes_from_disk(start: Any, project: Path,
     text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
     assert text.splitlines()[2].startswith("(No editor is connected for this folder")
     assert "Run make check" in text and "API folder" not in text  # no open files on disk
+
+
+HEAVY = ("pydantic", "tiktoken", "watchdog", "lsprotocol", "pygls", "platformdirs", "argparse", "yaml")
+_HOOK_AND_LIST_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("sys.modules at exit: " + json.dumps(sorted(sys.modules)) + "\\n"))
+from context_companion.cli import main
+sys.argv[0] = "context-companion"
+sys.exit(main())
+"""
+
+
+async def test_the_hook_path_imports_nothing_heavy_when_a_server_answers(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    """It runs before every prompt: with the editor's server answering, the console entry point
+    loads none of the domain's libraries (tests/lsp/test_lazy_imports.py does the same for the server)."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(project)}
+    out = subprocess.run(
+        [sys.executable, "-c", _HOOK_AND_LIST_MODULES, "hook", "--agent", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")},
+        timeout=60,
+    )
+    assert "API folder: keep handlers thin." in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    line = out.stderr.decode().strip()
+    assert line.startswith("sys.modules at exit: "), line
+    modules = set(json.loads(line.removeprefix("sys.modules at exit: ")))
+    loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("context_companion.workspace"))
+    assert loaded == []
