@@ -182,3 +182,22 @@ def test_session_states_are_bounded_and_a_lost_one_delivers_everything_again() -
     assert kept.get("codex", "b").given == {} and not kept.get("codex", "b").started
     for damaged in (None, {"x": 1}, [["codex", "a", {"given": {"/p": [1, 2]}}]], [["codex"]]):
         assert all(not s.given for s in [HookSessions.from_json(damaged).get("codex", "a")])
+
+
+def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_rest() -> None:
+    from context_companion.memory.model import MemoryBlock
+    from context_companion.workspace.hooks import HookState, deliver
+
+    blocks = [
+        MemoryBlock(f"m{i}/AGENTS.md", f"/ws/module-{i:03d}/AGENTS.md", "jit", True, "open file", "rule " * 80, True)
+        for i in range(300)
+    ]
+    state = HookState()
+    first = deliver(state, blocks, {}, limit=9_500)
+    assert len(first.text) < 9_500 and 0 < len(first.files) < 300
+    last = first.text.splitlines()[-1]
+    assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: /ws/module-")
+    assert last.endswith(
+        f" and {300 - len(first.files) - last.count('/AGENTS.md')} more (context-companion memory lists them)"
+    )
+    assert deliver(state, blocks, {}, limit=9_500).text == ""  # named once: not again until it changes
