@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_runner import run_hook
 
 
 @pytest.fixture
@@ -37,15 +38,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def hook(agent: str, payload: Any, runtime: Path, raw: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    env["XDG_RUNTIME_DIR"] = str(runtime)
-    return subprocess.run(
-        [sys.executable, "-m", "context_companion", "hook", "--agent", agent],
-        input=raw if raw is not None else json.dumps(payload).encode(),
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    return run_hook(agent, raw if raw is not None else json.dumps(payload).encode(), {"XDG_RUNTIME_DIR": str(runtime)})
 
 
 def prompt(session: str, cwd: Path, event: str = "UserPromptSubmit") -> dict[str, str]:
