@@ -9,7 +9,7 @@ branch of its own. Checked against each page as of 2026-11.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .formats import RuleFormat
@@ -25,6 +25,7 @@ AgentId = Literal[
     "continue",
     "kiro",
     "zed",
+    "vscode",
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
@@ -185,11 +186,64 @@ ZED = AgentRules(
     ),
 )
 
+# VS Code's own chat (GitHub Copilot Chat built in), as measured with VS Code 1.139.1 (code-server 4.139.1,
+# Copilot Chat 0.67.0) and its default settings: the request's system message carries the root AGENTS.md
+# (chat.useAgentsMdFile), CLAUDE.md and CLAUDE.local.md at the root and ~/.claude/CLAUDE.md
+# (chat.useClaudeMdFile) and .github/copilot-instructions.md (github.copilot.chat.codeGeneration.
+# useInstructionFiles); sub-folder AGENTS.md only with chat.useNestedAgentsMdFiles (off); GEMINI.md never.
+# .github/instructions and .claude/rules files are attached only for files attached to the chat request,
+# not for the editor's active file: for the open files they count as not loaded. vscode_rules() applies
+# the user's settings.
+VSCODE = AgentRules(
+    "vscode",
+    "VS Code chat",
+    ("https://code.visualstudio.com/docs/copilot/customization/custom-instructions",),
+    names=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
+    root_only=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
+    globals=("~/.claude/CLAUDE.md",),
+    rules=("copilot",),
+)
+
+
+def vscode_rules(
+    *,
+    agents_md: bool = True,
+    nested_agents_md: bool = False,
+    claude_md: bool = True,
+    instruction_files: bool = True,
+) -> AgentRules:
+    """:data:`VSCODE` for the user's VS Code settings (``chat.useAgentsMdFile``, ``chat.useNestedAgentsMdFiles``,
+    ``chat.useClaudeMdFile``, ``github.copilot.chat.codeGeneration.useInstructionFiles``)."""
+    names = (("AGENTS.md",) if agents_md else ()) + (("CLAUDE.md", "CLAUDE.local.md") if claude_md else ())
+    root_only = tuple(n for n in names if not (n == "AGENTS.md" and nested_agents_md))
+    return replace(
+        VSCODE,
+        names=names,
+        root_only=root_only,
+        subfolders="always" if agents_md and nested_agents_md else "never",
+        globals=VSCODE.globals if claude_md else (),
+        rules=VSCODE.rules if instruction_files else (),
+    )
+
+
 # Ourselves: docs/memory.md. Explained from the composition itself, not from a table.
 CONTEXT_COMPANION = AgentRules("context-companion", "Context Companion", ("docs/memory.md",))
 
 AGENTS: dict[str, AgentRules] = {
     a.id: a
-    for a in (CLAUDE_CODE, CODEX, GEMINI_CLI, CURSOR, COPILOT, WINDSURF, CLINE, CONTINUE, KIRO, ZED, CONTEXT_COMPANION)
+    for a in (
+        CLAUDE_CODE,
+        CODEX,
+        GEMINI_CLI,
+        CURSOR,
+        COPILOT,
+        WINDSURF,
+        CLINE,
+        CONTINUE,
+        KIRO,
+        ZED,
+        VSCODE,
+        CONTEXT_COMPANION,
+    )
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)

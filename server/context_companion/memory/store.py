@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
-from .agents import AGENTS
+from .agents import AGENTS, AgentRules
 from .changes import Entered, always_entered, apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
@@ -120,19 +120,20 @@ class MemoryStore:
 
     def explain(
         self,
-        agent: str,
+        agent: str | AgentRules,
         open_paths: Sequence[Path | str],
         active_path: Path | str | None = None,
         *,
         interactive: bool = True,
     ) -> Explanation:
-        """What ``agent`` (an id of :data:`.agents.AGENTS`) would load for these open files, and why."""
+        """What ``agent`` (an id of :data:`.agents.AGENTS`, or a table) would load for these open files, and why."""
         with self._lock:
             if not self._loaded:
                 self.load()
             activity = self._activity(open_paths, active_path, interactive)
             result = self._cached_result(activity)
-            return explain(self._index, activity, result, AGENTS[agent], self.settings.file_names)
+            rules = AGENTS[agent] if isinstance(agent, str) else agent
+            return explain(self._index, activity, result, rules, self.settings.file_names)
 
     def blocks(
         self, open_paths: Sequence[Path | str], active_path: Path | str | None = None, *, interactive: bool = True

@@ -23,12 +23,14 @@ from ..context.state import Baseline, EditorSelection, EditorState, RawPosition,
 from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
+from ..memory.agents import AgentRules
 from ..memory.explain import Explanation
 from ..prompt.compression import compression_prompt
 from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
+from .agent_memory import AgentMemory, agent_memory
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
@@ -410,6 +412,14 @@ class Companion:
             paths = [*paths, active]
         interactive = self.snapshot.settings.profile.interactive
         return self.memory.explain(agent, paths, active, interactive=interactive)
+
+    def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
+        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""
+        paths, active = self._open_paths()
+        interactive = self.snapshot.settings.profile.interactive
+        blocks = self.memory.blocks(paths, active, interactive=interactive)
+        explanation = self.memory.explain(agent, paths, active, interactive=interactive)
+        return agent_memory(blocks, explanation, self.tokenizer.count)
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):

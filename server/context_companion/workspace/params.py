@@ -99,6 +99,20 @@ class ExplainMemoryParams(_Params):
     active_file: str | None = Field(default=None, min_length=1, max_length=4096)
 
 
+class VsCodeChatSettings(_Params):
+    """The VS Code settings that decide which memory files its chat reads itself (defaults: VS Code 1.139's)."""
+
+    use_agents_md_file: bool = True  # chat.useAgentsMdFile
+    use_nested_agents_md_files: bool = False  # chat.useNestedAgentsMdFiles
+    use_claude_md_file: bool = True  # chat.useClaudeMdFile
+    use_instruction_files: bool = True  # github.copilot.chat.codeGeneration.useInstructionFiles
+
+
+class GetAgentMemoryParams(_Params):
+    agent: AgentName
+    vscode: VsCodeChatSettings | None = None
+
+
 class Position(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     line: int = Field(ge=0, le=2**31 - 1)
