@@ -4,6 +4,7 @@
  * (`vscode.commands.executeCommand('contextCompanion.getSystemInstruction', {...})`).
  */
 import * as vscode from 'vscode';
+import { CHAT_SETTINGS, ChatInstructions, MEMORY_CHANGED_NOTIFICATION } from './chatInstructions';
 import { CursorTracker } from './cursorTracker';
 import {
   CLOSE_DIFF,
@@ -106,6 +107,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line)),
   );
   registerAgentMcpServer(context, srv);
+  registerChatInstructions(context, srv);
 
   void srv.start();
 
@@ -152,6 +154,36 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
       if (state.kind === 'running') changed.fire();
     }),
   );
+}
+
+/**
+ * Put the memory VS Code's chat does not read itself into its chat instructions (see chatInstructions.ts),
+ * kept in step with memory, the open files and VS Code's own reading settings.
+ */
+function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerConnection): void {
+  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const chat = new ChatInstructions(vscode, srv, { extensionPath: context.extensionPath, storagePath: storage, pid: process.pid }, (line) =>
+    srv.log(line),
+  );
+  context.subscriptions.push(chat);
+  srv.onClient((client) => client.onNotification(MEMORY_CHANGED_NOTIFICATION, () => chat.schedule()));
+  void chat.start().then((on) => {
+    if (!on) return;
+    context.subscriptions.push(
+      srv.onDidChangeState((state) => {
+        if (state.kind === 'running') chat.schedule();
+      }),
+      srv.onDidChangeInstruction(() => chat.schedule()),
+      vscode.window.onDidChangeActiveTextEditor(() => chat.schedule()),
+      vscode.workspace.onDidOpenTextDocument(() => chat.schedule()),
+      vscode.workspace.onDidCloseTextDocument(() => chat.schedule()),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => chat.schedule()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (CHAT_SETTINGS.some((key) => e.affectsConfiguration(key))) chat.schedule();
+      }),
+    );
+    if (srv.running) chat.schedule();
+  });
 }
 
 export async function deactivate(): Promise<void> {
