@@ -113,3 +113,14 @@ async def test_memory_changed_is_sent_for_a_sub_folder_file_that_no_instruction_
     assert h.pushes == []  # the instruction does not hold pkg/AGENTS.md: only memoryChanged tells
     after = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
     assert "PKG-XYZ" in after["text"] and "PKG-BBB" not in after["text"] and after["etag"] != before["etag"]
+
+
+async def test_turn_context_leaves_memory_out_when_asked(start, tmp_path):
+    h = await start(make_workspace(tmp_path / "ws"), settings=NO_ENV)
+    h.open("pkg/mod.py", None, "python")
+    bare = await h.command("contextCompanion.getTurnContext", {"sessionId": "chat", "includeMemory": False})
+    assert bare["kind"] == "full" and bare["memoryUpdates"] == []
+    assert "pkg/mod.py" in bare["text"] and "PKG-BBB" not in bare["text"]
+    # The memory was not counted as delivered: a session that asks for it still gets it.
+    full = await h.command("contextCompanion.getTurnContext", {"sessionId": "chat"})
+    assert "PKG-BBB" in full["text"] and {u["path"] for u in full["memoryUpdates"]} >= {"pkg/AGENTS.md"}

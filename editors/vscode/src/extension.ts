@@ -60,6 +60,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
   showStatus({ kind: 'starting' });
 
   const srv = server;
+  const chat = registerChatInstructions(context, srv);
   const gemini = new GeminiCompanionUi(vscode, context, async () => {
     if (!srv.running) return undefined;
     return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
@@ -104,10 +105,9 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
       }
     }),
     ...registerPalette(srv, instruction, views, cursor),
-    ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line)),
+    ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
   );
   registerAgentMcpServer(context, srv);
-  registerChatInstructions(context, srv);
 
   void srv.start();
 
@@ -160,7 +160,7 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
  * Put the memory VS Code's chat does not read itself into its chat instructions (see chatInstructions.ts),
  * kept in step with memory, the open files and VS Code's own reading settings.
  */
-function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerConnection): void {
+function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerConnection): ChatInstructions {
   const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
   const chat = new ChatInstructions(vscode, srv, { extensionPath: context.extensionPath, storagePath: storage, pid: process.pid }, (line) =>
     srv.log(line),
@@ -184,6 +184,7 @@ function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerC
     );
     if (srv.running) chat.schedule();
   });
+  return chat;
 }
 
 export async function deactivate(): Promise<void> {

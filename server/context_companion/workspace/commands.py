@@ -83,7 +83,13 @@ def _refresh_memory(c: Companion, p: P.RefreshMemoryParams, __: Texts, store: An
 
 
 def _get_turn_context(c: Companion, p: P.GetTurnContextParams, texts: Texts) -> dict[str, Any]:
-    turn = c.turn_context(p.session_id, texts, force_full=p.force_full, pending_tool_call=p.pending_tool_call)
+    turn = c.turn_context(
+        p.session_id,
+        texts,
+        force_full=p.force_full,
+        pending_tool_call=p.pending_tool_call,
+        memory=p.include_memory,
+    )
     return turn.to_wire()
 
 

@@ -315,13 +315,17 @@ class Companion:
         force_full: bool = False,
         pending_tool_call: bool = False,
         editor: bool = True,
+        memory: bool = True,
     ) -> TurnContext:
         """The editor context for the next turn: full the first time, then what changed; with the
         memory updates the session's agent has not had yet (see :mod:`.updates`).
         ``texts`` maps a document URI to its current text (the documents the editor has open).
-        ``editor=False``: memory updates only."""
+        ``editor=False``: memory updates only; ``memory=False``: the editor context only (the agent
+        gets memory another way; the session's record of delivered memory stays as it was)."""
         agent = self.sessions.get(session_id)
-        return self.turn_for(agent, texts, force_full=force_full, pending_tool_call=pending_tool_call, editor=editor)
+        return self.turn_for(
+            agent, texts, force_full=force_full, pending_tool_call=pending_tool_call, editor=editor, memory=memory
+        )
 
     def turn_for(
         self,
@@ -331,6 +335,7 @@ class Companion:
         force_full: bool = False,
         pending_tool_call: bool = False,
         editor: bool = True,
+        memory: bool = True,
     ) -> TurnContext:
         """:meth:`turn_context` for a session given as is (one not registered: a read that is no
         agent's turn, and must not evict a session that is)."""
@@ -340,6 +345,8 @@ class Companion:
         if editor and self.snapshot.settings.context.enabled:
             state = self.editor.snapshot(texts.get, self.snapshot.position_encoding)
             turn = next_turn(agent.baseline, state, force_full=force_full)
+        if not memory:
+            return turn
         updates = self.memory_updates(agent, reset=force_full)
         return with_memory(turn, render_updates(updates), [u.to_wire() for u in updates])
 

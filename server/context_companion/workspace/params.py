@@ -50,6 +50,7 @@ class GetTurnContextParams(_Params):
     session_id: str = SessionId
     force_full: bool = False
     pending_tool_call: bool = False
+    include_memory: bool = True  # False: the agent gets memory another way (VS Code's chat instructions)
 
 
 class Message(BaseModel):
