@@ -124,3 +124,17 @@ async def test_turn_context_leaves_memory_out_when_asked(start, tmp_path):
     # The memory was not counted as delivered: a session that asks for it still gets it.
     full = await h.command("contextCompanion.getTurnContext", {"sessionId": "chat"})
     assert "PKG-BBB" in full["text"] and {u["path"] for u in full["memoryUpdates"]} >= {"pkg/AGENTS.md"}
+
+
+async def test_the_selection_reaches_the_turn_context_in_a_folder_with_a_space(start, tmp_path):
+    ws = tmp_path / "chat workspace"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "mod.py").write_text("def main():\n    return 42\n", encoding="utf-8")
+    h = await start(ws, settings=NO_ENV)
+    uri = h.open("pkg/mod.py", None, "python")
+    assert "%20" in uri  # as editors send it
+    h.cursor(uri, 0, 8, [(0, 4, 0, 8)])
+    turn = await h.command("contextCompanion.getTurnContext", {"sessionId": "chat"})
+    active = turn["context"]["activeFile"]
+    assert active["path"] == str(ws / "pkg" / "mod.py")
+    assert active["selectedText"] == "main" and active["cursor"] == {"line": 1, "character": 9}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from .host import Host
@@ -18,7 +19,9 @@ class OpenTexts(Mapping[str, str]):
     def __getitem__(self, uri: str) -> str:
         # Open documents only: pygls would read any other URI from disk, on the loop (a FIFO hangs it,
         # and a file the editor never opened is not the editor's text).
-        document = self._ls.workspace.text_documents.get(uri)
+        # pygls keys them by the percent-decoded URI, as its get_text_document looks them up (a folder
+        # with a space arrives as "chat%20workspace").
+        document = self._ls.workspace.text_documents.get(unquote(uri))
         if document is None:
             raise KeyError(uri)
         text: str = document.source
