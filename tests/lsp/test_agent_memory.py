@@ -75,6 +75,17 @@ async def test_vscode_gets_each_file_it_does_not_read_once_and_nothing_it_reads(
     assert own["text"].count("CLAUDE-EEE") == 1 and own["text"].count("GHREPO-HHH") == 1
     assert "ROOT-AAA" not in own["text"]
 
+    # A selection makes VS Code attach the active file, and with it the applyTo / paths rules that match it.
+    uri = h.uri("pkg/mod.py")
+    h.cursor(uri, 0, 8, [(0, 4, 0, 8)])
+    selected = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
+    assert "GHINSTR-GGG" not in selected["text"] and "CLRULE-FFF" not in selected["text"]
+    assert {".github/instructions/py.instructions.md", ".claude/rules/py.md"} <= set(selected["readByAgent"])
+    assert selected["text"].count("PKG-BBB") == 1 and selected["text"].count("CURSOR-CCC") == 1
+    h.cursor(uri, 0, 8, [])
+    bare = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
+    assert bare["text"] == text
+
     h.close("pkg/mod.py")
     after = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
     assert after["text"] == closed["text"] and not any(m in after["text"] for m in FOR_PY)

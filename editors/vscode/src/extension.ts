@@ -167,6 +167,7 @@ function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerC
   );
   context.subscriptions.push(chat);
   srv.onClient((client) => client.onNotification(MEMORY_CHANGED_NOTIFICATION, () => chat.schedule()));
+  let selected = false;
   void chat.start().then((on) => {
     if (!on) return;
     context.subscriptions.push(
@@ -174,7 +175,20 @@ function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerC
         if (state.kind === 'running') chat.schedule();
       }),
       srv.onDidChangeInstruction(() => chat.schedule()),
-      vscode.window.onDidChangeActiveTextEditor(() => chat.schedule()),
+      vscode.window.onDidChangeActiveTextEditor((editor) => {
+        selected = editor?.selections.some((sel) => !sel.isEmpty) ?? false;
+        chat.schedule();
+      }),
+      // A selection makes VS Code attach the active file and the rules that match it: ask again when one
+      // appears or goes (not on every cursor move).
+      vscode.window.onDidChangeTextEditorSelection((e) => {
+        if (e.textEditor !== vscode.window.activeTextEditor) return;
+        const now = e.selections.some((sel) => !sel.isEmpty);
+        if (now !== selected) {
+          selected = now;
+          chat.schedule();
+        }
+      }),
       vscode.workspace.onDidOpenTextDocument(() => chat.schedule()),
       vscode.workspace.onDidCloseTextDocument(() => chat.schedule()),
       vscode.workspace.onDidChangeWorkspaceFolders(() => chat.schedule()),

@@ -46,6 +46,8 @@ class AgentRules:
     rules: tuple[RuleFormat, ...] = ()  # rule formats read, in order
     fallback_rules: tuple[RuleFormat, ...] = ()  # read only when none of ``rules`` exists
     first_of: tuple[str, ...] = ()  # only the first of these files in the workspace folder
+    # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
+    attached_rules: tuple[RuleFormat, ...] = ()
 
 
 # https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md up the tree, sub-folder CLAUDE.md
@@ -191,9 +193,9 @@ ZED = AgentRules(
 # (chat.useAgentsMdFile), CLAUDE.md and CLAUDE.local.md at the root and ~/.claude/CLAUDE.md
 # (chat.useClaudeMdFile) and .github/copilot-instructions.md (github.copilot.chat.codeGeneration.
 # useInstructionFiles); sub-folder AGENTS.md only with chat.useNestedAgentsMdFiles (off); GEMINI.md never.
-# .github/instructions and .claude/rules files are attached only for files attached to the chat request,
-# not for the editor's active file: for the open files they count as not loaded. vscode_rules() applies
-# the user's settings.
+# .github/instructions and .claude/rules files (applyTo; `paths` for Claude's) are attached only for files
+# attached to the chat request: the active file once it has a selection (VS Code then attaches the selection
+# and the file), never for a bare cursor. vscode_rules() applies the user's settings.
 VSCODE = AgentRules(
     "vscode",
     "VS Code chat",
@@ -202,6 +204,7 @@ VSCODE = AgentRules(
     root_only=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
     globals=("~/.claude/CLAUDE.md",),
     rules=("copilot",),
+    attached_rules=("copilot-instructions", "claude"),
 )
 
 

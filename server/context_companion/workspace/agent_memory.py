@@ -11,7 +11,7 @@ prompt cache until something really changed. Pure: no I/O.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,12 +58,15 @@ class AgentMemory:
         }
 
 
-def agent_memory(blocks: Iterable[MemoryBlock], explanation: Explanation, count: Callable[[str], int]) -> AgentMemory:
-    """The included files of ``blocks`` (in the composition's order) that ``explanation`` says the agent
-    does not load, rendered as the instruction renders them."""
-    loads = {item.path for item in explanation.items if item.loaded}
+def agent_memory(
+    blocks: Iterable[MemoryBlock], explanations: Sequence[Explanation], count: Callable[[str], int]
+) -> AgentMemory:
+    """The included files of ``blocks`` (in the composition's order) that none of ``explanations`` (the
+    agent's table, and what it loads for the files attached to its request) says the agent loads, rendered
+    as the instruction renders them."""
+    read = tuple(dict.fromkeys(item.path for e in explanations for item in e.items if item.loaded))
+    loads = set(read)
     chosen = [b for b in blocks if b.included and b.content.strip() and b.path not in loads]
     text = "\n\n".join([PREFACE, *(render_block(b.path, b.content) for b in chosen)]) if chosen else ""
     files = tuple(Delivered(b.path, b.tier, b.reason, count(b.content)) for b in chosen)
-    read = tuple(item.path for item in explanation.items if item.loaded)
-    return AgentMemory(explanation.agent.id, text, files, read)
+    return AgentMemory(explanations[0].agent.id, text, files, read)

@@ -23,7 +23,7 @@ from ..context.state import Baseline, EditorSelection, EditorState, RawPosition,
 from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
-from ..memory.agents import AgentRules
+from ..memory.agents import AGENTS, AgentRules
 from ..memory.explain import Explanation
 from ..prompt.compression import compression_prompt
 from ..prompt.engine import Instruction, InstructionEngine
@@ -421,12 +421,19 @@ class Companion:
         return self.memory.explain(agent, paths, active, interactive=interactive)
 
     def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
-        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""
+        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`.
+        An agent that loads some rules for the files attached to its request (``attached_rules``: VS Code
+        attaches the active file once it has a selection) is judged with those too."""
         paths, active = self._open_paths()
         interactive = self.snapshot.settings.profile.interactive
+        rules = AGENTS[agent] if isinstance(agent, str) else agent
         blocks = self.memory.blocks(paths, active, interactive=interactive)
-        explanation = self.memory.explain(agent, paths, active, interactive=interactive)
-        return agent_memory(blocks, explanation, self.tokenizer.count)
+        explanations = [self.memory.explain(rules, paths, active, interactive=interactive)]
+        cursor = self.editor.cursor
+        if rules.attached_rules and active is not None and cursor is not None and cursor.selections:
+            attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
+            explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
+        return agent_memory(blocks, explanations, self.tokenizer.count)
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):
