@@ -134,7 +134,7 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         "context-companion: unknown agent 'vim'; known agents: claude-code, codex, gemini-cli, cursor, copilot,"
-        " windsurf, cline, continue, kiro, zed, context-companion"
+        " windsurf, cline, continue, kiro, zed, vscode, context-companion"
     ]
 
 

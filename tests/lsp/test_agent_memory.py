@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from lsp_harness import plain
 from pygls.exceptions import JsonRpcInvalidParams
+from rule_formats_repo import write_tree
 
 NO_ENV = {"environment": {"placement": "off"}}
 MEMORY_CHANGED = "contextCompanion/memoryChanged"
@@ -33,11 +34,7 @@ FOR_PY = ("PKG-BBB", "CURSOR-CCC", "GHINSTR-GGG", "CLRULE-FFF")
 
 
 def make_workspace(root: Path) -> Path:
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
+    return write_tree(root, FILES)
 
 
 async def test_vscode_gets_each_file_it_does_not_read_once_and_nothing_it_reads(start, tmp_path):

@@ -8,7 +8,7 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { extensionLog, freePort, identicalShare, runFromPalette, sleep, startStub, statusText, waitFor } from './e2e-lib.mjs';
+import { extensionLog, freePort, identicalShare, QUIET_WORKBENCH, runFromPalette, sleep, startStub, statusText, waitFor } from './e2e-lib.mjs';
 
 const run = promisify(execFile);
 
@@ -104,22 +104,10 @@ export async function runChatSuite(ctx) {
       path.join(user, 'settings.json'),
       JSON.stringify(
         {
+          ...QUIET_WORKBENCH,
           'contextCompanion.interpreter': env.E2E_PYTHON,
           'contextCompanion.memory.readVendorGlobals': false,
           'contextCompanion.environment.placement': 'off',
-          'workbench.startupEditor': 'none',
-          'workbench.tips.enabled': false,
-          'workbench.colorTheme': 'Default Dark Modern',
-          'security.workspace.trust.enabled': false,
-          'telemetry.telemetryLevel': 'off',
-          'update.mode': 'none',
-          'extensions.autoCheckUpdates': false,
-          'extensions.autoUpdate': false,
-          'extensions.ignoreRecommendations': true,
-          'git.enabled': false,
-          'window.restoreWindows': 'none',
-          'editor.minimap.enabled': false,
-          'json.schemas': [{ url: 'https://json-schema.org/draft-07/schema', schema: { $ref: 'http://json-schema.org/draft-07/schema#' } }],
         },
         null,
         2,

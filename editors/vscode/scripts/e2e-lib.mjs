@@ -5,6 +5,25 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
+/** User settings that keep a test workbench quiet and offline (both suites add their own). */
+export const QUIET_WORKBENCH = {
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.colorTheme': 'Default Dark Modern',
+  'security.workspace.trust.enabled': false,
+  'telemetry.telemetryLevel': 'off',
+  'update.mode': 'none',
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
+  'extensions.ignoreRecommendations': true,
+  'git.enabled': false,
+  'editor.minimap.enabled': false,
+  'window.restoreWindows': 'none',
+  // VS Code checks each MCP tool's inputSchema against https://json-schema.org/draft-07/schema, which it
+  // downloads; this machine is offline, so point that URL at VS Code's built-in draft-07 copy.
+  'json.schemas': [{ url: 'https://json-schema.org/draft-07/schema', schema: { $ref: 'http://json-schema.org/draft-07/schema#' } }],
+};
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Poll `probe` until it returns a truthy value; throw `what` after `timeoutMs`. Not a timing assertion. */

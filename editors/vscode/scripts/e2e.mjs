@@ -13,6 +13,7 @@ import {
   commonPrefixBytes,
   extensionLog as extensionLogIn,
   freePort,
+  QUIET_WORKBENCH,
   runFromPalette as paletteOn,
   sleep,
   startStub as startModelStub,
@@ -225,27 +226,13 @@ function writeWorkspace() {
 
 function userSettings() {
   return {
+    ...QUIET_WORKBENCH,
     'contextCompanion.interpreter': env.E2E_PYTHON,
     'contextCompanion.trace.server': 'messages',
     'contextCompanion.memory.readVendorGlobals': false, // a server setting, sent as initializationOptions
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
     'workbench.enableExperiments': false,
-    'workbench.colorTheme': 'Default Dark Modern',
-    'security.workspace.trust.enabled': false,
-    'telemetry.telemetryLevel': 'off',
-    'update.mode': 'none',
-    'extensions.autoCheckUpdates': false,
-    'extensions.autoUpdate': false,
-    'extensions.ignoreRecommendations': true,
-    'git.enabled': false,
-    'editor.minimap.enabled': false,
     'editor.scrollBeyondLastLine': false, // Ctrl+End then shows a full page ending with the memory
-    'window.restoreWindows': 'none',
     'chat.commandCenter.enabled': false,
-    // VS Code 1.100 checks each MCP tool's inputSchema against https://json-schema.org/draft-07/schema,
-    // which it downloads; this machine is offline, so point that URL at VS Code's built-in draft-07 copy.
-    'json.schemas': [{ url: 'https://json-schema.org/draft-07/schema', schema: { $ref: 'http://json-schema.org/draft-07/schema#' } }],
   };
 }
 
