@@ -52,9 +52,14 @@ FILES: dict[str, str] = {
 }
 
 
-def make_repo(root: Path) -> Path:
-    for rel, text in FILES.items():
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative path → text) under ``root``; returns ``root``."""
+    for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+def make_repo(root: Path) -> Path:
+    return write_tree(root, FILES)

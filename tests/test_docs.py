@@ -56,13 +56,13 @@ def test_every_documented_setting_exists_in_the_model():
 
 def server_methods() -> set[str]:
     """Commands and custom methods the real server handles or sends."""
-    from context_companion.lsp.push import SYSTEM_INSTRUCTION_CHANGED
+    from context_companion.lsp.push import MEMORY_CHANGED, SYSTEM_INSTRUCTION_CHANGED
     from context_companion.lsp.server import create_server
     from context_companion.workspace.commands import COMPANION_STARTED, SERVER_REQUESTS
 
     fm = create_server().protocol.fm
     custom = {name for name in fm.features if name.startswith("contextCompanion")}
-    return set(fm.commands) | custom | {SYSTEM_INSTRUCTION_CHANGED, COMPANION_STARTED, *SERVER_REQUESTS}
+    return set(fm.commands) | custom | {SYSTEM_INSTRUCTION_CHANGED, MEMORY_CHANGED, COMPANION_STARTED, *SERVER_REQUESTS}
 
 
 def test_the_protocol_doc_and_the_server_list_the_same_commands_and_notifications():

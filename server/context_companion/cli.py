@@ -175,7 +175,7 @@ def _parser() -> argparse.ArgumentParser:
         "--agent",
         required=True,
         help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot, windsurf, cline, continue, "
-        "kiro, zed, context-companion",
+        "kiro, zed, vscode, context-companion",
     )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")

@@ -56,6 +56,7 @@ async def test_formats_follow_open_files_and_duplicates_show_once(start, tmp_pat
         ("claude-code", ["CLAUDE.md", "pkg/CLAUDE.md", ".claude/rules/any-py.md"]),
         ("kiro", ["AGENTS.md", ".kiro/steering/py.md", ".kiro/steering/tech.md"]),
         ("continue", ["AGENTS.md", ".continue/rules/always.md", ".continue/rules/noname.md"]),
+        ("vscode", ["AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"]),
     ],
 )
 async def test_explain_memory_per_agent(start, tmp_path, agent, expected):

@@ -5,10 +5,21 @@
 // Prints one line per check and "N passed, N failed" last; exit status 1 when any check failed.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
+import { runChatSuite } from './e2e-chat.mjs';
+import {
+  commonPrefixBytes,
+  extensionLog as extensionLogIn,
+  freePort,
+  QUIET_WORKBENCH,
+  runFromPalette as paletteOn,
+  sleep,
+  startStub as startModelStub,
+  statusText as statusTextOn,
+  waitFor,
+} from './e2e-lib.mjs';
 
 const run = promisify(execFile);
 const env = process.env;
@@ -40,38 +51,6 @@ const agentsMd = path.join(dirs.workspace, 'AGENTS.md');
 // ------------------------------------------------------------------------------------ helpers
 
 const log = (line) => console.error(`[e2e] ${line}`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll `probe` until it returns a truthy value; throw `what` after `timeoutMs`. Not a timing assertion. */
-async function waitFor(what, probe, timeoutMs = 30_000, everyMs = 250) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) {
-      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
-    }
-    await sleep(everyMs);
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 const childEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('VSCODE_') && !k.startsWith('E2E_')));
 Object.assign(childEnv, {
   HOME: dirs.home,
@@ -115,15 +94,7 @@ async function check(name, fn, { required = false } = {}) {
 let page;
 
 /** The Context Companion status bar entry's text (icons dropped), or '' when it is not shown. */
-async function statusText() {
-  return page.evaluate(() => {
-    for (const item of document.querySelectorAll('.statusbar-item')) {
-      const label = item.getAttribute('aria-label') ?? item.querySelector('[aria-label]')?.getAttribute('aria-label') ?? '';
-      if (label.startsWith('Context Companion')) return (item.textContent ?? '').replace(/\s+/g, ' ').trim();
-    }
-    return '';
-  });
-}
+const statusText = () => statusTextOn(page);
 
 const quickInput = () => page.locator('.quick-input-widget');
 const quickInputBox = () => page.locator('.quick-input-widget .quick-input-box input');
@@ -136,12 +107,7 @@ async function openQuickInput(prefix) {
 }
 
 /** Run a command from the palette by its full label ("Category: Title"). */
-async function runFromPalette(label) {
-  await openQuickInput(`>${label}`);
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first();
-  await row.waitFor({ state: 'visible', timeout: 15_000 });
-  await quickInputBox().press('Enter');
-}
+const runFromPalette = (label) => paletteOn(page, label);
 
 /** Text of the active editor's visible lines (Monaco renders spaces as U+00A0). */
 async function activeEditorText() {
@@ -215,15 +181,6 @@ async function runProbe() {
   return out;
 }
 
-/** Length in bytes of the common prefix of two strings' UTF-8 encodings. */
-function commonPrefixBytes(a, b) {
-  const x = Buffer.from(a, 'utf8');
-  const y = Buffer.from(b, 'utf8');
-  let i = 0;
-  while (i < x.length && i < y.length && x[i] === y[i]) i++;
-  return i;
-}
-
 /** Live processes whose command line (joined by spaces) contains `needle`: [{pid, cmd}]. */
 function processes(needle) {
   const found = [];
@@ -269,27 +226,13 @@ function writeWorkspace() {
 
 function userSettings() {
   return {
+    ...QUIET_WORKBENCH,
     'contextCompanion.interpreter': env.E2E_PYTHON,
     'contextCompanion.trace.server': 'messages',
     'contextCompanion.memory.readVendorGlobals': false, // a server setting, sent as initializationOptions
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
     'workbench.enableExperiments': false,
-    'workbench.colorTheme': 'Default Dark Modern',
-    'security.workspace.trust.enabled': false,
-    'telemetry.telemetryLevel': 'off',
-    'update.mode': 'none',
-    'extensions.autoCheckUpdates': false,
-    'extensions.autoUpdate': false,
-    'extensions.ignoreRecommendations': true,
-    'git.enabled': false,
-    'editor.minimap.enabled': false,
     'editor.scrollBeyondLastLine': false, // Ctrl+End then shows a full page ending with the memory
-    'window.restoreWindows': 'none',
     'chat.commandCenter.enabled': false,
-    // VS Code 1.100 checks each MCP tool's inputSchema against https://json-schema.org/draft-07/schema,
-    // which it downloads; this machine is offline, so point that URL at VS Code's built-in draft-07 copy.
-    'json.schemas': [{ url: 'https://json-schema.org/draft-07/schema', schema: { $ref: 'http://json-schema.org/draft-07/schema#' } }],
   };
 }
 
@@ -361,22 +304,7 @@ async function stopCodeServer() {
 }
 
 /** The extension's output channel, as VS Code logged it (for failure reports). */
-function extensionLog() {
-  const found = [];
-  const walk = (dir) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.name.includes('Context Companion')) found.push(full);
-    }
-  };
-  try {
-    walk(path.join(dirs.userData, 'logs'));
-  } catch {
-    return '';
-  }
-  return found.map((f) => `--- ${f}\n${fs.readFileSync(f, 'utf8')}`).join('\n');
-}
+const extensionLog = () => extensionLogIn(dirs.userData);
 
 function saveScreenshotForDocs(name) {
   if (env.E2E_UPDATE_DOCS !== '1' || !env.E2E_DOCS_IMAGES) return;
@@ -387,47 +315,20 @@ function saveScreenshotForDocs(name) {
 
 // ------------------------------------------------------------------------------------ Gemini CLI in a terminal
 
-// The recording model stub of tests/agents (Python), relaying each request it records as a JSON line.
-const STUB_RELAY = `
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from model_stub import ModelStub
-import stub_gemini
-stub = ModelStub()
-stub_gemini.install(stub)
-stub.start()
-print(json.dumps({"url": stub.url}), flush=True)
-seen = 0
-while True:
-    rec = stub.wait_for(lambda r: True, timeout=3600, after=seen)
-    seen = rec.seq + 1
-    print(json.dumps({"seq": rec.seq, "method": rec.method, "path": rec.path, "body": rec.text}), flush=True)
-`;
 let stubProcess;
-const stubRequests = [];
+let stubRequests = [];
 
 async function startStub() {
-  stubProcess = spawn(env.E2E_PYTHON, ['-c', STUB_RELAY, env.E2E_AGENTS_DIR], {
+  const stub = await startModelStub({
+    python: env.E2E_PYTHON,
+    agentsDir: env.E2E_AGENTS_DIR,
+    modules: ['stub_gemini'],
     env: childEnv,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    pidFile,
   });
-  fs.appendFileSync(pidFile, `${stubProcess.pid}\n`);
-  let url;
-  let buffer = '';
-  stubProcess.stdout.on('data', (chunk) => {
-    buffer += chunk;
-    let nl;
-    while ((nl = buffer.indexOf('\n')) >= 0) {
-      const line = JSON.parse(buffer.slice(0, nl));
-      buffer = buffer.slice(nl + 1);
-      if (line.url) url = line.url;
-      else stubRequests.push(line);
-    }
-  });
-  return waitFor('the model stub to start', async () => {
-    if (stubProcess.exitCode !== null) throw new Error(`the model stub exited with ${stubProcess.exitCode}`);
-    return url;
-  });
+  stubProcess = stub.process;
+  stubRequests = stub.requests;
+  return stub.url;
 }
 
 /** The text of the terminal panel's rows (DOM renderer: terminal.integrated.gpuAcceleration off). */
@@ -470,7 +371,31 @@ let context;
 let tokensBeforeEdit = '';
 const TOKENS = /^~?[\d,]+ tokens$/;
 
+/** Headless Debian Chromium, driven over Playwright's protocol (its process leads its own group). */
+async function launchBrowser() {
+  browserServer = await chromium.launchServer({
+    executablePath: env.E2E_CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    env: childEnv, // Chromium writes ~/.config/chromium and ~/.cache/dconf: keep them in the scratch HOME
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  fs.appendFileSync(pidFile, `${browserServer.process().pid}\n`); // for e2e.sh's cleanup if this process dies
+  browser = await chromium.connect(browserServer.wsEndpoint());
+}
+
 async function main() {
+  if (env.E2E_SUITES === 'chat') {
+    await launchBrowser();
+    return chat();
+  }
   writeWorkspace();
   writeUserSettings();
   const port = await freePort();
@@ -480,22 +405,7 @@ async function main() {
   await check(
     'the workbench opens the workspace in Chromium',
     async () => {
-      browserServer = await chromium.launchServer({
-        executablePath: env.E2E_CHROMIUM ?? '/usr/bin/chromium',
-        headless: true,
-        env: childEnv, // Chromium writes ~/.config/chromium and ~/.cache/dconf: keep them in the scratch HOME
-        args: [
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
-      fs.appendFileSync(pidFile, `${browserServer.process().pid}\n`); // for e2e.sh's cleanup if this process dies
-      browser = await chromium.connect(browserServer.wsEndpoint());
+      await launchBrowser();
       context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       page = await context.newPage();
       await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`);
@@ -632,6 +542,19 @@ async function main() {
     const line = text.split('\n').find((l) => l.includes('MCP server definition provider not registered'));
     if (!line) throw new Error('the extension logged nothing about its MCP server definition provider');
     figure('MCP provider', line.replace(/^.*not registered: /, 'not registered: '));
+  });
+
+  await check('VS Code 1.100 has no chat instructions for extensions: the extension says so in one line and goes on', async () => {
+    const line = await waitFor('the chat instructions line in the extension log', () =>
+      extensionLog().split('\n').find((l) => /Chat instructions/.test(l)),
+    );
+    if (!/Chat instructions not delivered: this VS Code \(1\.100\.\d+\) does not read chat instructions from extensions/.test(line)) {
+      throw new Error(`the extension logged: ${line}`);
+    }
+    const slots = path.join(dirs.extensions, fs.readdirSync(dirs.extensions).find((d) => d.startsWith('context-companion.context-companion-')), 'chat');
+    const locks = fs.readdirSync(slots).filter((f) => f.endsWith('.lock'));
+    if (locks.length) throw new Error(`slots claimed anyway: ${locks.join(', ')}`);
+    figure('chat instructions on VS Code 1.100', line.replace(/^.*Chat instructions not delivered: /, 'not delivered: '));
   });
 
   await check('"MCP: List Servers" lists Context Companion; started, its mcp --attach process serves our tools', async () => {
@@ -863,6 +786,33 @@ async function main() {
     if (!message.includes(`${python} -m pip install context-companion`)) throw new Error(`message: ${message}`);
     if (!message.includes('Copy Command')) throw new Error(`no Copy Command button: ${message}`);
     await waitFor('the status bar to show the problem', async () => (await statusText()) === 'Context Companion');
+  });
+
+  // VS Code's own agent mode needs VS Code 1.139 (code-server 4.139.1 on Node 24): a second code-server,
+  // after this one is gone.
+  await context?.close().catch(() => undefined);
+  await stopCodeServer();
+  stubProcess?.kill();
+  prerequisiteFailed = false;
+  if (!browser) await launchBrowser();
+  await chat();
+}
+
+async function chat() {
+  await runChatSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    docsImage: saveScreenshotForDocs,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
   });
 }
 

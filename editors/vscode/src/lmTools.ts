@@ -59,8 +59,15 @@ export function sessionOf(input: unknown, tool: string): string {
   return value;
 }
 
-/** The server command and its argument for one tool invocation. */
-export function commandFor(tool: string, input: unknown): { command: string; arg: Record<string, unknown> } {
+/**
+ * The server command and its argument for one tool invocation. `memoryElsewhere`: the memory already reaches
+ * the chat in its system message (chat instructions), so the turn context leaves it out (`includeMemory: false`).
+ */
+export function commandFor(
+  tool: string,
+  input: unknown,
+  memoryElsewhere = false,
+): { command: string; arg: Record<string, unknown> } {
   switch (tool) {
     case LmTool.systemInstruction:
       unknownKeys(input, ['sessionId'], tool);
@@ -73,6 +80,7 @@ export function commandFor(tool: string, input: unknown): { command: string; arg
         if (typeof forceFull !== 'boolean') throw new ToolInputError(`${tool}: forceFull: must be true or false`);
         arg.forceFull = forceFull;
       }
+      if (memoryElsewhere) arg.includeMemory = false;
       return { command: ServerCommand.getTurnContext, arg };
     }
     case LmTool.memoryFiles:
@@ -126,8 +134,8 @@ export interface ToolServer {
 }
 
 /** Run one tool: the server command, then its text for the model. */
-export async function runTool(server: ToolServer, tool: string, input: unknown): Promise<string> {
-  const { command, arg } = commandFor(tool, input);
+export async function runTool(server: ToolServer, tool: string, input: unknown, memoryElsewhere = false): Promise<string> {
+  const { command, arg } = commandFor(tool, input, memoryElsewhere);
   switch (tool) {
     case LmTool.systemInstruction:
       return instructionText(await server.execute<SystemInstructionResult>(command, arg));
@@ -144,11 +152,15 @@ const PROGRESS: Record<string, string> = {
   [LmTool.memoryFiles]: 'Listing the memory files Context Companion found',
 };
 
-/** Register the three tools with `vs.lm.registerTool`; none when this VS Code has no tool API. */
+/**
+ * Register the three tools with `vs.lm.registerTool`; none when this VS Code has no tool API.
+ * `memoryElsewhere()` says whether the chat already has the memory in its system message (chat instructions).
+ */
 export function registerLanguageModelTools(
   vs: typeof vscode,
   server: ToolServer,
   log: (line: string) => void,
+  memoryElsewhere: () => boolean = () => false,
 ): vscode.Disposable[] {
   if (typeof vs.lm?.registerTool !== 'function') {
     log('Language model tools not registered: this VS Code has no vscode.lm.registerTool (it came in VS Code 1.95).');
@@ -158,7 +170,7 @@ export function registerLanguageModelTools(
     vs.lm.registerTool<unknown>(name, {
       prepareInvocation: () => ({ invocationMessage: PROGRESS[name] }),
       invoke: async (options) => {
-        const text = await runTool(server, name, options.input);
+        const text = await runTool(server, name, options.input, memoryElsewhere());
         return new vs.LanguageModelToolResult([new vs.LanguageModelTextPart(text)]);
       },
     }),

@@ -21,6 +21,7 @@ export const ServerCommand = {
   getCompressionPrompt: 'contextCompanion.getCompressionPrompt',
   explainMemory: 'contextCompanion.explainMemory',
   companionStatus: 'contextCompanion.companionStatus',
+  getAgentMemory: 'contextCompanion.getAgentMemory',
 } as const;
 
 /** Commands this extension contributes to the palette. They must never equal a server command id. */

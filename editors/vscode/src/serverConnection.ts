@@ -277,8 +277,8 @@ export class ServerConnection implements vscode.Disposable {
   private async startClient(serverOptions: ServerOptions, authToken?: string): Promise<void> {
     const initializationOptions: Record<string, unknown> = this.serverSettings();
     if (authToken !== undefined) initializationOptions.authToken = authToken;
-    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs).
-    initializationOptions.capabilities = { showDiff: true };
+    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs, memory change notices).
+    initializationOptions.capabilities = { showDiff: true, memoryChanged: true };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
       outputChannel: this.output,

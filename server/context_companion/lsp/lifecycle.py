@@ -33,7 +33,10 @@ def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
     ls.use_lsp_line_splitting()  # pygls created the workspace just before this handler
     encoding = str(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     client = params.client_info.name if params.client_info else None
-    options = ls.gemini.initialize(params.process_id, client, params.initialization_options)
+    raw = params.initialization_options
+    caps = raw.get("capabilities") if isinstance(raw, dict) else None
+    ls.publisher.memory_changed_wanted = isinstance(caps, dict) and caps.get("memoryChanged") is True
+    options = ls.gemini.initialize(params.process_id, client, raw)
     ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, params, options, encoding))
 
 

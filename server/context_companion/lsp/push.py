@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .host import Host
 
 SYSTEM_INSTRUCTION_CHANGED = "contextCompanion/systemInstructionChanged"
+MEMORY_CHANGED = "contextCompanion/memoryChanged"
 
 
 class Publisher:
@@ -24,6 +25,8 @@ class Publisher:
         self._reasons: set[str] = set()
         self._files: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None
+        # The client asked for contextCompanion/memoryChanged (initializationOptions.capabilities.memoryChanged).
+        self.memory_changed_wanted = False
 
     def schedule(self, reason: str, files: Iterable[str] = ()) -> None:
         """Push after ``memory.debounceMs`` of quiet, so a burst of opens pushes once."""
@@ -59,6 +62,12 @@ class Publisher:
         for changed in companion.rebuild_sessions():
             companion.export(changed.instruction)
             self._server.protocol.notify(SYSTEM_INSTRUCTION_CHANGED, changed.to_wire(reasons, files))
+        if self.memory_changed_wanted:  # also when no session's instruction changed (a sub-folder file, a glob rule)
+            from ..workspace.changes import first_reason
+
+            self._server.protocol.notify(
+                MEMORY_CHANGED, {"reason": first_reason(reasons), "changedFiles": sorted(files)}
+            )
         if self._server.mcp is not None:  # its resources follow the same debounce
             self._server.mcp.changed()
 

@@ -15,7 +15,7 @@ when its own tools touch that folder), is delivered while it applies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .formats import RuleFormat
@@ -31,6 +31,7 @@ AgentId = Literal[
     "continue",
     "kiro",
     "zed",
+    "vscode",
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
@@ -58,6 +59,8 @@ class AgentRules:
     project_max_bytes: int = 0  # the project memory files together are cut at this many bytes (0: no cut)
     keeps: Keeps = ""  # how the files it loads at start stay current (see the module docstring)
     checked: str = ""  # the version its loading was checked against with the real executable
+    # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
+    attached_rules: tuple[RuleFormat, ...] = ()
 
 
 # https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md and CLAUDE.local.md in every folder
@@ -216,12 +219,66 @@ ZED = AgentRules(
     ),
 )
 
+# VS Code's own chat (GitHub Copilot Chat built in), as measured with VS Code 1.139.1 (code-server 4.139.1,
+# Copilot Chat 0.67.0) and its default settings: the request's system message carries the root AGENTS.md
+# (chat.useAgentsMdFile), CLAUDE.md and CLAUDE.local.md at the root and ~/.claude/CLAUDE.md
+# (chat.useClaudeMdFile) and .github/copilot-instructions.md (github.copilot.chat.codeGeneration.
+# useInstructionFiles); sub-folder AGENTS.md only with chat.useNestedAgentsMdFiles (off); GEMINI.md never.
+# .github/instructions and .claude/rules files (applyTo; `paths` for Claude's) are attached only for files
+# attached to the chat request: the active file once it has a selection (VS Code then attaches the selection
+# and the file), never for a bare cursor. vscode_rules() applies the user's settings.
+VSCODE = AgentRules(
+    "vscode",
+    "VS Code chat",
+    ("https://code.visualstudio.com/docs/copilot/customization/custom-instructions",),
+    names=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
+    root_only=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
+    globals=("~/.claude/CLAUDE.md",),
+    rules=("copilot",),
+    attached_rules=("copilot-instructions", "claude"),
+)
+
+
+def vscode_rules(
+    *,
+    agents_md: bool = True,
+    nested_agents_md: bool = False,
+    claude_md: bool = True,
+    instruction_files: bool = True,
+) -> AgentRules:
+    """:data:`VSCODE` for the user's VS Code settings (``chat.useAgentsMdFile``, ``chat.useNestedAgentsMdFiles``,
+    ``chat.useClaudeMdFile``, ``github.copilot.chat.codeGeneration.useInstructionFiles``)."""
+    names = (("AGENTS.md",) if agents_md else ()) + (("CLAUDE.md", "CLAUDE.local.md") if claude_md else ())
+    root_only = tuple(n for n in names if not (n == "AGENTS.md" and nested_agents_md))
+    return replace(
+        VSCODE,
+        names=names,
+        root_only=root_only,
+        subfolders="always" if agents_md and nested_agents_md else "never",
+        globals=VSCODE.globals if claude_md else (),
+        rules=VSCODE.rules if instruction_files else (),
+    )
+
+
 # Ourselves: docs/memory.md. Explained from the composition itself, not from a table.
 CONTEXT_COMPANION = AgentRules("context-companion", "Context Companion", ("docs/memory.md",))
 
 AGENTS: dict[str, AgentRules] = {
     a.id: a
-    for a in (CLAUDE_CODE, CODEX, GEMINI_CLI, CURSOR, COPILOT, WINDSURF, CLINE, CONTINUE, KIRO, ZED, CONTEXT_COMPANION)
+    for a in (
+        CLAUDE_CODE,
+        CODEX,
+        GEMINI_CLI,
+        CURSOR,
+        COPILOT,
+        WINDSURF,
+        CLINE,
+        CONTINUE,
+        KIRO,
+        ZED,
+        VSCODE,
+        CONTEXT_COMPANION,
+    )
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
 HOOK_AGENTS: tuple[str, ...] = ("claude-code", "gemini-cli", "codex")  # agents `context-companion hook` serves

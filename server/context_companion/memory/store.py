@@ -32,7 +32,7 @@ from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .agent_settings import for_agent
-from .agents import AGENTS
+from .agents import AGENTS, AgentRules
 from .changes import Entered, always_entered, apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
@@ -121,14 +121,14 @@ class MemoryStore:
 
     def explain(
         self,
-        agent: str,
+        agent: str | AgentRules,
         open_paths: Sequence[Path | str],
         active_path: Path | str | None = None,
         *,
         interactive: bool = True,
         cwd: str | None = None,
     ) -> Explanation:
-        """What ``agent`` (an id of :data:`.agents.AGENTS`) would load for these open files, and why
+        """What ``agent`` (an id of :data:`.agents.AGENTS`, or a table) would load for these open files, and why
         (``cwd``: the folder it runs in, when not the workspace folder itself)."""
         with self._lock:
             if not self._loaded:
@@ -136,7 +136,8 @@ class MemoryStore:
             activity = self._activity(open_paths, active_path, interactive)
             result = self._cached_result(activity)
             folder = self._index.folders[0].path if self._index.folders else None
-            rules, assumed = for_agent(AGENTS[agent], folder, self._index.home)
+            table = AGENTS[agent] if isinstance(agent, str) else agent
+            rules, assumed = for_agent(table, folder, self._index.home)
             return explain(self._index, activity, result, rules, self.settings.file_names, assumed, cwd and norm(cwd))
 
     def blocks(

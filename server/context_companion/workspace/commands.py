@@ -83,7 +83,13 @@ def _refresh_memory(c: Companion, p: P.RefreshMemoryParams, __: Texts, store: An
 
 
 def _get_turn_context(c: Companion, p: P.GetTurnContextParams, texts: Texts) -> dict[str, Any]:
-    turn = c.turn_context(p.session_id, texts, force_full=p.force_full, pending_tool_call=p.pending_tool_call)
+    turn = c.turn_context(
+        p.session_id,
+        texts,
+        force_full=p.force_full,
+        pending_tool_call=p.pending_tool_call,
+        memory=p.include_memory,
+    )
     return turn.to_wire()
 
 
@@ -123,6 +129,24 @@ def _explain_memory(c: Companion, p: P.ExplainMemoryParams, _: Texts) -> dict[st
     return c.explain_memory(p.agent, p.active_file).to_wire()
 
 
+def _get_agent_memory(c: Companion, p: P.GetAgentMemoryParams, _: Texts) -> dict[str, Any]:
+    from ..errors import ParamsError
+    from ..memory.agents import vscode_rules
+
+    rules: Any = p.agent
+    if p.vscode is not None:
+        if p.agent != "vscode":
+            raise ParamsError('vscode: only allowed with agent "vscode"')
+        v = p.vscode
+        rules = vscode_rules(
+            agents_md=v.use_agents_md_file,
+            nested_agents_md=v.use_nested_agents_md_files,
+            claude_md=v.use_claude_md_file,
+            instruction_files=v.use_instruction_files,
+        )
+    return c.agent_memory(rules).to_wire(c.tokenizer.count)
+
+
 def _get_compression_prompt(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
     return {"text": c.compression_prompt()}
 
@@ -139,6 +163,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("contextCompanion.addMemory", "AddMemoryParams", _add_memory),
     Command("contextCompanion.getCompressionPrompt", "EmptyParams", _get_compression_prompt),
     Command("contextCompanion.explainMemory", "ExplainMemoryParams", _explain_memory),
+    Command("contextCompanion.getAgentMemory", "GetAgentMemoryParams", _get_agent_memory),
 )
 
 # Notifications of the custom protocol, for the docs check (the handlers live with each bridge).
@@ -148,9 +173,12 @@ SHOW_DIFF = "contextCompanion/showDiff"
 CLOSE_DIFF = "contextCompanion/closeDiff"
 MAX_OPEN_DIFFS = 16  # diffs one bridge keeps waiting in the editor at once (each an editor tab and a task)
 
+MEMORY_CHANGED = "contextCompanion/memoryChanged"  # sent to clients that ask for it (capabilities.memoryChanged)
+
 NOTIFICATIONS = (
     "contextCompanion/didChangeCursor",
     "contextCompanion/systemInstructionChanged",
     COMPANION_STARTED,
+    MEMORY_CHANGED,
 )
 SERVER_REQUESTS = (SHOW_DIFF, CLOSE_DIFF)

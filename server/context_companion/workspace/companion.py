@@ -23,6 +23,7 @@ from ..context.state import Baseline, EditorSelection, EditorState, RawPosition
 from ..context.turn import TurnContext, next_turn, with_memory
 from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
+from ..memory.agents import AGENTS, AgentRules
 from ..memory.explain import Explanation
 from ..prompt.compression import compression_prompt
 from ..prompt.engine import Instruction, InstructionEngine
@@ -30,6 +31,7 @@ from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
 from ..uris import uri_to_path
+from .agent_memory import AgentMemory, agent_memory
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .hooks import (
     HOOK_LIMITS,
@@ -335,13 +337,17 @@ class Companion:
         force_full: bool = False,
         pending_tool_call: bool = False,
         editor: bool = True,
+        memory: bool = True,
     ) -> TurnContext:
         """The editor context for the next turn: full the first time, then what changed; with the
         memory updates the session's agent has not had yet (see :mod:`.updates`).
         ``texts`` maps a document URI to its current text (the documents the editor has open).
-        ``editor=False``: memory updates only."""
+        ``editor=False``: memory updates only; ``memory=False``: the editor context only (the agent
+        gets memory another way; the session's record of delivered memory stays as it was)."""
         agent = self.sessions.get(session_id)
-        return self.turn_for(agent, texts, force_full=force_full, pending_tool_call=pending_tool_call, editor=editor)
+        return self.turn_for(
+            agent, texts, force_full=force_full, pending_tool_call=pending_tool_call, editor=editor, memory=memory
+        )
 
     def turn_for(
         self,
@@ -351,6 +357,7 @@ class Companion:
         force_full: bool = False,
         pending_tool_call: bool = False,
         editor: bool = True,
+        memory: bool = True,
     ) -> TurnContext:
         """:meth:`turn_context` for a session given as is (one not registered: a read that is no
         agent's turn, and must not evict a session that is)."""
@@ -360,6 +367,8 @@ class Companion:
         if editor and self.snapshot.settings.context.enabled:
             state = self.editor.snapshot(texts.get, self.snapshot.position_encoding)
             turn = next_turn(agent.baseline, state, force_full=force_full)
+        if not memory:
+            return turn
         updates = self.memory_updates(agent, reset=force_full)
         return with_memory(turn, render_updates(updates), [u.to_wire() for u in updates])
 
@@ -460,6 +469,21 @@ class Companion:
             from_disk=from_disk,
             excluded=lambda b: secret(b.path),
         )
+
+    def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
+        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`.
+        An agent that loads some rules for the files attached to its request (``attached_rules``: VS Code
+        attaches the active file once it has a selection) is judged with those too."""
+        paths, active = self._open_paths()
+        interactive = self.snapshot.settings.profile.interactive
+        rules = AGENTS[agent] if isinstance(agent, str) else agent
+        blocks = self.memory.blocks(paths, active, interactive=interactive)
+        explanations = [self.memory.explain(rules, paths, active, interactive=interactive)]
+        cursor = self.editor.cursor
+        if rules.attached_rules and active is not None and cursor is not None and cursor.selections:
+            attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
+            explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
+        return agent_memory(blocks, explanations, self.tokenizer.count)
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):

@@ -50,6 +50,7 @@ class GetTurnContextParams(_Params):
     session_id: str = SessionId
     force_full: bool = False
     pending_tool_call: bool = False
+    include_memory: bool = True  # False: the agent gets memory another way (VS Code's chat instructions)
 
 
 class Message(BaseModel):
@@ -103,6 +104,20 @@ class ExplainMemoryParams(_Params):
     def _alias(cls, agent: Any) -> Any:
         """``claude`` and ``gemini`` (any case) stand for ``claude-code`` and ``gemini-cli``."""
         return (agent_id(agent) or agent) if isinstance(agent, str) else agent
+
+
+class VsCodeChatSettings(_Params):
+    """The VS Code settings that decide which memory files its chat reads itself (defaults: VS Code 1.139's)."""
+
+    use_agents_md_file: bool = True  # chat.useAgentsMdFile
+    use_nested_agents_md_files: bool = False  # chat.useNestedAgentsMdFiles
+    use_claude_md_file: bool = True  # chat.useClaudeMdFile
+    use_instruction_files: bool = True  # github.copilot.chat.codeGeneration.useInstructionFiles
+
+
+class GetAgentMemoryParams(_Params):
+    agent: AgentName
+    vscode: VsCodeChatSettings | None = None
 
 
 class Position(BaseModel):
