@@ -125,6 +125,16 @@ def find_home_rules(home: str, dirs: tuple[tuple[str, RuleFormat], ...]) -> list
     return found
 
 
+_RULE_DIR_MARKS = tuple(f"/{f.path}/" for f in FORMATS if f.kind != "file")
+
+
+def in_rule_dir(rel_dir: str) -> bool:
+    """Whether a directory (posix, relative to a folder) is a rule directory or lies in one, at the
+    root or nested: when one comes or goes, the folder's rules are looked for again."""
+    padded = f"/{rel_dir}/"
+    return any(mark in padded for mark in _RULE_DIR_MARKS)
+
+
 def nested_bases(dirs: Iterable[str]) -> tuple[str, ...]:
     """Sub-directories (posix, relative) that hold a nested rule directory, from walked dirs."""
     out: set[str] = set()
