@@ -72,6 +72,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "save-push",
         "save-burst",
         "rss",
+        "new-folder",
         "mcp-round-trip",
     }
     for f in figures:
