@@ -14,6 +14,7 @@ from typing import Literal
 RuleFormat = Literal[
     "context-companion",
     "cursor",
+    "cursor-md",
     "cursor-legacy",
     "copilot",
     "copilot-instructions",
@@ -45,8 +46,11 @@ class FormatSpec:
 
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("context-companion", "context-companion", ".context-companion/rules", "dir"),
-    # Cursor: nested .cursor/rules directories apply to files below them.
-    FormatSpec("cursor", "cursor", ".cursor/rules", "dir", (".mdc",), nested=True),
+    # Cursor: rules are .mdc or .md files, organised in sub-folders of .cursor/rules if one likes;
+    # a .cursor/rules directory in a sub-directory applies to the files below that sub-directory.
+    # Two rows because other tools read only the .mdc ones (Cline).
+    FormatSpec("cursor", "cursor", ".cursor/rules", "dir", (".mdc",), recursive=True, nested=True),
+    FormatSpec("cursor-md", "cursor", ".cursor/rules", "dir", (".md",), recursive=True, nested=True),
     FormatSpec("cursor-legacy", "cursor", ".cursorrules", "file", frontmatter=False),
     FormatSpec("copilot", "copilot", ".github/copilot-instructions.md", "file"),
     FormatSpec("copilot-instructions", "copilot", ".github/instructions", "dir", (".instructions.md",), recursive=True),
