@@ -21,7 +21,7 @@ from .formats import FORMATS
 from .index import Entry, FolderState, MemoryIndex
 from .model import ChangedFile, ChangeKind, ChangeSummary, Tier
 from .paths import is_within, norm, posix
-from .rules import RULE_DIR_PREFIXES, in_rule_dir
+from .rules import RULE_DIR_PREFIXES, in_rule_dir, rule_format_for
 
 NESTED_CLAUDE = ".claude/CLAUDE.md"  # workspace tier, like CLAUDE.md
 RULE_DIRS = frozenset(f.path for f in FORMATS if f.kind != "file")
@@ -265,14 +265,16 @@ def descends_into(index: MemoryIndex, norm_path: str, entered: Entered) -> bool:
     if norm_path in ways or any(norm_path == d or norm_path.startswith(d + os.sep) for d in whole):
         return True
     inside = [f for f in index.folders if norm_path.startswith(f.prefix_path)]
-    return not inside or any(relevant_in_folder(index, f, norm_path) for f in inside)
+    # Asked once for every directory of the tree: not worth remembering (20,000 paths on a big tree).
+    return not inside or any(relevant_in_folder(index, f, norm_path, remember=False) for f in inside)
 
 
-def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str) -> bool:
+def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str, *, remember: bool = True) -> bool:
     rel = posix(norm_path[len(folder.prefix_path) :])
     parts = rel.split("/")
     name = parts[-1]
-    if index.format_of(rel) is not None or rel == ".git/info/exclude":
+    fmt = index.format_of(rel) if remember else rule_format_for(rel)
+    if fmt is not None or rel == ".git/info/exclude":
         return True
     if (len(parts) == 1 and name in RULE_DIR_PREFIXES) or rel in RULE_DIRS:
         return True  # a rule directory itself (created, deleted, renamed)
