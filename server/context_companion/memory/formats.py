@@ -67,6 +67,7 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("roo", "roo", ".roo/rules", "dir", (".md", ".txt"), recursive=True, frontmatter=False),
 )
 BY_FORMAT: dict[str, FormatSpec] = {f.format: f for f in FORMATS}
+_HEADS = frozenset(f.path.split("/", 1)[0] for f in FORMATS)  # a rule path holds one of these
 FORMAT_ORDER: tuple[RuleFormat, ...] = tuple(f.format for f in FORMATS)
 
 # Rule directories under the home directory (user-level rules), with the format they hold.
@@ -119,6 +120,8 @@ def match_rule_path(rel_path: str, specs: Sequence[FormatSpec] = FORMATS) -> tup
     (``pkg/.cursor/rules/x.mdc``) governs.
     """
     parts = rel_path.split("/")
+    if _HEADS.isdisjoint(parts):
+        return None  # no component names a rule directory or file: most paths of a tree
     for spec in specs:
         found = _match_at(spec, parts, 0)
         if found:
