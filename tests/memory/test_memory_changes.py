@@ -283,7 +283,12 @@ def _make_own_ignore(ws, tree):
             "pkg/gen/keep/AGENTS.md": "gen kept",
         },
     )
-    return ["pkg/gen"]
+    return ["pkg/gen", "pkg/gen/.gitignore", "pkg/gen/AGENTS.md"]  # the watcher reports what it holds too
+
+
+def _nested_ignore_edited(ws, tree):
+    tree(ws, {"pkg/old/.gitignore": "deep/\n"})
+    return ["pkg/old/.gitignore"]
 
 
 def _make_ignored(ws, tree):
@@ -318,6 +323,7 @@ SCENARIOS = {
     "a new folder": _make_new,
     "mkdir -p": _make_deep,
     "a new folder with its own .gitignore": _make_own_ignore,
+    "a .gitignore added in a sub-folder": _nested_ignore_edited,
     "new folders the ignore rules hide": _make_ignored,
     "a folder deleted": _remove_old,
     "a folder renamed": _move_old,

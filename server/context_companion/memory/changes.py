@@ -88,9 +88,13 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
     name = parts[-1]
     if parts[0] in RULE_DIR_PREFIXES or index.format_of(rel) is not None:
         plan.rerules.add(i)
-    if name in IGNORE_FILE_NAMES or rel == ".git/info/exclude":
+    if (name in IGNORE_FILE_NAMES and len(parts) == 1) or rel == ".git/info/exclude":
         plan.reindex.add(i)
         plan.structural = plan.rewatch = True
+    elif name in IGNORE_FILE_NAMES:
+        # Its verdicts hold below its own directory only: walk that again, not the folder.
+        _plan_subtree(index, plan, i, rel.rpartition("/")[0], os.path.dirname(path))
+        plan.rewatch = True
     elif len(parts) == 1 and name in index.markers:
         plan.reupward.add(i)
         plan.structural = plan.rewatch = True
@@ -104,16 +108,20 @@ def _plan_in_folder(index: MemoryIndex, plan: ChangePlan, i: int, folder: Folder
     elif parts[0] == ".git":
         return
     elif os.path.isdir(path) or rel in folder.index.dirs or index.has_entries_under(folder, rel):
-        # A directory created, deleted or moved: walk it alone (a walk of the folder costs ~0.7 s on
-        # a tree of 20,000 directories). What its files import from inside it renders again.
-        plan.subtrees.add((i, rel))
-        plan.structural = True
-        if rel == CLAUDE_SUBDIR:
-            plan.reupward.add(i)  # the folder's own .claude/CLAUDE.md is workspace memory
-        inside = path + os.sep
-        for dep, owners in index.dep_index.items():
-            if dep.startswith(inside):
-                plan.rerender.update(owners)
+        _plan_subtree(index, plan, i, rel, path)  # a directory created, deleted or moved
+
+
+def _plan_subtree(index: MemoryIndex, plan: ChangePlan, i: int, rel: str, path: str) -> None:
+    """Walk this directory alone (a walk of the folder costs ~0.7 s on a tree of 20,000
+    directories); what the memory imports from inside it renders again."""
+    plan.subtrees.add((i, rel))
+    plan.structural = True
+    if rel == CLAUDE_SUBDIR:
+        plan.reupward.add(i)  # the folder's own .claude/CLAUDE.md is workspace memory
+    inside = path + os.sep
+    for dep, owners in index.dep_index.items():
+        if dep.startswith(inside):
+            plan.rerender.update(owners)
 
 
 def _lstat_mode(path: str) -> int | None:
