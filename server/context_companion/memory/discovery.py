@@ -181,7 +181,8 @@ def reindex_subtree(
         listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, below=rel, parent_rules=parent_rules)
         added = _record(index, listings, frozenset(names))
         own_rules = own_rules or any(index.dirs[d] is not index.dirs[_parent(d)] for d in added)
-    index.verdicts.clear()  # memoised verdicts on unindexed directories
+    for key in [k for k in index.verdicts if k == rel or k.startswith(prefix)]:
+        del index.verdicts[key]  # memoised verdicts on directories that were not indexed, here only
     if own_rules:
         index.forget_warnings()  # the same chains are in force otherwise: the same warnings
     return SubtreeChange(tuple(dropped), tuple(added), own_rules)
