@@ -7,11 +7,18 @@
   cursor params), so a benchmark can check that a burst was really processed.
 
 Run: ``python bench/bare_server.py`` (stdio, pygls' stock reader). Logs stay on stderr.
+
+``python bench/bare_server.py --stack RANKS_FILE`` is the floor of the memory figure: the same
+server, which also imports the libraries ours is built on (pydantic, tiktoken, watchdog, PyYAML,
+pathspec) and loads the same token encoding (o200k_base's pattern and special tokens, the ranks of
+``RANKS_FILE``) before it serves. It does nothing with them: what they cost, on their own.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
+import sys
 from typing import Any
 
 import attrs
@@ -53,6 +60,33 @@ def echo(ls: LanguageServer, arg: Any = None) -> Any:
     return {"echo": arg}
 
 
+def load_stack(ranks_file: str) -> Any:
+    """Import the libraries our server uses and load its token encoding the least costly way (the
+    ranks dict tiktoken keeps only for pickling is emptied, as ours does); the encoding."""
+    import pathspec  # noqa: F401
+    import tiktoken
+    import tiktoken_ext.openai_public as public  # type: ignore[import-untyped]
+    import watchdog.events
+    import watchdog.observers
+    import watchdog.observers.polling  # noqa: F401
+    import yaml  # noqa: F401
+    from pydantic import BaseModel  # noqa: F401
+
+    ranks: dict[bytes, int] = {}
+    with open(ranks_file, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    public.load_tiktoken_bpe = lambda *args, **kwargs: ranks  # the file, never the network
+    encoding = tiktoken.Encoding(**public.ENCODING_CONSTRUCTORS["o200k_base"]())
+    ranks.clear()
+    encoding.encode_ordinary("loaded")
+    return encoding
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
+    if sys.argv[1:2] == ["--stack"]:
+        state["encoding"] = load_stack(sys.argv[2])
     server.start_io()

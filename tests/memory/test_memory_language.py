@@ -162,11 +162,12 @@ def test_is_memory_document(tmp_path, tree, make_store, global_dir):
         ws / "AGENTS.md",
         ws / "a/b/CLAUDE.local.md",
         ws / ".cursor/rules/x.mdc",
+        ws / ".cursor/rules/team/x.md",  # Cursor reads .md rules too, and sub-folders of its rules
         ws / ".claude/rules/a/b.md",
         ws / ".github/copilot-instructions.md",
         global_dir / "GEMINI.md",
     ):
         assert store.is_memory_document(path), path
-    for path in (ws / "README.md", ws / ".cursor/rules/x.md", tmp_path / "AGENTS.md", ws / "docs/notes.md"):
+    for path in (ws / "README.md", ws / ".cursor/rules/x.txt", tmp_path / "AGENTS.md", ws / "docs/notes.md"):
         assert not store.is_memory_document(path), path
     assert store.analyze(ws / "README.md", "@x.md") == type(store.analyze(ws / "README.md", ""))()

@@ -56,7 +56,7 @@ def test_cursor_mdc_comma_separated_unquoted_and_list_globs(tmp_path, tree, make
             ".cursor/rules/ts.mdc": "---\ndescription:\nglobs: *.ts, web/**/*.{tsx,jsx}\nalwaysApply: false\n---\nTS RULE\n",
             ".cursor/rules/list.mdc": "---\nglobs:\n  - docs/**\n  - '*.rst'\n---\nDOCS RULE\n",
             ".cursor/rules/always.mdc": "---\ndescription: always\nglobs: nothing/**\nalwaysApply: true\n---\nCURSOR ALWAYS\n",
-            ".cursor/rules/not-mdc.md": "---\nalwaysApply: true\n---\nWRONG EXTENSION\n",
+            ".cursor/rules/not-a-rule.txt": "---\nalwaysApply: true\n---\nWRONG EXTENSION\n",
         },
     )
     store = make_store(ws)
@@ -70,7 +70,7 @@ def test_cursor_mdc_comma_separated_unquoted_and_list_globs(tmp_path, tree, make
     assert "DOCS RULE" in store.compose([ws / "README.rst"]).text
     assert "DOCS RULE" in store.compose([ws / "docs/guide/intro.md"]).text
     assert "WRONG EXTENSION" not in result.text
-    assert ".cursor/rules/not-mdc.md" not in [f.path for f in result.files]
+    assert ".cursor/rules/not-a-rule.txt" not in [f.path for f in result.files]
 
 
 def test_copilot_instructions_and_apply_to(tmp_path, tree, make_store, helpers):

@@ -348,6 +348,23 @@ def test_only_ignore_files_and_markers_ask_for_a_new_watch(tmp_path, tree, make_
     assert store.apply_changes([ws / ".git/info/exclude"]).watch_changed
 
 
+def test_a_new_folder_with_memory_asks_for_no_new_watch(tmp_path, tree, make_store):
+    """Its directories are watched already (the watcher added them when they appeared): rebuilding
+    the watches walks the whole tree (seconds on 20,000 directories). A memory file reached through a
+    symlink into an ignored tree still asks for one: nothing watches its directory yet."""
+    ws = tmp_path / "ws"
+    tree(ws, IGNORING_REPO)
+    store = make_store(ws)
+    tree(ws, {"src/feature/deep/AGENTS.md": "new", "src/feature/x.py": ""})
+    assert not store.apply_changes([ws / "src/feature"]).watch_changed
+    assert "new" in store.compose([ws / "src/feature/deep/x.py"]).text
+    os.rename(ws / "src/feature", ws / "src/moved")
+    assert not store.apply_changes([ws / "src/feature", ws / "src/moved"]).watch_changed
+    tree(ws, {"build/out/AGENTS.md": "built"})
+    os.symlink(ws / "build/out/AGENTS.md", ws / "src/CLAUDE.md")
+    assert store.apply_changes([ws / "src/CLAUDE.md"]).watch_changed
+
+
 def test_the_store_descends_into_visible_directories_only(tmp_path, tree, make_store):
     ws = tmp_path / "ws"
     tree(ws, {**IGNORING_REPO, ".claude/rules/team/style.md": "x", "src/.venv/lib/x.py": ""})

@@ -30,15 +30,23 @@ def walk(
     *,
     pruned_names: frozenset[str] = ALWAYS_PRUNED,
     max_patterns: int = DEFAULT_MAX_PATTERNS,
+    below: str = "",
+    parent_rules: IgnoreRules | None = None,
 ) -> Iterator[DirListing]:
     """Depth-first walk of ``root`` honouring ignore files; never follows directory symlinks.
 
     Unreadable directories are skipped silently. Sub-directories in ``pruned_names`` (``.git``)
     are never entered. The caller may remove names from ``listing.dirs`` to prune further.
     ``max_patterns`` caps the patterns read from each ignore file.
+
+    ``below`` (a posix path relative to ``root``) walks only that sub-directory, with
+    ``parent_rules``, the rules in force in its parent (as an earlier walk of ``root`` found them):
+    the listings are those a walk of ``root`` would give for it. The caller has checked that the
+    sub-directory itself is not ignored.
     """
     root_str = os.fspath(root)
-    stack: list[tuple[str, str, IgnoreRules | None]] = [("", root_str, None)]
+    start = os.path.join(root_str, *below.split("/")) if below else root_str
+    stack: list[tuple[str, str, IgnoreRules | None]] = [(below, start, parent_rules if below else None)]
     while stack:
         rel_dir, abs_dir, parent_rules = stack.pop()
         try:

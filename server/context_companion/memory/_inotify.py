@@ -51,6 +51,13 @@ def _always(path: str) -> bool:
     return True
 
 
+def _is_dir(entry: os.DirEntry[bytes], follow: bool) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
 @dataclass
 class PrunedWatchGroup(InotifyWatchGroup):
     """watchdog's watch group; its recursive walk skips the directories ``descend`` refuses."""
@@ -64,18 +71,23 @@ class PrunedWatchGroup(InotifyWatchGroup):
             self._add_callback(directory)
 
     def _tree(self, path: bytes) -> Iterator[bytes]:
-        """``path`` and, when recursive, every directory below it that ``descend`` wants."""
+        """``path`` and, when recursive, every directory below it that ``descend`` wants. Lists
+        directories only (``os.walk`` would also build a list of every file name of the tree)."""
         yield path
         if not (self.is_recursive and os.path.isdir(path)):
             return
-        for root, dirnames, _ in os.walk(path, followlinks=self.follow_symlink):
-            kept = []
-            for name in dirnames:
-                full = os.path.join(root, name)
-                if (self.follow_symlink or not os.path.islink(full)) and self._wanted(full):
-                    kept.append(name)
+        follow = self.follow_symlink
+        pending = [path]
+        while pending:
+            try:
+                with os.scandir(pending.pop()) as entries:
+                    found = [e.path for e in entries if _is_dir(e, follow)]
+            except OSError:
+                continue  # gone or unreadable meanwhile, as os.walk skips it
+            for full in found:
+                if self._wanted(full):
                     yield full
-            dirnames[:] = kept  # os.walk descends only into these
+                    pending.append(full)
 
     def _recursive_simulate(self, src_path: bytes) -> list[Any]:
         """watchdog reports what a new directory already holds by walking it: not one it does not watch."""

@@ -124,15 +124,16 @@ GEMINI_CLI = AgentRules(
     checked="0.61.0",
 )
 
-# https://cursor.com/docs/context/rules (.cursor/rules/*.mdc incl. nested directories, legacy
-# .cursorrules, AGENTS.md at the root and in sub-folders)
+# https://cursor.com/docs/context/rules (.cursor/rules: .mdc and .md files, sub-folders of it to
+# organise them; .cursor/rules directories in sub-directories attach while a file below them is
+# referenced; legacy .cursorrules; AGENTS.md at the root and in sub-folders)
 CURSOR = AgentRules(
     "cursor",
     "Cursor",
     ("https://cursor.com/docs/context/rules",),
     names=("AGENTS.md",),
     subfolders="when-open",
-    rules=("cursor", "cursor-legacy"),
+    rules=("cursor", "cursor-md", "cursor-legacy"),
 )
 
 # https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions
@@ -164,8 +165,8 @@ WINDSURF = AgentRules(
 )
 
 # https://docs.cline.bot/features/cline-rules/overview (.clinerules folder or file, `paths` conditionals;
-# .cursor/rules, .cursorrules, .windsurf/rules, .windsurfrules only without .clinerules; AGENTS.md
-# searched recursively)
+# .cursor/rules (its .mdc files only), .cursorrules, .windsurf/rules, .windsurfrules only without
+# .clinerules; AGENTS.md searched recursively)
 CLINE = AgentRules(
     "cline",
     "Cline",

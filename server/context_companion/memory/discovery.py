@@ -7,17 +7,18 @@
   :func:`context_companion.ignore.walk` (nested ``.gitignore`` and
   ``.context-companion-ignore``, never into directory symlinks). The index also keeps the
   ignore rules of every directory it entered, so later file events can be judged without
-  walking again.
+  walking again, and a directory created or deleted later is walked alone
+  (:func:`reindex_subtree`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ignore import IgnoreRules, ignore_warnings, walk
+from ..ignore import ALWAYS_PRUNED, DirListing, IgnoreRules, ignore_warnings, walk
 from ..settings import MemorySettings
 
 CLAUDE_SUBDIR = ".claude"
@@ -88,11 +89,14 @@ class FolderIndex:
     _warnings: list[str] | None = None
 
     def ignore_warnings(self) -> list[str]:
-        """Ignore files cut at ``memory.maxIgnorePatterns`` (one line each). Computed once: ``dirs``
-        is only filled by :func:`index_folder`, and every compose asks."""
+        """Ignore files cut at ``memory.maxIgnorePatterns`` (one line each). Computed once per
+        change of ``dirs`` (:func:`index_folder`, :func:`reindex_subtree`): every compose asks."""
         if self._warnings is None:
-            self._warnings = ignore_warnings(self.dirs.values())
+            self._warnings = ignore_warnings(dict.fromkeys(self.dirs.values()))  # each chain once
         return self._warnings
+
+    def forget_warnings(self) -> None:
+        self._warnings = None
 
 
 def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) -> FolderIndex:
@@ -101,13 +105,20 @@ def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) ->
     ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
     :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
     ``AGENTS.override.md`` is found exactly like the root's."""
-    wanted = frozenset(names)
     index = FolderIndex()
+    _record(index, walk(Path(folder), max_patterns=settings.max_ignore_patterns), frozenset(names))
+    return index
+
+
+def _record(index: FolderIndex, listings: Iterable[DirListing], wanted: frozenset[str]) -> list[str]:
+    """Add the directories and memory files of ``listings`` to ``index``; the directories added."""
     files = index.files
     dirs = index.dirs
-    for listing in walk(Path(folder), max_patterns=settings.max_ignore_patterns):
+    added: list[str] = []
+    for listing in listings:
         rel_dir = listing.rel_dir
         dirs[rel_dir] = listing.rules
+        added.append(rel_dir)
         if not rel_dir:
             continue  # the folder's own files are the workspace tier
         for entry in listing.files:
@@ -117,7 +128,77 @@ def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) ->
                     continue  # .claude/CLAUDE.md of the folder itself: the workspace tier
                 rel = rel_dir + "/" + entry.name
                 files.append(IndexedFile(entry.path, rel, governs, listing.rules.is_ignored(rel, False)))
-    return index
+    return added
+
+
+@dataclass(frozen=True, slots=True)
+class SubtreeChange:
+    """What :func:`reindex_subtree` did: the directories dropped and added (posix, relative), and
+    whether any of them had ignore rules of its own (verdicts elsewhere may have moved)."""
+
+    dropped: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    own_rules: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.dropped or self.added)
+
+
+def reindex_subtree(
+    index: FolderIndex, folder: str, rel: str, settings: MemorySettings, names: Sequence[str]
+) -> SubtreeChange:
+    """A directory below the folder root (``rel``, posix) appeared, vanished or was replaced: bring
+    ``index`` in line by walking that directory alone, never the whole folder.
+
+    What was indexed at ``rel`` and below is dropped; then, when ``rel`` is a directory (not a
+    symlink) that the walk of the folder would enter, it is walked with its parent's rules. When
+    its parent was not indexed either (``mkdir -p a/b/c``), the top-most new directory is walked.
+    The result equals what :func:`index_folder` would give now for that part of the tree.
+    """
+    rel = _top_unindexed(index, rel)
+    if not rel:
+        return SubtreeChange()
+    prefix = rel + "/"
+    dropped: list[str] = []
+    own_rules = False
+    if rel in index.dirs:  # only an indexed directory can have indexed directories and files below it
+        dropped = [d for d in index.dirs if d == rel or d.startswith(prefix)]
+        own_rules = any(index.dirs[d] is not index.dirs[_parent(d)] for d in dropped if _parent(d) in index.dirs)
+        for d in dropped:
+            del index.dirs[d]
+        index.files[:] = [f for f in index.files if not f.rel_path.startswith(prefix)]
+    added: list[str] = []
+    parent_rules = index.dirs.get(_parent(rel))
+    path = os.path.join(folder, *rel.split("/"))
+    name = rel.rpartition("/")[2]
+    if (
+        parent_rules is not None
+        and name not in ALWAYS_PRUNED
+        and os.path.isdir(path)
+        and not os.path.islink(path)
+        and not parent_rules.is_ignored(rel, True)
+    ):
+        listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, below=rel, parent_rules=parent_rules)
+        added = _record(index, listings, frozenset(names))
+        own_rules = own_rules or any(index.dirs[d] is not index.dirs[_parent(d)] for d in added)
+    for key in [k for k in index.verdicts if k == rel or k.startswith(prefix)]:
+        del index.verdicts[key]  # memoised verdicts on directories that were not indexed, here only
+    if own_rules:
+        index.forget_warnings()  # the same chains are in force otherwise: the same warnings
+    return SubtreeChange(tuple(dropped), tuple(added), own_rules)
+
+
+def _parent(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _top_unindexed(index: FolderIndex, rel: str) -> str:
+    """``rel``, or, when its parent was not indexed, the top-most ancestor below an indexed one."""
+    parts = rel.split("/")
+    i = len(parts) - 1
+    while i > 0 and "/".join(parts[:i]) not in index.dirs:
+        i -= 1
+    return "/".join(parts[: i + 1])
 
 
 def rules_for(index: FolderIndex, rel_path: str) -> tuple[IgnoreRules | None, bool]:

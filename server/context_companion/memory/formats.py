@@ -14,6 +14,7 @@ from typing import Literal
 RuleFormat = Literal[
     "context-companion",
     "cursor",
+    "cursor-md",
     "cursor-legacy",
     "copilot",
     "copilot-instructions",
@@ -45,8 +46,11 @@ class FormatSpec:
 
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("context-companion", "context-companion", ".context-companion/rules", "dir"),
-    # Cursor: nested .cursor/rules directories apply to files below them.
-    FormatSpec("cursor", "cursor", ".cursor/rules", "dir", (".mdc",), nested=True),
+    # Cursor: rules are .mdc or .md files, organised in sub-folders of .cursor/rules if one likes;
+    # a .cursor/rules directory in a sub-directory applies to the files below that sub-directory.
+    # Two rows because other tools read only the .mdc ones (Cline).
+    FormatSpec("cursor", "cursor", ".cursor/rules", "dir", (".mdc",), recursive=True, nested=True),
+    FormatSpec("cursor-md", "cursor", ".cursor/rules", "dir", (".md",), recursive=True, nested=True),
     FormatSpec("cursor-legacy", "cursor", ".cursorrules", "file", frontmatter=False),
     FormatSpec("copilot", "copilot", ".github/copilot-instructions.md", "file"),
     FormatSpec("copilot-instructions", "copilot", ".github/instructions", "dir", (".instructions.md",), recursive=True),
@@ -63,6 +67,7 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("roo", "roo", ".roo/rules", "dir", (".md", ".txt"), recursive=True, frontmatter=False),
 )
 BY_FORMAT: dict[str, FormatSpec] = {f.format: f for f in FORMATS}
+_HEADS = frozenset(f.path.split("/", 1)[0] for f in FORMATS)  # a rule path holds one of these
 FORMAT_ORDER: tuple[RuleFormat, ...] = tuple(f.format for f in FORMATS)
 
 # Rule directories under the home directory (user-level rules), with the format they hold.
@@ -115,6 +120,8 @@ def match_rule_path(rel_path: str, specs: Sequence[FormatSpec] = FORMATS) -> tup
     (``pkg/.cursor/rules/x.mdc``) governs.
     """
     parts = rel_path.split("/")
+    if _HEADS.isdisjoint(parts):
+        return None  # no component names a rule directory or file: most paths of a tree
     for spec in specs:
         found = _match_at(spec, parts, 0)
         if found:

@@ -21,11 +21,13 @@ from ..settings import MemorySettings
 from .discovery import (
     CLAUDE_SUBDIR,
     FolderIndex,
+    SubtreeChange,
     dir_candidates,
     governed_dir,
     index_folder,
     is_nested_claude,
     memory_dir_of,
+    reindex_subtree,
     rules_for,
     upward_chain,
 )
@@ -235,6 +237,23 @@ class MemoryIndex:
         folder.index = index_folder(folder.path, self.settings, self.names) if folder.exists else FolderIndex()
         folder.ignore_sources = frozenset(str(p) for p in ignore_sources(folder.path)) if folder.exists else frozenset()
         self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
+        self._sync_jit(i)
+
+    def update_subtree(self, i: int, rel: str) -> SubtreeChange:
+        """A directory below the folder root appeared, vanished or was replaced: walk it alone
+        (:func:`~.discovery.reindex_subtree`), not the folder, and bring the JIT tier in line."""
+        folder = self.folders[i]
+        change = reindex_subtree(folder.index, folder.path, rel, self.settings, self.names)
+        if change.own_rules:
+            self.policy += 1  # an ignore file came or went with it: verdicts inside it moved
+        if change:
+            self._sync_jit(i)
+        return change
+
+    def _sync_jit(self, i: int) -> None:
+        """The JIT entries of the folder's index: kept entries keep their rendering (re-rendered
+        from the cache), new ones are rendered."""
+        folder = self.folders[i]
         old = folder.jit
         jit: dict[str, Entry] = {}
         for f in folder.index.files:
@@ -266,9 +285,9 @@ class MemoryIndex:
         rules, parent_indexed = rules_for(folder.index, rel)
         abs_path = os.path.join(folder.path, *rel.split("/"))
         if not parent_indexed:
-            # Its directory is new or ignored: only a walk can tell.
+            # Its directory is new or ignored: a walk of the top-most new directory tells.
             if rules is not None and not rules.is_ancestor_ignored(rel):
-                self.reindex(i)
+                self.update_subtree(i, rel.rpartition("/")[0])
             return
         if not os.path.lexists(abs_path):
             folder.jit.pop(rel, None)

@@ -4,7 +4,7 @@ Where they live is :mod:`.formats`; how each format activates (docs/memory.md ha
 
 =========================  ================================================================
 ``context-companion``,     ``alwaysApply: true``, else ``globs`` match, else listed by its
-``cursor``                 ``description``
+``cursor``, ``cursor-md``  ``description``
 ``copilot``                always
 ``copilot-instructions``   ``applyTo`` globs (``**`` = always); ``excludeAgent``
 ``claude``, ``cline``      ``paths`` globs; none = always
@@ -47,6 +47,7 @@ _SHARED_KEYS = ("description", "globs", "alwaysApply")
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "context-companion": _SHARED_KEYS,
     "cursor": _SHARED_KEYS,
+    "cursor-md": _SHARED_KEYS,
     "copilot": ("applyTo", "description", "excludeAgent", "name"),
     "copilot-instructions": ("applyTo", "description", "excludeAgent", "name"),
     "claude": ("paths", "description"),
@@ -58,6 +59,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
 GLOB_KEY: dict[str, str | None] = {
     "context-companion": "globs",
     "cursor": "globs",
+    "cursor-md": "globs",
     "copilot": None,
     "copilot-instructions": "applyTo",
     "claude": "paths",
@@ -123,6 +125,16 @@ def find_home_rules(home: str, dirs: tuple[tuple[str, RuleFormat], ...]) -> list
         if os.path.isdir(top):
             found.extend((p, fmt) for p, _r in _files_in(home, rel, spec))
     return found
+
+
+_RULE_DIR_MARKS = tuple(f"/{f.path}/" for f in FORMATS if f.kind != "file")
+
+
+def in_rule_dir(rel_dir: str) -> bool:
+    """Whether a directory (posix, relative to a folder) is a rule directory or lies in one, at the
+    root or nested: when one comes or goes, the folder's rules are looked for again."""
+    padded = f"/{rel_dir}/"
+    return any(mark in padded for mark in _RULE_DIR_MARKS)
 
 
 def nested_bases(dirs: Iterable[str]) -> tuple[str, ...]:
@@ -463,6 +475,7 @@ def _kiro(rule: ParsedRule, data: dict[str, Any]) -> tuple[str, str] | None:
 _ACTIVATION: dict[str, Any] = {
     "context-companion": _cursor_like,
     "cursor": _cursor_like,
+    "cursor-md": _cursor_like,
     "copilot": _copilot,
     "copilot-instructions": _copilot,
     "claude": _paths,

@@ -33,7 +33,17 @@ from typing import Any
 from ..settings import ContextSettings, MemorySettings, user_config_dir
 from .agent_settings import for_agent
 from .agents import AGENTS, AgentRules
-from .changes import Entered, always_entered, apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
+from .changes import (
+    Entered,
+    always_entered,
+    apply_plan,
+    classify,
+    descends_into,
+    entered_moved,
+    is_relevant,
+    plan_changes,
+    summarize,
+)
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
 from .index import MemoryIndex
@@ -209,7 +219,7 @@ class MemoryStore:
             if changed or plan.structural:
                 # Files re-rendered in place keep the index's shape: compositions can be patched.
                 self._bump(keep_results=not (plan.structural or plan.reloads))
-            watch_changed = plan.rewatch or self._entered() != entered
+            watch_changed = plan.rewatch or entered_moved(self._index, entered, self._entered())
             if plan.structural or plan.reloads:
                 roots = (self._index.watch_roots(), self._index.flat_watch_roots())
                 watch_changed, self._roots_seen = watch_changed or roots != self._roots_seen, roots
