@@ -73,6 +73,8 @@ def test_without_an_editor_it_composes_from_disk_once(project: Path, runtime: Pa
 def test_gemini_names_its_own_event(project: Path, runtime: Path) -> None:
     out = json.loads(hook("gemini-cli", prompt("g", project, "BeforeAgent"), runtime).stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    # The short name users type is the same agent (and the same session state).
+    assert hook("gemini", prompt("g", project, "BeforeAgent"), runtime).stdout == b""
     assert "Claude: small diffs." in out["hookSpecificOutput"]["additionalContext"]
 
 

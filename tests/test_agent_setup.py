@@ -177,3 +177,18 @@ def test_the_command_written_runs_from_a_folder_with_spaces(tmp_path: Path, ws: 
     )
     assert ran.returncode == 0 and ran.stderr == "", ran.stderr
     assert "Spaces are fine." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize(
+    ("short", "agent", "file"),
+    [("claude", "claude-code", ".claude/settings.local.json"), ("Gemini", "gemini-cli", ".gemini/settings.json")],
+)
+def test_the_short_names_users_type_set_up_the_agent_by_its_id(
+    ws: Path, env: dict[str, str], short: str, agent: str, file: str
+) -> None:
+    """`--agent claude` was refused; it now means claude-code, and the hook written names the id."""
+    out = run("setup", "--agent", short, "--workspace", str(ws), env=env)
+    assert out.returncode == 0, out.stderr
+    assert f"{EXE} hook --agent {agent}" in (ws / file).read_text()
+    bad = run("setup", "--agent", "vim", "--workspace", str(ws), env=env)
+    assert bad.returncode == 2 and "claude-code" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -373,3 +373,18 @@ def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, e
     assert json.loads(instruction.stdout)["warnings"] == expected
     plain = run("memory", "--workspace", str(ws), env=env).stdout
     assert [line for line in plain.splitlines() if line.startswith("!")] == [f"! {w}" for w in expected]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["turn", "--cursor"], "context-companion turn: argument --cursor: expected one argument"),
+        (["setup", "--agent", "vim"], "context-companion setup: argument --agent: invalid choice: 'vim'"),
+        (["bogus"], "context-companion: argument COMMAND: invalid choice: 'bogus'"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(args, error):
+    """argparse printed its whole usage block before the error; every other user error here is one line."""
+    out = run(*args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(error), out.stderr

@@ -26,6 +26,16 @@ import sys
 from .procs import ancestors, pid_alive, read_private_json, runtime_dir_fast
 
 AGENTS = ("claude-code", "gemini-cli", "codex")
+# The short names users type, as explain takes them (memory.agents.AGENT_ALIASES; not imported: this path stays light).
+ALIASES = {"claude": "claude-code", "gemini": "gemini-cli"}
+
+
+def hook_agent(name: str) -> str:
+    """The agent id for ``name``: an id or a short name, in any case (unknown names come back as given)."""
+    key = name.strip().lower()
+    return ALIASES.get(key, key)
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,6 +69,7 @@ def parse_args(argv: Sequence[str]) -> str:
             agent = arg.split("=", 1)[1]
         else:
             raise HookFailure(f"unexpected argument {arg!r}; usage: context-companion hook --agent {'|'.join(AGENTS)}")
+    agent = None if agent is None else hook_agent(agent)
     if agent not in AGENTS:
         raise HookFailure(f"--agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
     return agent

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
     from pathlib import Path
-    from typing import Any
+    from typing import Any, NoReturn
 
 EXIT_USAGE = 2
 
@@ -73,7 +73,14 @@ def _parser() -> argparse.ArgumentParser:
 
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    class OneLineErrors(argparse.ArgumentParser):
+        """A usage error is one line and exit 2, as every other user error here (argparse prints the usage
+        block first; ``--help`` still shows it)."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    parser = OneLineErrors(
         prog="context-companion",
         description="Keeps an editor-hosted AI agent's system instruction and editor context true.",
     )
@@ -220,7 +227,7 @@ def _parser() -> argparse.ArgumentParser:
         "is new. Asks the editor's language server for the folder (open files, active file), or composes from "
         "disk when none runs. Always exits 0; a failure prints one line on stderr. Set it up with `setup`.",
     )
-    hook.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS)
+    hook.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
 
     setup = sub.add_parser(
         "setup",
@@ -231,7 +238,7 @@ def _parser() -> argparse.ArgumentParser:
         "~/.gemini/settings.json, $CODEX_HOME/hooks.json). Merges into what is there, keeps every other key and "
         "hook, writes atomically; refuses a file it cannot parse (exit 2, file untouched).",
     )
-    setup.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS)
+    setup.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
     setup.add_argument("--workspace", default=None, help="the project folder (default: current directory)")
     setup.add_argument("--user", action="store_true", help="the agent's user settings instead of the project's")
     setup.add_argument("--remove", action="store_true", help="take out Context Companion's hooks (only those)")
@@ -240,6 +247,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex")
+
+
+def _hook_agent(name: str) -> str:
+    """``--agent`` of hook and setup: an id or a short name (``claude``, ``gemini``), in any case."""
+    from .agent_hook import hook_agent
+
+    return hook_agent(name)
 
 
 def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:

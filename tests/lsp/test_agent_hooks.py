@@ -100,9 +100,11 @@ async def announcement(runtime: Path) -> dict[str, Any]:
     raise AssertionError(f"no agent-hook discovery file in {runtime}")
 
 
+@pytest.mark.parametrize("workspace", ["ws", "my proj ünï #1"], indirect=True)
 async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     start: Any, project: Path, runtime: Path
 ) -> None:
+    """Also in a folder whose path has a space, non-ASCII letters and '#' (editors percent-encode it)."""
     h = await start(project)
     app = h.open("api/app.py")
     h.cursor(app, 0, 0)
