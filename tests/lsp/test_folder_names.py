@@ -160,3 +160,17 @@ async def test_memory_files_open_in_the_editor_get_diagnostics_hover_links_and_a
     await settle()
     shown = await h.command("contextCompanion.getTurnContext", {"forceFull": True})
     assert shown["context"] == {"otherOpenFiles": []}  # closed under any spelling
+
+
+async def test_a_cursor_in_a_document_never_opened_is_told_once_in_the_log(start, workspace, capfd):
+    """The lost editor state was silent: nothing in the log said the cursor named a document the server
+    did not have. Now one line names the URI, once however often the cursor moves there."""
+    write(workspace / "x.py", "a = 1\n")
+    h = await start(workspace, settings=NO_ENV)
+    stray = (workspace / "never opened.py").as_uri()
+    for column in range(3):
+        h.cursor(stray, 0, column)
+    turn = await h.command("contextCompanion.getTurnContext", {"sessionId": "s"})
+    assert turn["context"]["activeFile"] == {"path": str(workspace / "never opened.py")}
+    told = [line for line in capfd.readouterr().err.splitlines() if "not an open document" in line]
+    assert len(told) == 1 and stray in told[0], told

@@ -7,6 +7,7 @@ arrives on every keystroke, costs a dictionary update and nothing more.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -20,6 +21,9 @@ from .positions import clamp_position, column_from_units, split_lines, units_fro
 
 if TYPE_CHECKING:
     from ..settings import ContextSettings
+
+log = logging.getLogger(__name__)
+_UNOPENED_TOLD = 256  # URIs remembered as already told (a bound, not a setting)
 
 TRUNCATION_MARK = "... [TRUNCATED]"
 _REDACT_MARGIN = 4096  # longer than any credential shape the redactor knows, except key blocks
@@ -108,6 +112,7 @@ class EditorState:
     def __init__(self, settings: ContextSettings) -> None:
         self._docs: OrderedDict[str, _Doc] = OrderedDict()  # MRU first
         self._focused_ms: dict[str, int] = {}  # uri → when it last came to the front (epoch ms)
+        self._unopened_told: OrderedDict[str, None] = OrderedDict()  # cursors on documents never opened, told once
         self.cursor: CursorState | None = None
         self.version = 0  # bumps on every change: cheap "did anything change" checks
         self.update_settings(settings)
@@ -143,7 +148,22 @@ class EditorState:
             self._docs.move_to_end(uri, last=False)
             if previous != uri:  # a focus change, not a keystroke: no clock read per cursor move
                 self._focused_ms[uri] = _now_ms()
+        elif previous != uri:
+            self._tell_unopened(uri)
         self.version += 1
+
+    def _tell_unopened(self, uri: str) -> None:
+        """A cursor in a document the editor never opened (or opened under another URI): the turn can
+        give only its path, no cursor text, selection or context lines. Said once per URI, so that a
+        client whose URIs do not match its didOpen ones shows in the log instead of failing silently."""
+        if uri in self._unopened_told:
+            return
+        self._unopened_told[uri] = None
+        if len(self._unopened_told) > _UNOPENED_TOLD:
+            self._unopened_told.popitem(last=False)
+        log.warning(
+            "cursor in %s, which is not an open document (no didOpen for this URI): the turn gives only its path", uri
+        )
 
     # ------------------------------------------------------------------ reading
 
