@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import core_figures, lsp_figures, mcp_figures
+from . import core_figures, hook_figures, lsp_figures, mcp_figures
 from .bpe import ensure_ranks_file
 from .core_figures import Context, env_for_children
 from .generate import DEFAULT_SEED, TREES, WORK_DIR, ensure_tree
@@ -30,8 +30,8 @@ from .report import (
     write_json,
 )
 
-GROUPS: list[str] = [*core_figures.FIGURES, *lsp_figures.FIGURES, *mcp_figures.FIGURES]
-ASYNC_FIGURES = {**lsp_figures.FIGURES, **mcp_figures.FIGURES}  # run on one event loop
+GROUPS: list[str] = [*core_figures.FIGURES, *lsp_figures.FIGURES, *mcp_figures.FIGURES, *hook_figures.FIGURES]
+ASYNC_FIGURES = {**lsp_figures.FIGURES, **mcp_figures.FIGURES, **hook_figures.FIGURES}  # run on one event loop
 CORE_TIMEOUT = 900.0  # seconds for one in-process group (all its trees)
 LSP_TIMEOUT = 900.0
 

@@ -1,21 +1,28 @@
 """The ``context-companion`` command line.
 
 Subcommands: ``serve`` (the language server), ``instruction``, ``turn``, ``memory``, ``explain``,
-``compression-prompt``, ``mcp`` (the MCP server). ``instruction``, ``turn`` and ``memory`` put the
+``compression-prompt``, ``mcp`` (the MCP server), ``hook`` (what an agent's hook runs: see
+:mod:`.agent_hook`; it skips argparse, it runs before every prompt) and ``setup`` (writes those
+hooks into an agent's settings: :mod:`.agent_setup`). ``instruction``, ``turn`` and ``memory`` put the
 given files in a workspace :class:`~.workspace.companion.Companion`'s editor state and ask it what
 a language server client would get: one code path for both. User errors print one line to stderr and exit with status 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+
+# ``hook`` runs before every prompt of an agent: this module imports no more than it needs for
+# that at the top (argparse, pathlib and typing are imported where they are used).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
 
 EXIT_USAGE = 2
 
@@ -60,6 +67,8 @@ def _editor_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -194,7 +203,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--read-only", action="store_true", help="refuse add_memory")
     mcp.add_argument("-v", "--verbose", action="count", default=0, help="log more on stderr")
+
+    hook = sub.add_parser(
+        "hook",
+        help="what an agent's hook runs: the memory it does not read itself, once, as JSON on stdout",
+        description="Reads the agent's hook input (JSON) on stdin and prints its hook output "
+        '({"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}), or nothing when nothing '
+        "is new. Asks the editor's language server for the folder (open files, active file), or composes from "
+        "disk when none runs. Always exits 0; a failure prints one line on stderr. Set it up with `setup`.",
+    )
+    hook.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS)
+
+    setup = sub.add_parser(
+        "setup",
+        help="write the hooks that run `context-companion hook` into an agent's settings",
+        description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to "
+        "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json or Codex's "
+        ".codex/hooks.json (with --user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, "
+        "~/.gemini/settings.json, $CODEX_HOME/hooks.json). Merges into what is there, keeps every other key and "
+        "hook, writes atomically; refuses a file it cannot parse (exit 2, file untouched).",
+    )
+    setup.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS)
+    setup.add_argument("--workspace", default=None, help="the project folder (default: current directory)")
+    setup.add_argument("--user", action="store_true", help="the agent's user settings instead of the project's")
+    setup.add_argument("--remove", action="store_true", help="take out Context Companion's hooks (only those)")
+    setup.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
     return parser
+
+
+AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex")
 
 
 def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:
@@ -218,6 +255,8 @@ def _fail(message: str) -> int:
 
 
 def _workspace(raw: str | None) -> Path:
+    from pathlib import Path
+
     from .errors import ContextCompanionError
 
     path = Path(raw if raw is not None else ".").expanduser()
@@ -229,6 +268,8 @@ def _workspace(raw: str | None) -> Path:
 def _profile(raw: str | None) -> Any:
     if raw is None:
         return None
+    from pathlib import Path
+
     from .errors import ProfileError
     from .settings import parse_profile
 
@@ -245,6 +286,8 @@ def _profile(raw: str | None) -> Any:
 
 def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
     """An --open/--active path, absolute; one clear error when it does not exist or is outside the folder."""
+    from pathlib import Path
+
     from .errors import ContextCompanionError
 
     p = Path(raw).expanduser()
@@ -259,7 +302,7 @@ def _editor_path(flag: str, raw: str, base: Path, workspace: Path) -> Path:
 
 def _editor_files(args: argparse.Namespace, workspace: Path) -> tuple[list[Path], Path | None]:
     """The open files and the active one; relative paths resolve like ``git -C``."""
-    base = workspace if args.workspace is not None else Path.cwd()
+    base = workspace if args.workspace is not None else type(workspace).cwd()
     opened = [_editor_path("--open", f, base, workspace) for f in args.open]
     active = _editor_path("--active", args.active, base, workspace) if args.active is not None else None
     if active is not None and active not in opened:
@@ -506,9 +549,20 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _cmd_setup(args: argparse.Namespace) -> int:
+    from .agent_setup import run
+
+    return run(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["hook"] and not {"-h", "--help"} & set(arguments):
+        from .agent_hook import run as run_hook  # before every prompt: no argparse, nothing heavy
+
+        return run_hook(arguments[1:])
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -520,6 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "explain": _cmd_explain,
         "compression-prompt": _cmd_compression,
         "mcp": _cmd_mcp,
+        "setup": _cmd_setup,
     }
     from .errors import ContextCompanionError
 

@@ -30,9 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .procs import APP_NAME as APP_NAME  # re-exported: these lived here first
+from .procs import pid_alive as pid_alive
+from .procs import proc_stat_field as proc_stat_field
+from .procs import process_start_time as process_start_time
+from .procs import read_private_json
+
 log = logging.getLogger(__name__)
 
-APP_NAME = "context-companion"
 _NAME = re.compile(r"^server-(\d+)-(\d+)\.json$")
 _TEMP = re.compile(r"^\.server-(\d+)-\d+\.[A-Za-z0-9_-]+\.tmp$")
 
@@ -77,37 +82,6 @@ def private_dir(directory: Path) -> Path:
     if stat.S_IMODE(st.st_mode) & 0o077:
         os.chmod(directory, 0o700)
     return directory
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    return True
-
-
-def proc_stat_field(pid: int, number: int) -> int | None:
-    """Field ``number`` (1-based, as proc(5) numbers them) of ``/proc/<pid>/stat`` as an int, or
-    None where it cannot be read (no such process, no ``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-        # The command name (field 2) is in parentheses and may itself hold spaces or parentheses.
-        return int(data[data.rindex(b")") + 2 :].split()[number - 3])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def process_start_time(pid: int) -> int | None:
-    """When ``pid`` started, as the kernel counts it (``/proc/<pid>/stat`` field 22, clock ticks
-    since boot), or None where that cannot be read. With the pid, it names one process: a pid
-    reused by a later process has another start time."""
-    return proc_stat_field(pid, 22)
 
 
 STAMP_KEY = "contextCompanion"
@@ -279,22 +253,7 @@ class DiscoveryFile(PrivateFile):
 
 def read(path: Path) -> Entry | None:
     """The entry in ``path``, or None when it is not a private regular file of ours with valid JSON."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            raw = json.loads(fh.read(1 << 20))
-    except (OSError, ValueError):
-        return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    raw = read_private_json(path)
     if not isinstance(raw, dict):
         return None
     pid, port, folders, token = raw.get("pid"), raw.get("port"), raw.get("workspaceFolders"), raw.get("token")

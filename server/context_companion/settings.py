@@ -264,11 +264,18 @@ class ClaudeCodeSettings(_Model):
     enabled: bool = True
 
 
+class AgentHooksSettings(_Model):
+    # On: `context-companion hook` asks the editor's server for the memory of the open files over a
+    # loopback socket, found through an owner-only discovery file holding a per-start token.
+    enabled: bool = True
+
+
 class CompanionSettings(_Model):
     """IDE integrations other agents connect to while the language server runs."""
 
     gemini_cli: GeminiCliSettings = Field(default_factory=GeminiCliSettings)
     claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)
+    agent_hooks: AgentHooksSettings = Field(default_factory=AgentHooksSettings)
 
 
 # --------------------------------------------------------------------------- the whole

@@ -30,6 +30,9 @@ class Host(Protocol):
     def ready(self) -> asyncio.Event: ...
 
     @property
+    def lock(self) -> asyncio.Lock: ...  # held while a slow load or a swap is under way
+
+    @property
     def protocol(self) -> Any: ...  # pygls' LanguageServerProtocol: notify, send_request_async
 
     @property

@@ -69,6 +69,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
         ls.ready.set()
         await ls.gemini.reconcile(companion)
         await ls.claude_code.reconcile(ls)
+        await ls.hooks.reconcile(ls)
         return
     # No session has been given an instruction yet (commands wait for ready): what happened
     # before now is part of the first build, not a change to push later.
@@ -83,6 +84,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
             log.exception("the MCP endpoint could not start")
     await ls.gemini.reconcile(companion)
     await ls.claude_code.reconcile(ls)
+    await ls.hooks.reconcile(ls)
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -113,6 +115,7 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
     await _swap(ls, ls.companion.snapshot.with_folders(folders))
     ls.publisher.schedule("workspaceChanged")
     await ls.claude_code.reconcile(ls)  # the lock file names the folders
+    await ls.hooks.reconcile(ls)  # so does the hooks' discovery file
 
 
 def _remove_stale_announcements() -> None:
@@ -140,6 +143,7 @@ def _withdraw(ls: CompanionServer) -> None:
         ls.mcp.stop()
     ls.gemini.shutdown()
     ls.claude_code.shutdown()
+    ls.hooks.shutdown()
 
 
 async def close(ls: CompanionServer) -> None:
@@ -155,6 +159,7 @@ async def close(ls: CompanionServer) -> None:
     _withdraw(ls)  # requests still in flight end with the loop
     await ls.gemini.exit()
     await ls.claude_code.close()
+    await ls.hooks.close()
     if ls.mcp is not None:
         await ls.mcp.close()
 
@@ -184,6 +189,7 @@ async def _apply_settings(ls: CompanionServer, section: Any) -> None:
     if swapped:
         ls.publisher.schedule("settingsChanged")
         await ls.claude_code.reconcile(ls)
+        await ls.hooks.reconcile(ls)
 
 
 async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:

@@ -22,6 +22,7 @@ from ..bridges.watch import Watch
 from .claude_code_endpoint import ClaudeCodeEndpoint
 from .diagnostics import Diagnostics
 from .gemini import GeminiLink
+from .hook_endpoint import HookEndpoint
 from .protocol import DID_CHANGE_CURSOR, LspWorkspace, Protocol
 from .push import Publisher
 
@@ -51,6 +52,7 @@ class CompanionServer(LanguageServer):
         self.mcp: McpEndpoint | None = None  # serve --mcp-endpoint
         self.gemini = GeminiLink(self)  # Gemini CLI's IDE companion for this editor
         self.claude_code = ClaudeCodeEndpoint()  # companion.claudeCode.enabled
+        self.hooks = HookEndpoint()  # companion.agentHooks.enabled: `context-companion hook` asks here
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
         self._parse_cursor: Callable[[Any], Cursor] | None = None

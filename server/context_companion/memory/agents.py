@@ -4,7 +4,13 @@ Each table says which memory file names the agent reads and where (folders above
 sub-folders), its global files, the rule formats it reads and any rule of its own (Codex reads
 one file per folder, Zed only the first file of a list, Cline reads other tools' rules only
 without its own). :mod:`.explain` applies a table to the files we found; no agent has a code
-branch of its own. Checked against each page as of 2026-11.
+branch of its own. Checked against each page as of 2026-11; the three agents with hooks (Claude Code,
+Gemini CLI, Codex) also against the real executables (``checked``: the version, recorded requests).
+
+How an agent keeps what it loads (``keeps``) decides what ``context-companion hook`` delivers: a file
+it reads and *tracks* (re-reads on change) is never delivered; one it reads *once at start* is
+delivered only when it changes; one it does not read, or reads only just in time (a sub-folder file
+when its own tools touch that folder), is delivered while it applies.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ AgentId = Literal[
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
+Keeps = Literal["tracked", "start", ""]  # re-read on change, read once at start, not known (no hooks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +52,19 @@ class AgentRules:
     rules: tuple[RuleFormat, ...] = ()  # rule formats read, in order
     fallback_rules: tuple[RuleFormat, ...] = ()  # read only when none of ``rules`` exists
     first_of: tuple[str, ...] = ()  # only the first of these files in the workspace folder
+    above_root: bool = False  # ``names`` also in every folder above the repository root, up to /
+    stand_in: tuple[str, str] | None = None  # (name, instead of): read at start when no ``instead of`` is found
+    expands_imports: bool = False  # inlines ``@path`` imports; otherwise the line is read as written
+    project_max_bytes: int = 0  # the project memory files together are cut at this many bytes (0: no cut)
+    keeps: Keeps = ""  # how the files it loads at start stay current (see the module docstring)
+    checked: str = ""  # the version its loading was checked against with the real executable
 
 
-# https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md up the tree, sub-folder CLAUDE.md
-# when Claude reads files there, .claude/rules with `paths`, ~/.claude/CLAUDE.md and ~/.claude/rules)
+# https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md and CLAUDE.local.md in every folder
+# up to /, sub-folder CLAUDE.md when Claude reads files there, .claude/rules with `paths`,
+# ~/.claude/CLAUDE.md and ~/.claude/rules). Measured with 2.1.331: an edit of CLAUDE.md or of a file it
+# imports arrives in the next request ("changed on disk"); with no CLAUDE.md it reads AGENTS.md at start
+# and never sees an edit of it; with one, AGENTS.md is not read unless imported.
 CLAUDE_CODE = AgentRules(
     "claude-code",
     "Claude Code",
@@ -58,12 +74,19 @@ CLAUDE_CODE = AgentRules(
     subfolders="when-open",
     globals=("~/.claude/CLAUDE.md",),
     rules=("claude",),
+    above_root=True,
+    stand_in=("AGENTS.md", "CLAUDE.md"),
+    expands_imports=True,
+    keeps="tracked",
+    checked="2.1.331",
 )
 
 # https://developers.openai.com/codex/guides/agents-md and
 # https://github.com/openai/codex/blob/main/docs/agents_md.md (one file per folder from the repository
 # root down to the working directory: AGENTS.override.md, else AGENTS.md, else
-# project_doc_fallback_filenames; ~/.codex/AGENTS.override.md or ~/.codex/AGENTS.md globally)
+# project_doc_fallback_filenames; ~/.codex/AGENTS.override.md or ~/.codex/AGENTS.md globally; the
+# project files together cut at project_doc_max_bytes, 32 KiB). Measured with 0.169.0: read at start and
+# kept for the session (an edit is seen after /new), `@` lines not expanded, CLAUDE.md never read.
 CODEX = AgentRules(
     "codex",
     "Codex",
@@ -76,18 +99,26 @@ CODEX = AgentRules(
     one_per_folder=True,
     fallback_names=True,
     globals=("~/.codex/AGENTS.override.md", "~/.codex/AGENTS.md"),
+    project_max_bytes=32 * 1024,
+    keeps="start",
+    checked="0.169.0",
 )
 
 # https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/gemini-md.md (~/.gemini/GEMINI.md, then
-# GEMINI.md from the project root down to the working directory and in the folders below it)
+# GEMINI.md from the working directory up to the project root; a sub-folder's GEMINI.md just in time,
+# when a tool touches a file there; other names with `context.fileName`). Measured with 0.61.0: project
+# memory is frozen into the chat's first user turn (an edit is seen after /clear only), `@` imports expanded.
 GEMINI_CLI = AgentRules(
     "gemini-cli",
     "Gemini CLI",
     ("https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/gemini-md.md",),
     names=("GEMINI.md",),
     upward=True,
-    subfolders="always",
+    subfolders="when-open",
     globals=("~/.gemini/GEMINI.md",),
+    expands_imports=True,
+    keeps="start",
+    checked="0.61.0",
 )
 
 # https://cursor.com/docs/context/rules (.cursor/rules/*.mdc incl. nested directories, legacy
@@ -193,3 +224,4 @@ AGENTS: dict[str, AgentRules] = {
     for a in (CLAUDE_CODE, CODEX, GEMINI_CLI, CURSOR, COPILOT, WINDSURF, CLINE, CONTINUE, KIRO, ZED, CONTEXT_COMPANION)
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
+HOOK_AGENTS: tuple[str, ...] = ("claude-code", "gemini-cli", "codex")  # agents `context-companion hook` serves

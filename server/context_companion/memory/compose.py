@@ -327,9 +327,10 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
         included, reason = acc.verdicts[e.abs_path]
         rule = e.rendered.rule
         on_demand = e.tier == "jit" or (e.tier == "rule" and rule is not None and rule.mode == "globs")
-        out.append(
-            MemoryBlock(e.display, e.abs_path, e.tier, included, reason, acc.rendered[e.abs_path].content, on_demand)
-        )
+        jit, hit = activity.jit.get(e.abs_path), activity.rules.get(e.abs_path)
+        for_active = (jit is not None and jit[1]) or (hit is not None and hit[2])
+        content = acc.rendered[e.abs_path].content
+        out.append(MemoryBlock(e.display, e.abs_path, e.tier, included, reason, content, on_demand, for_active))
     return tuple(out)
 
 

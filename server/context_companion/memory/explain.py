@@ -1,5 +1,12 @@
 """Which of the files we found an agent would load, and why: an :class:`~.agents.AgentRules` table
-applied to the index, the open files' activity and our own composition. Pure; reads only."""
+applied to the index, the open files' activity and our own composition. Pure; reads only (the
+files above the repository root an agent reads, and a raw file an agent reads without expanding
+its imports).
+
+Each loaded file also says how the agent keeps it (``reading``): ``tracked`` (read at start and
+again when it changes), ``start`` (read once at start), ``just-in-time`` (read when the agent's own
+tools touch its folder or a file it matches). ``context-companion hook`` delivers what applies and
+the agent does not track (:mod:`context_companion.workspace.hooks`)."""
 
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from .compose import REGEX_MARK, Activity, rule_verdict
 from .formats import BY_FORMAT, NAME_FAMILY
 from .index import Entry, MemoryIndex
 from .model import MemoryResult
+from .paths import home_display
+from .wording import render_block
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +34,16 @@ class Explained:
     why: str
     tokens: int
     glob: str | None = None
+    reading: str = ""  # tracked, start, just-in-time ("" when not loaded, or not known for the agent)
+    abs_path: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"path": self.path, "tier": self.tier, "trigger": self.trigger, "why": self.why}
         if self.glob is not None:
             wire["glob"] = self.glob
         wire["tokens"] = self.tokens
+        if self.reading and self.loaded:
+            wire["reading"] = self.reading
         return wire
 
 
@@ -40,10 +53,15 @@ class Explanation:
     items: tuple[Explained, ...]
     only_agent: tuple[str, ...]  # loaded by the agent, not in our instruction
     only_ours: tuple[str, ...]  # in our instruction, not loaded by the agent
+    assumed: tuple[str, ...] = ()  # what the table assumes of the agent's own settings
 
     @property
     def loads(self) -> list[Explained]:
         return [i for i in self.items if i.loaded]
+
+    def reading_of(self) -> dict[str, str]:
+        """abs path → how the agent keeps each file it loads (``tracked``, ``start``, ``just-in-time``)."""
+        return {i.abs_path: i.reading for i in self.items if i.loaded and i.abs_path}
 
     def to_wire(self) -> dict[str, Any]:
         loads = self.loads
@@ -57,24 +75,33 @@ class Explanation:
             "onlyAgent": list(self.only_agent),
             "onlyContextCompanion": list(self.only_ours),
             "tokens": sum(i.tokens for i in loads),
+            **({"checked": self.agent.checked} if self.agent.checked else {}),
+            **({"assumed": list(self.assumed)} if self.assumed else {}),
         }
 
 
 def explain(
-    index: MemoryIndex, activity: Activity, result: MemoryResult, agent: AgentRules, file_names: Sequence[str]
+    index: MemoryIndex,
+    activity: Activity,
+    result: MemoryResult,
+    agent: AgentRules,
+    file_names: Sequence[str],
+    assumed: Sequence[str] = (),
 ) -> Explanation:
     entries = [index.by_path[f.abs_path] for f in result.files if f.abs_path in index.by_path]
     ours = {f.path for f in result.files if f.included}
     if agent.id == "context-companion":
-        items = tuple(_ours(index, activity, f.path, f.tier, f.included, f.reason, f.tokens) for f in result.files)
-        return Explanation(agent, items, (), ())
+        ours_items = tuple(_ours(index, activity, f.path, f.tier, f.included, f.reason, f.tokens) for f in result.files)
+        return Explanation(agent, ours_items, (), ())
     judge = _Judge(index, activity, agent, entries, file_names)
-    items = tuple(judge.item(e) for e in entries)
-    items = tuple(sorted(items, key=judge.order_key))
+    items = judge.imports([judge.item(e) for e in entries], entries)
+    items = judge.budget(items, entries)
+    items = [*judge.above_root(), *items]
+    items = sorted(items, key=judge.order_key)
     loaded = [i.path for i in items if i.loaded]
     only_agent = tuple(p for p in loaded if p not in ours)
     only_ours = tuple(f.path for f in result.files if f.included and f.path not in set(loaded))
-    return Explanation(agent, items, only_agent, only_ours)
+    return Explanation(agent, tuple(items), only_agent, only_ours, tuple(assumed))
 
 
 def _ours(
@@ -107,6 +134,117 @@ class _Judge:
         self.present = {e.abs_path for e in entries if not e.rendered.missing}
         self.formats_present = {e.rule_format for e in entries if e.rule_format is not None}
         self.first = self._first_of(entries) if agent.first_of else None
+        self._above: list[tuple[str, str]] | None = None  # (path, name) of its files above the root
+        self.stand_in_read = agent.stand_in is not None and not self._has_own(entries, agent.stand_in[1])
+
+    def _has_own(self, entries: list[Entry], name: str) -> bool:
+        """Whether the agent's own file ``name`` is in the folder or above it (its stand-in is then not read)."""
+        here = any(
+            e.tier == "workspace" and os.path.basename(e.abs_path) == name for e in entries if not e.rendered.missing
+        )
+        return here or any(n == name for _p, n in self._above_files())
+
+    def _above_files(self) -> list[tuple[str, str]]:
+        """The agent's memory files in the folders above the first folder's repository root, up to /."""
+        if self._above is None:
+            self._above = []
+            if self.agent.above_root and self.index.folders:
+                chain = self.index.folders[0].chain or [self.index.folders[0].path]
+                current = os.path.dirname(chain[0])
+                found: list[list[tuple[str, str]]] = []
+                while True:
+                    here = [(os.path.join(current, n), n) for n in self.agent.names]
+                    found.append([(p, n) for p, n in here if os.path.isfile(p)])
+                    parent = os.path.dirname(current)
+                    if parent == current:
+                        break
+                    current = parent
+                self._above = [f for folder in reversed(found) for f in folder]  # root → leaf, as the agent reads them
+        return self._above
+
+    def above_root(self) -> list[Explained]:
+        """The files above the repository root the agent reads (listed; our instruction stops at the root)."""
+        out = []
+        renderer = self.index.renderer
+        for path, _name in self._above_files():
+            text = renderer.read(path).text
+            if text is None or not text.strip():
+                continue
+            display = home_display(path, self.index.home)
+            tokens = renderer.count(render_block(display, text.strip("\n").rstrip()))
+            why = f"{self.agent.name} reads it in every folder above the workspace, up to /"
+            out.append(
+                Explained(display, "workspace", True, False, "above-root", why, tokens, None, self.agent.keeps, path)
+            )
+        return out
+
+    def imports(self, items: list[Explained], entries: list[Entry]) -> list[Explained]:
+        """Agents that expand ``@`` imports load what a loaded file imports; the others read the
+        import line as written (their count is the file's own text)."""
+        by_path = {e.abs_path: e for e in entries}
+        if not self.agent.expands_imports:
+            return [self._as_written(i, by_path[i.abs_path]) if i.loaded else i for i in items]
+        inlined: dict[str, Explained] = {}
+        for i in items:
+            if i.loaded:
+                for key, _display in by_path[i.abs_path].rendered.imported:
+                    inlined.setdefault(key, i)
+        out = []
+        for i in items:
+            e = by_path[i.abs_path]
+            via = inlined.get(e.rendered.key or e.rendered.real)
+            if not i.loaded and via is not None and not e.rendered.skip and not e.rendered.missing:
+                why = f"imported by {via.path}"
+                i = Explained(i.path, i.tier, True, False, "import", why, i.tokens, None, via.reading, i.abs_path)
+            out.append(i)
+        return out
+
+    def _raw(self, e: Entry) -> str | None:
+        """The file's text as an agent that does not expand imports reads it (frontmatter off)."""
+        if e.rendered.rule is not None:
+            return e.rendered.rule.body
+        return self.index.renderer.read(e.rendered.real).text if e.rendered.real else None
+
+    def _as_written(self, item: Explained, e: Entry) -> Explained:
+        if not e.rendered.imported:
+            return item
+        raw = self._raw(e)
+        if raw is None:
+            return item
+        tokens = self.index.renderer.count(render_block(e.display, raw.strip("\n").rstrip()))
+        why = f"{item.why}; {self.agent.name} reads its @ imports as written, without their files"
+        return Explained(
+            item.path, item.tier, True, False, item.trigger, why, tokens, item.glob, item.reading, item.abs_path
+        )
+
+    def budget(self, items: list[Explained], entries: list[Entry]) -> list[Explained]:
+        """Cut the project memory files at the agent's byte budget, in the order it reads them."""
+        cap = self.agent.project_max_bytes
+        if not cap:
+            return items
+        by_path = {e.abs_path: e for e in entries}
+        used = 0
+        out = []
+        for i in items:
+            e = by_path[i.abs_path]
+            if not i.loaded or e.tier not in ("workspace", "jit"):
+                out.append(i)
+                continue
+            raw = self._raw(e) or ""
+            data = raw.encode("utf-8")
+            label = f"project_doc_max_bytes ({cap})"
+            if used >= cap:
+                why = f"{self.agent.name}'s {label} is used up by the files before it"
+                out.append(Explained(i.path, i.tier, False, False, "", why, i.tokens, abs_path=i.abs_path))
+                continue
+            if used + len(data) > cap:
+                kept = data[: cap - used].decode("utf-8", "ignore")
+                tokens = self.index.renderer.count(render_block(e.display, kept.strip("\n").rstrip()))
+                why = f"{i.why}; cut at {self.agent.name}'s {label}: {cap - used} of {len(data)} bytes read"
+                i = Explained(i.path, i.tier, True, False, i.trigger, why, tokens, i.glob, i.reading, i.abs_path)
+            used += len(data)
+            out.append(i)
+        return out
 
     def _first_of(self, entries: list[Entry]) -> str | None:
         by_rel = {e.rel: e.abs_path for e in entries if e.folder == 0 and e.rel and not e.rel_dir}
@@ -122,8 +260,11 @@ class _Judge:
         tokens = e.rendered.tokens
         a = self.agent
 
-        def out(loaded: bool, trigger: str, why: str, *, listed: bool = False, glob: str | None = None) -> Explained:
-            return Explained(e.display, e.tier, loaded, listed, trigger, why, tokens, glob)
+        def out(
+            loaded: bool, trigger: str, why: str, *, listed: bool = False, glob: str | None = None, reading: str = ""
+        ) -> Explained:
+            keeps = (reading or a.keeps) if loaded else ""
+            return Explained(e.display, e.tier, loaded, listed, trigger, why, tokens, glob, keeps, e.abs_path)
 
         if e.rendered.skip:
             return out(False, "", f"skipped: {e.rendered.skip}")
@@ -147,6 +288,16 @@ class _Judge:
                 if winner != name:
                     return out(False, "", f"{a.name} reads one file per folder: {winner} is used")
             return out(True, "global", "global memory")
+        if a.stand_in is not None and name == a.stand_in[0] and name not in self.names:
+            stand_in, own = a.stand_in
+            if e.tier != "workspace":
+                return out(False, "", f"{a.name} reads {stand_in} only in the folder and above, in place of {own}")
+            if not self.stand_in_read:
+                return out(
+                    False, "", f"{a.name} reads {stand_in} only where there is no {own} (unless {own} imports it)"
+                )
+            why = f"{a.name} reads {stand_in} at start when there is no {own}; it does not see later edits"
+            return out(True, "workspace", why, reading="start")
         if name not in self.names:
             return out(False, "", f"{a.name} does not read {name}")
         at_root = e.tier == "workspace" and e.rel == name
@@ -165,9 +316,11 @@ class _Judge:
         if a.subfolders == "always":
             return out(True, "subfolder", f"{a.name} reads sub-folder memory files at start")
         witness = self.activity.jit.get(e.abs_path)
+        when = f"{a.name} reads it just in time, when its tools touch a file under {e.rel_dir}/"
         if witness is None:
-            return out(False, "", f"no open file under {e.rel_dir}/")
-        return out(True, "subfolder", f"open file {witness[0]} is under {e.rel_dir}/")
+            return out(False, "", f"no open file under {e.rel_dir}/" + (f" ({when})" if a.keeps else ""))
+        why = f"open file {witness[0]} is under {e.rel_dir}/" + (f" ({when})" if a.keeps else "")
+        return out(True, "subfolder", why, reading="just-in-time" if a.keeps else "")
 
     def _winner(self, e: Entry, order: list[str]) -> str:
         folder = os.path.dirname(e.abs_path)
@@ -201,4 +354,6 @@ class _Judge:
         kind = "regex" if hit is not None and glob is None else "glob" if glob else "always"
         if hit is not None and e.rel_dir and rule is not None and rule.mode == "always":
             kind = "folder"
-        return out(True, kind, f"{trigger}: {reason}" if trigger else reason, glob=glob)
+        # A rule for matching files is read when the agent's own tools touch one (just in time).
+        reading = "just-in-time" if a.keeps and kind != "always" else ""
+        return out(True, kind, f"{trigger}: {reason}" if trigger else reason, glob=glob, reading=reading)

@@ -79,6 +79,7 @@ class MemoryBlock:
     reason: str
     content: str  # imports expanded, frontmatter stripped; "" when skipped or empty
     on_demand: bool  # a JIT file or a glob-scoped rule: applies because of what is open
+    for_active: bool = False  # on demand because of the active file (its folder's memory, a rule matching it)
 
 
 @dataclass(frozen=True, slots=True)

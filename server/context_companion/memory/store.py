@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import ContextSettings, MemorySettings, user_config_dir
+from .agent_settings import for_agent
 from .agents import AGENTS
 from .changes import Entered, always_entered, apply_plan, classify, descends_into, is_relevant, plan_changes, summarize
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
@@ -132,7 +133,9 @@ class MemoryStore:
                 self.load()
             activity = self._activity(open_paths, active_path, interactive)
             result = self._cached_result(activity)
-            return explain(self._index, activity, result, AGENTS[agent], self.settings.file_names)
+            folder = self._index.folders[0].path if self._index.folders else None
+            rules, assumed = for_agent(AGENTS[agent], folder, self._index.home)
+            return explain(self._index, activity, result, rules, self.settings.file_names, assumed)
 
     def blocks(
         self, open_paths: Sequence[Path | str], active_path: Path | str | None = None, *, interactive: bool = True

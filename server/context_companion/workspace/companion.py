@@ -30,6 +30,16 @@ from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
+from .hooks import (
+    HOOK_LIMITS,
+    PROMPT_EVENTS,
+    RESET_SOURCES,
+    SESSION_START,
+    Delivery,
+    HookRequest,
+    HookSessions,
+    deliver,
+)
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
 from .updates import MemoryUpdate, as_seen, diff, render_updates, tracked
@@ -93,6 +103,7 @@ class Companion:
         )
         self.editor = EditorState(snapshot.settings.context)
         self.sessions = AgentSessions(snapshot.settings.server.max_sessions)
+        self.hooks = HookSessions()  # what each agent session's hook was given (context-companion hook)
         self._exporter = Exporter()
         self._missed: set[str] | None = None  # file changes seen while a new store loads
         self._memory_edited = False  # memory changed on disk since the last rebuild_sessions
@@ -410,6 +421,33 @@ class Companion:
             paths = [*paths, active]
         interactive = self.snapshot.settings.profile.interactive
         return self.memory.explain(agent, paths, active, interactive=interactive)
+
+    def agent_hook(self, request: HookRequest, *, from_disk: bool = False) -> Delivery:
+        """What an agent's hook adds to its next request (``context-companion hook``; see :mod:`.hooks`).
+
+        ``SessionStart`` with a ``startup``, ``clear`` or ``compact`` source forgets what the session
+        was given (its history starts afresh) and adds nothing; the prompt event delivers."""
+        if request.event == SESSION_START:
+            if request.source in RESET_SOURCES:
+                self.hooks.reset(request.agent, request.session_id)
+            return Delivery("")
+        if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
+            return Delivery("")
+        from ..exclusion import exclude_matcher
+
+        paths, active = self._open_paths()
+        interactive = self.snapshot.settings.profile.interactive
+        blocks = self.memory.blocks(paths, active, interactive=interactive)
+        reading = self.memory.explain(request.agent, paths, active, interactive=interactive).reading_of()
+        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
+        return deliver(
+            self.hooks.get(request.agent, request.session_id),
+            blocks,
+            reading,
+            limit=HOOK_LIMITS[request.agent],
+            from_disk=from_disk,
+            excluded=lambda b: secret(b.path),
+        )
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):

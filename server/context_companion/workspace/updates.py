@@ -33,6 +33,7 @@ class MemoryUpdate:
     content: str  # the file's content, or the one-line notice when it stops applying
     tokens: int
     removed: bool = False
+    abs_path: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         return {"path": self.path, "reason": self.reason, "content": self.content, "tokens": self.tokens}
@@ -50,8 +51,12 @@ def tracked(blocks: Iterable[MemoryBlock], *, on_demand_only: bool) -> dict[str,
     return {b.abs_path: b for b in blocks if b.included and b.content.strip() and (b.on_demand or not on_demand_only)}
 
 
-def as_seen(blocks: Mapping[str, MemoryBlock]) -> Seen:
-    return {path: (b.path, b.content) for path, b in blocks.items()}
+def _same(content: str) -> str:
+    return content
+
+
+def as_seen(blocks: Mapping[str, MemoryBlock], fingerprint: Callable[[str], str] = _same) -> Seen:
+    return {path: (b.path, fingerprint(b.content)) for path, b in blocks.items()}
 
 
 def diff(
@@ -59,23 +64,25 @@ def diff(
     now: Mapping[str, MemoryBlock],
     every: Mapping[str, MemoryBlock],
     count: Callable[[str], int],
+    fingerprint: Callable[[str], str] = _same,
 ) -> list[MemoryUpdate]:
     """Updates that take an agent from ``seen`` to ``now``. ``every``: all files considered (for
-    the reason a file no longer applies)."""
+    the reason a file no longer applies). ``fingerprint``: what ``seen`` holds of a content (the
+    content itself, or a hash of it)."""
     updates: list[MemoryUpdate] = []
     for path, block in now.items():
         before = seen.get(path)
-        if before is not None and before[1] == block.content:
+        if before is not None and before[1] == fingerprint(block.content):
             continue
         reason = block.reason if before is None else f"{REASON_CHANGED}; {block.reason}"
-        updates.append(MemoryUpdate(block.path, reason, block.content, count(block.content)))
+        updates.append(MemoryUpdate(block.path, reason, block.content, count(block.content), abs_path=path))
     for path, (display, _content) in seen.items():
         if path in now:
             continue
         gone = every.get(path)
         reason = gone.reason if gone is not None and gone.reason else REASON_GONE
         notice = removal_notice(display, reason)
-        updates.append(MemoryUpdate(display, reason, notice, count(notice), removed=True))
+        updates.append(MemoryUpdate(display, reason, notice, count(notice), removed=True, abs_path=path))
     return updates
 
 

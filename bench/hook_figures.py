@@ -1,0 +1,148 @@
+"""Agent hook figures: ``context-companion hook`` as an agent runs it before every prompt, timed
+from process start to output, against floors run alternately in the same run:
+
+- with the editor's server answering (its channel announced in a private runtime dir): against a
+  bare ``python -c`` that reads and parses the same hook input (the least any hook can cost);
+- with no server (composed from disk, state in a file): against ``context-companion memory``.
+
+The calls after the first are the common case: nothing changed, so the hook prints nothing. A
+first call that delivers nothing, or a later one that delivers again, makes the figure WRONG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .core_figures import REPO, Context
+from .lsp_figures import CURSOR, OURS, did_open, start
+from .ours import Unavailable
+from .report import Figure, Target
+
+T_HOOK_SERVER = Target("ratio_le", 2.0, "≤ 2× python -c")
+T_HOOK_DISK = Target("ratio_le", 1.0, "≤ memory command")
+FLOOR = "import sys, json; json.load(sys.stdin)"
+
+
+def _hook_argv() -> list[str]:
+    """The console script an agent's hook runs (what `setup` writes), else ``-m``."""
+    script = Path(sys.executable).parent / "context-companion"
+    if script.is_file():
+        return [str(script), "hook", "--agent", "claude-code"]
+    return [sys.executable, "-m", "context_companion", "hook", "--agent", "claude-code"]
+
+
+def _timed(argv: list[str], data: bytes, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    t0 = time.perf_counter()
+    out = subprocess.run(argv, input=data, capture_output=True, env=env, cwd=REPO, timeout=120, check=False)
+    return (time.perf_counter() - t0) * 1000, out
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)  # platformdirs takes XDG_RUNTIME_DIR only when it is private
+    return path
+
+
+def _sample(
+    ctx: Context, f: Figure, ours: Callable[[], tuple[float, bytes]], floor: Callable[[], float], floor_name: str
+) -> Figure:
+    n = 3 if ctx.quick else 10
+    runs, floors = [], []
+    bad = None
+    for _ in range(ctx.repeat):
+        mine, base = [], []
+        for _ in range(n):
+            t, stdout = ours()
+            if stdout:
+                bad = bad or f"an unchanged prompt printed {len(stdout)} bytes"
+            mine.append(t)
+            base.append(floor())
+        runs.append(sorted(mine)[len(mine) // 2])
+        floors.append(sorted(base)[len(base) // 2])
+    f.set_samples(runs)
+    f.set_floor(floor_name, floors)
+    f.note = f"p50 of {n} runs per repeat, process start to output; alternated with the floor"
+    return f.wrong(bad) if bad else f.finish()
+
+
+async def fig_hook_latency(ctx: Context) -> list[Figure]:
+    root = ctx.trees[ctx.lsp_tree][0]
+    hook = _hook_argv()
+    payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "cwd": str(root)}).encode()
+    out: list[Figure] = []
+
+    # With the editor's server.
+    served = _private_dir(ctx.work / "hook-run" / "served")
+    env = {**ctx.env, "XDG_RUNTIME_DIR": str(served)}
+    f = Figure(
+        "hook.server.p50", "hook-latency", "hook before a prompt, editor's server answering", "ms",
+        tree=ctx.lsp_tree, target=T_HOOK_SERVER,
+    )  # fmt: skip
+    session = await start(dataclasses.replace(ctx, env=env), OURS, "hook")
+    try:
+        page = root / "bench-hook.py"
+        page.write_text("x = 1\n", encoding="utf-8")
+        session.client.write(did_open(page.as_uri(), "x = 1\n"))
+        session.client.notify(CURSOR, {"textDocument": {"uri": page.as_uri()}, "position": {"line": 0, "character": 0}})
+        await session.client.command("contextCompanion.showMemory", {}, timeout=60)
+        for _ in range(200):  # the channel is announced once the start-up is done
+            if any('"agent-hook"' in p.read_text() for p in (served / "context-companion").glob("server-*.json")):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise Unavailable("the server announced no agent-hook channel")
+        _t, first = await asyncio.to_thread(_timed, hook, payload, env)
+        if b"additionalContext" not in first.stdout:
+            out.append(f.wrong(f"the first prompt got no memory: {first.stderr.decode()[-200:]!r}"))
+        else:
+
+            def ours() -> tuple[float, bytes]:
+                t, run = _timed(hook, payload, env)
+                return t, run.stdout
+
+            def floor() -> float:
+                return _timed([sys.executable, "-c", FLOOR], payload, env)[0]
+
+            out.append(await asyncio.to_thread(_sample, ctx, f, ours, floor, "python -c"))
+    finally:
+        await session.client.close(timeout=5)
+        (root / "bench-hook.py").unlink(missing_ok=True)
+
+    # Without a server: composed from disk.
+    alone = _private_dir(ctx.work / "hook-run" / "alone")
+    env = {**ctx.env, "XDG_RUNTIME_DIR": str(alone)}
+    (alone / "context-companion").mkdir(mode=0o700, exist_ok=True)
+    for stale in (alone / "context-companion").glob("hook-sessions.json*"):
+        stale.unlink()
+    g = Figure(
+        "hook.disk.p50", "hook-latency", "hook before a prompt, no editor (from disk)", "ms",
+        tree=ctx.lsp_tree, target=T_HOOK_DISK,
+    )  # fmt: skip
+    _t, first = await asyncio.to_thread(_timed, hook, payload, env)
+    if b"No editor is connected" not in first.stdout:
+        out.append(g.wrong(f"the first prompt got no memory from disk: {first.stderr.decode()[-200:]!r}"))
+        return out
+    memory = [sys.executable, "-m", "context_companion", "memory", "--workspace", str(root), "-q"]
+    if hook[0].endswith("context-companion"):
+        memory = [hook[0], "memory", "--workspace", str(root), "-q"]
+
+    def ours_disk() -> tuple[float, bytes]:
+        t, run = _timed(hook, payload, env)
+        return t, run.stdout
+
+    def floor_disk() -> float:
+        return _timed(memory, b"", env)[0]
+
+    out.append(await asyncio.to_thread(_sample, ctx, g, ours_disk, floor_disk, "memory command"))
+    return out
+
+
+FIGURES: dict[str, Callable[[Context], Any]] = {"hook-latency": fig_hook_latency}

@@ -1,0 +1,104 @@
+"""Light helpers about processes and private files, for paths that must start fast.
+
+``context-companion hook`` runs before every prompt of an agent, so what it needs to find the
+editor's server (is a pid alive, a process's parent and start time, an owner-only JSON file) lives
+here, importing only ``os``, ``stat`` and ``json``; :mod:`.discovery` builds on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+APP_NAME = "context-companion"
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+def proc_stat_field(pid: int, number: int) -> int | None:
+    """Field ``number`` (1-based, as proc(5) numbers them) of ``/proc/<pid>/stat`` as an int, or
+    None where it cannot be read (no such process, no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        # The command name (field 2) is in parentheses and may itself hold spaces or parentheses.
+        return int(data[data.rindex(b")") + 2 :].split()[number - 3])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_start_time(pid: int) -> int | None:
+    """When ``pid`` started, as the kernel counts it (``/proc/<pid>/stat`` field 22, clock ticks
+    since boot), or None where that cannot be read. With the pid, it names one process: a pid
+    reused by a later process has another start time."""
+    return proc_stat_field(pid, 22)
+
+
+def ancestors(pid: int, limit: int = 64) -> list[int]:
+    """``pid`` and its parents, nearest first, up to (not including) pid 1; [] without ``/proc``."""
+    chain: list[int] = []
+    while pid > 1 and len(chain) < limit:
+        chain.append(pid)
+        parent = proc_stat_field(pid, 4)
+        if parent is None or parent == pid:
+            break
+        pid = parent
+    return chain
+
+
+def read_private_json(path: str | os.PathLike[str], max_bytes: int = 1 << 20) -> Any:
+    """The JSON in ``path`` when it is a regular file of this user that no one else may read (never
+    through a symlink), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+            return None
+        chunks = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return json.loads(b"".join(chunks)) if size <= max_bytes else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def runtime_dir_fast() -> str | None:
+    """``$XDG_RUNTIME_DIR/context-companion`` when the variable names a private directory of this
+    user (0700, not a symlink: what platformdirs accepts) and that folder exists, without
+    importing platformdirs; None otherwise (then ask :func:`.discovery.runtime_dir`)."""
+    base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    if not base or not os.path.isabs(base):
+        return None
+    try:
+        st = os.lstat(base)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) != 0o700:
+        return None
+    folder = os.path.join(base, APP_NAME)
+    return folder if os.path.isdir(folder) else None

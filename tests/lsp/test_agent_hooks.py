@@ -1,0 +1,273 @@
+"""`context-companion hook` against the editor's running language server: what each agent's hook
+prints, prompt after prompt, while the editor's files and the memory on disk change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import Harness
+
+PROMPT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini-cli": "BeforeAgent"}
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private runtime dir for the server (inherits the environment) and the hooks."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    return run
+
+
+@pytest.fixture
+def project(workspace: Path) -> Path:
+    (workspace / ".git").mkdir()
+    (workspace / "AGENTS.md").write_text("# Team\nRun make check before committing.\n")
+    (workspace / "CLAUDE.md").write_text("Claude: prefer small diffs.\n")
+    (workspace / ".cursor" / "rules").mkdir(parents=True)
+    (workspace / ".cursor" / "rules" / "api.mdc").write_text('---\nglobs: "api/**"\n---\nAPI handlers return JSON.\n')
+    (workspace / ".github" / "instructions").mkdir(parents=True)
+    (workspace / ".github" / "instructions" / "py.instructions.md").write_text(
+        '---\napplyTo: "**/*.py"\n---\nType every Python function.\n'
+    )
+    (workspace / "api").mkdir()
+    (workspace / "api" / "AGENTS.md").write_text("API folder: keep handlers thin.\n")
+    (workspace / "api" / "app.py").write_text("x = 1\n")
+    (workspace / "web").mkdir()
+    (workspace / "web" / "AGENTS.md").write_text("Web folder: no inline styles.\n")
+    (workspace / "web" / "page.py").write_text("y = 2\n")
+    (workspace / ".env").write_text("API_TOKEN=hunter2-very-secret\n")
+    return workspace
+
+
+def hook(
+    agent: str, event: str, session: str, cwd: Path, source: str = "", raw: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    payload = {"hook_event_name": event, "session_id": session, "cwd": str(cwd), "prompt": "go on", "source": source}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    return subprocess.run(
+        [sys.executable, "-m", "context_companion", "hook", "--agent", agent],
+        input=raw if raw is not None else json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def context(out: subprocess.CompletedProcess[bytes], agent: str) -> str:
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    data = json.loads(out.stdout)
+    assert list(data) == ["hookSpecificOutput"]
+    assert data["hookSpecificOutput"]["hookEventName"] == PROMPT[agent]
+    text: str = data["hookSpecificOutput"]["additionalContext"]
+    return text
+
+
+def nothing(out: subprocess.CompletedProcess[bytes]) -> None:
+    assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
+
+
+async def synced(h: Harness) -> None:
+    """Every notification sent before has been handled (a request is answered after them); a
+    session is started, so that a memory change on disk shows as a push to wait for."""
+    await h.command("contextCompanion.getSystemInstruction", {})
+
+
+async def seen(h: Harness, path: str, text: str | None) -> None:
+    """Until the server's memory has ``path`` with ``text`` in it (None: until it is gone)."""
+    for _ in range(400):
+        memory = await h.command("contextCompanion.showMemory", {})
+        files = {f["path"] for f in memory["files"]}
+        if (text is None and path not in files) or (text is not None and path in files and text in memory["text"]):
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"the server never saw {path} {'gone' if text is None else 'with ' + text}")
+
+
+async def announcement(runtime: Path) -> dict[str, Any]:
+    """The channel's discovery file, once the server wrote it (after its start-up)."""
+    for _ in range(200):
+        files = [p for p in (runtime / "context-companion").glob("server-*.json") if '"agent-hook"' in p.read_text()]
+        if files:
+            assert len(files) == 1, files
+            assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+            data: dict[str, Any] = json.loads(files[0].read_text())
+            return data
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no agent-hook discovery file in {runtime}")
+
+
+async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    h = await start(project)
+    app = h.open("api/app.py")
+    h.cursor(app, 0, 0)
+    await synced(h)
+    assert (await announcement(runtime))["workspaceFolders"] == [str(project)]
+
+    first = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    # Claude Code does not read AGENTS.md beside a CLAUDE.md, nor Cursor's or Copilot's rules, nor a
+    # sub-folder's AGENTS.md: all delivered, the active file's folder and its rules first.
+    for text in (
+        "Run make check before committing.",
+        "API handlers return JSON.",
+        "Type every Python function.",
+        "API folder: keep handlers thin.",
+    ):
+        assert first.count(text) == 1, first
+    assert first.index("API folder: keep handlers thin.") < first.index("Run make check before committing.")
+    assert "prefer small diffs" not in first  # CLAUDE.md: Claude Code reads and tracks it itself
+    assert "Web folder" not in first and "hunter2" not in first and "<" not in first
+    assert "No editor is connected" not in first
+
+    nothing(hook("claude-code", "UserPromptSubmit", "s1", project))  # nothing changed: zero bytes
+
+    (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n")
+    await seen(h, "AGENTS.md", "make lint")
+    edited = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert "Run make lint before committing." in edited
+    assert "API folder" not in edited and "Type every" not in edited
+
+    (project / ".cursor" / "rules" / "api.mdc").unlink()
+    await seen(h, ".cursor/rules/api.mdc", None)
+    gone = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert ".cursor/rules/api.mdc no longer applies" in gone and "API handlers" not in gone
+
+    page = h.open("web/page.py")
+    h.close("api/app.py")
+    h.cursor(page, 0, 0)
+    await synced(h)
+    moved = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert "Web folder: no inline styles." in moved
+    assert "api/AGENTS.md no longer applies" in moved
+    assert "Type every Python function." not in moved  # still applies (web/page.py), already given
+
+    # A compacted history lost what was delivered: the next prompt has it all again.
+    nothing(hook("claude-code", "SessionStart", "s1", project, source="compact"))
+    again = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert "Run make lint before committing." in again and "Web folder" in again and "no longer applies" not in again
+    # Another session is another history.
+    assert "Run make lint" in context(hook("claude-code", "UserPromptSubmit", "s2", project), "claude-code")
+
+
+async def test_codex_and_gemini_get_their_start_files_only_when_they_change(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    (project / "GEMINI.md").write_text("Gemini: answer briefly.\n")
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+
+    codex = context(hook("codex", "UserPromptSubmit", "c1", project), "codex")
+    gemini = context(hook("gemini-cli", "BeforeAgent", "g1", project), "gemini-cli")
+    # Codex reads AGENTS.md itself at start; Gemini CLI reads GEMINI.md: neither is repeated...
+    assert "Run make check" not in codex and "Claude: prefer small diffs." in codex
+    assert "Gemini: answer briefly." not in gemini and "Run make check" in gemini
+    assert "Gemini: answer briefly." in codex and "Claude: prefer small diffs." in gemini
+
+    # ...until it changes: neither agent sees the edit of a file it read at start.
+    (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n")
+    (project / "GEMINI.md").write_text("Gemini: answer in full sentences.\n")
+    await seen(h, "AGENTS.md", "make lint")
+    await seen(h, "GEMINI.md", "full sentences")
+    codex = context(hook("codex", "UserPromptSubmit", "c1", project), "codex")
+    gemini = context(hook("gemini-cli", "BeforeAgent", "g1", project), "gemini-cli")
+    assert "Run make lint before committing." in codex and "answer in full sentences" in codex
+    assert "answer in full sentences" in gemini and "Run make lint before committing." in gemini
+    nothing(hook("codex", "UserPromptSubmit", "c1", project))
+    nothing(hook("gemini-cli", "BeforeAgent", "g1", project))
+
+
+async def test_large_memory_stays_under_the_limit_active_folder_first(start: Any, project: Path, runtime: Path) -> None:
+    (project / "AGENTS.md").write_text("# Team\n" + "Root line that is fairly long and says little.\n" * 400)
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert len(text) < 10_000
+    assert "API folder: keep handlers thin." in text and "API handlers return JSON." in text
+    last = text.splitlines()[-1]
+    assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: ")
+    assert str(project / "AGENTS.md") in last
+    nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
+
+
+async def test_channel_refuses_a_wrong_token_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
+    h = await start(project)
+    await synced(h)
+    entry = await announcement(runtime)
+
+    def ask(data: bytes) -> dict[str, Any]:
+        with socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) as sock:
+            sock.sendall(data)
+            answer: dict[str, Any] = json.loads(sock.makefile("rb").readline())
+            return answer
+
+    request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "x", "cwd": str(project)}
+    assert ask(json.dumps({"token": "nope", "request": request}).encode() + b"\n") == {
+        "error": "token: wrong or missing"
+    }
+    assert ask(b"x" * (70 * 1024) + b"\n") == {"error": "the request is larger than 64 KiB"}
+    bad = {"token": entry["token"], "request": {**request, "agent": "vim"}}
+    assert ask(json.dumps(bad).encode() + b"\n") == {
+        "error": "request.agent: expected one of claude-code, gemini-cli, codex"
+    }
+    good = ask(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n")
+    assert "Claude: prefer small diffs." in good["text"]
+
+
+async def test_turned_off_the_hook_composes_from_disk(start: Any, project: Path, runtime: Path) -> None:
+    h = await start(project, settings={"companion": {"agentHooks": {"enabled": False}}})
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    assert not list((runtime / "context-companion").glob("server-*.json"))
+    text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert text.splitlines()[2].startswith("(No editor is connected for this folder")
+    assert "Run make check" in text and "API folder" not in text  # no open files on disk
+
+
+HEAVY = ("pydantic", "tiktoken", "watchdog", "lsprotocol", "pygls", "platformdirs", "argparse", "yaml")
+_HOOK_AND_LIST_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("sys.modules at exit: " + json.dumps(sorted(sys.modules)) + "\\n"))
+from context_companion.cli import main
+sys.argv[0] = "context-companion"
+sys.exit(main())
+"""
+
+
+async def test_the_hook_path_imports_nothing_heavy_when_a_server_answers(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    """It runs before every prompt: with the editor's server answering, the console entry point
+    loads none of the domain's libraries (tests/lsp/test_lazy_imports.py does the same for the server)."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(project)}
+    out = subprocess.run(
+        [sys.executable, "-c", _HOOK_AND_LIST_MODULES, "hook", "--agent", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")},
+        timeout=60,
+    )
+    assert "API folder: keep handlers thin." in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    line = out.stderr.decode().strip()
+    assert line.startswith("sys.modules at exit: "), line
+    modules = set(json.loads(line.removeprefix("sys.modules at exit: ")))
+    loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("context_companion.workspace"))
+    assert loaded == []

@@ -1,0 +1,135 @@
+"""`explain --agent` as today's Claude Code, Gemini CLI and Codex load memory (the versions in
+docs/agents.md), each defect with a minimal repository: what they load, how they keep it
+(``reading``), and the token count of what they really read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def explain(agent: str, ws: Path, *args: str, home: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env.update({"HOME": str(home), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "context_companion",
+            "explain",
+            "--agent",
+            agent,
+            "--workspace",
+            str(ws),
+            "--json",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir(exist_ok=True)
+    return h
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "outer" / "repo"
+    (ws / ".git").mkdir(parents=True)
+    return ws
+
+
+def loaded(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["path"]: f for f in data["files"]}
+
+
+def test_gemini_reads_a_subfolder_gemini_md_just_in_time_not_at_start(repo: Path, home: Path) -> None:
+    (repo / "GEMINI.md").write_text("# Root\nUse tabs.\n")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "GEMINI.md").write_text("# Pkg\n" + "A long package rule with several words.\n" * 40)
+    (repo / "pkg" / "mod.py").write_text("")
+    at_start = explain("gemini-cli", repo, home=home)
+    assert list(loaded(at_start)) == ["GEMINI.md"] and at_start["tokens"] < 30
+    assert at_start["checked"] == "0.61.0" and loaded(at_start)["GEMINI.md"]["reading"] == "start"
+    reason = {f["path"]: f["reason"] for f in at_start["notLoaded"]}["pkg/GEMINI.md"]
+    assert "just in time" in reason
+    working = loaded(explain("gemini-cli", repo, "--active", "pkg/mod.py", home=home))
+    assert working["pkg/GEMINI.md"]["reading"] == "just-in-time"
+
+
+def test_codex_cuts_project_docs_at_32_kib(repo: Path, home: Path) -> None:
+    (repo / "AGENTS.md").write_text(("x" * 99 + "\n") * 400)  # 40,000 bytes
+    data = explain("codex", repo, home=home)
+    agents = loaded(data)["AGENTS.md"]
+    assert "cut at Codex's project_doc_max_bytes (32768): 32768 of 40000 bytes read" in agents["why"]
+    full = explain("cursor", repo, home=home)  # Cursor reads it whole
+    assert agents["tokens"] < loaded(full)["AGENTS.md"]["tokens"] * 0.85
+    (repo / "sub").mkdir()
+    assert agents["reading"] == "start"
+
+
+def test_agents_that_do_not_expand_imports_count_the_line_as_written(repo: Path, home: Path) -> None:
+    (repo / "AGENTS.md").write_text("@docs/big.md\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "big.md").write_text("Many words in the big document here.\n" * 300)
+    for agent in ("codex", "copilot"):
+        data = explain(agent, repo, home=home)
+        assert loaded(data)["AGENTS.md"]["tokens"] < 40, (agent, data)  # the line and the block's frame
+        assert "reads its @ imports as written" in loaded(data)["AGENTS.md"]["why"]
+    (repo / ".gemini").mkdir()
+    (repo / ".gemini" / "settings.json").write_text('{"context": {"fileName": ["AGENTS.md", "GEMINI.md"]}}')
+    gemini = explain("gemini-cli", repo, home=home)  # expands them
+    assert loaded(gemini)["AGENTS.md"]["tokens"] > 1000
+    assert gemini["assumed"] == [f"context.fileName ['AGENTS.md', 'GEMINI.md'] from {repo}/.gemini/settings.json"]
+
+
+def test_gemini_without_context_filename_says_what_it_assumes(repo: Path, home: Path) -> None:
+    (repo / "AGENTS.md").write_text("Shared.\n")
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text('{ // a comment\n "ui": {} }')
+    data = explain("gemini-cli", repo, home=home)
+    assert "AGENTS.md" not in loaded(data)
+    assert data["assumed"][0].startswith("assumed Gemini CLI's default context.fileName ['GEMINI.md']: ")
+    assert "is not plain JSON" in data["assumed"][0]
+
+
+def test_claude_code_lists_claude_md_above_the_repository_root(repo: Path, home: Path) -> None:
+    (repo / "CLAUDE.md").write_text("Repo.\n")
+    (repo.parent / "CLAUDE.md").write_text("Outer folder memory.\n")
+    (repo.parent / "CLAUDE.local.md").write_text("Outer local memory.\n")
+    data = explain("claude-code", repo, home=home)
+    above = [f for f in data["files"] if f["trigger"] == "above-root"]
+    assert [f["path"] for f in above] == [str(repo.parent / "CLAUDE.md"), str(repo.parent / "CLAUDE.local.md")]
+    assert all(f["reading"] == "tracked" and f["tokens"] > 0 for f in above)
+    assert set(data["onlyAgent"]) == {str(repo.parent / "CLAUDE.md"), str(repo.parent / "CLAUDE.local.md")}
+    assert loaded(data)["CLAUDE.md"]["reading"] == "tracked"
+
+
+def test_claude_code_reads_agents_md_only_without_a_claude_md(repo: Path, home: Path) -> None:
+    (repo / "AGENTS.md").write_text("Shared rules.\n")
+    alone = loaded(explain("claude-code", repo, home=home))
+    assert alone["AGENTS.md"]["reading"] == "start"  # read at start, edits not seen
+    assert "does not see later edits" in alone["AGENTS.md"]["why"]
+
+    (repo / "CLAUDE.md").write_text("Claude only.\n")
+    beside = explain("claude-code", repo, home=home)
+    assert "AGENTS.md" not in loaded(beside) and "AGENTS.md" in beside["onlyContextCompanion"]
+
+    (repo / "CLAUDE.md").write_text("@AGENTS.md\n")
+    imported = loaded(explain("claude-code", repo, home=home))
+    assert imported["AGENTS.md"]["trigger"] == "import" and imported["AGENTS.md"]["reading"] == "tracked"

@@ -1,0 +1,165 @@
+"""`context-companion hook` as an agent runs it, with no editor running: composed from disk, with
+per-session state in an owner-only file; and what it does with input it cannot use (exit 0, one
+line on stderr, nothing on stdout: exit 2 would block the user's prompt)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    return run
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    ws = tmp_path / "proj"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("Run make check.\n")
+    (ws / "CLAUDE.md").write_text("Claude: small diffs.\n")
+    (ws / ".cursor" / "rules").mkdir(parents=True)
+    (ws / ".cursor" / "rules" / "all.mdc").write_text("---\nalwaysApply: true\n---\nAlways: be kind.\n")
+    (ws / ".cursor" / "rules" / "py.mdc").write_text('---\nglobs: "*.py"\n---\nPython only.\n')
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "AGENTS.md").write_text("Package memory.\n")
+    return ws
+
+
+def hook(agent: str, payload: Any, runtime: Path, raw: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    return subprocess.run(
+        [sys.executable, "-m", "context_companion", "hook", "--agent", agent],
+        input=raw if raw is not None else json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def prompt(session: str, cwd: Path, event: str = "UserPromptSubmit") -> dict[str, str]:
+    return {"hook_event_name": event, "session_id": session, "cwd": str(cwd), "prompt": "hello"}
+
+
+def test_without_an_editor_it_composes_from_disk_once(project: Path, runtime: Path) -> None:
+    out = hook("claude-code", prompt("s1", project / "pkg"), runtime)  # started in a sub-folder
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert text.splitlines()[2] == (
+        "(No editor is connected for this folder: this is the memory on disk for the project itself; memory "
+        "for the files open in an editor is not included.)"
+    )
+    assert "Run make check." in text and "Always: be kind." in text
+    assert "Claude: small diffs." not in text and "Python only." not in text and "Package memory." not in text
+    state = runtime / "context-companion" / "hook-sessions.json"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+
+    assert hook("claude-code", prompt("s1", project), runtime).stdout == b""  # nothing new: zero bytes
+    (project / "AGENTS.md").write_text("Run make lint.\n")
+    changed = json.loads(hook("claude-code", prompt("s1", project), runtime).stdout)
+    assert "Run make lint." in changed["hookSpecificOutput"]["additionalContext"]
+    assert "be kind" not in changed["hookSpecificOutput"]["additionalContext"]
+
+    cleared = hook("claude-code", {**prompt("s1", project, "SessionStart"), "source": "clear"}, runtime)
+    assert (cleared.returncode, cleared.stdout, cleared.stderr) == (0, b"", b"")
+    again = json.loads(hook("claude-code", prompt("s1", project), runtime).stdout)
+    assert "be kind" in again["hookSpecificOutput"]["additionalContext"]
+
+
+def test_gemini_names_its_own_event(project: Path, runtime: Path) -> None:
+    out = json.loads(hook("gemini-cli", prompt("g", project, "BeforeAgent"), runtime).stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    assert "Claude: small diffs." in out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize(
+    ("args", "data", "error"),
+    [
+        (["--agent", "vim"], b"{}", "--agent: expected one of claude-code, gemini-cli, codex, got 'vim'"),
+        ([], b"{}", "--agent: expected one of claude-code, gemini-cli, codex, got None"),
+        (
+            ["--agent", "codex"],
+            b"not json",
+            "the hook input on stdin is not JSON (Expecting value: line 1 column 1 (char 0))",
+        ),
+        (["--agent", "codex"], b"[1]", "the hook input on stdin is not a JSON object"),
+        (["--agent", "codex"], b'{"hook_event_name": "UserPromptSubmit"}', "session_id: missing in the hook input"),
+        (["--agent", "codex"], b'{"hook_event_name": 3}', "hook_event_name: expected a string in the hook input"),
+    ],
+)
+def test_bad_input_exits_0_with_one_line(runtime: Path, args: list[str], data: bytes, error: str) -> None:
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+    out = subprocess.run(
+        [sys.executable, "-m", "context_companion", "hook", *args], input=data, capture_output=True, env=env, timeout=60
+    )
+    assert (out.returncode, out.stdout) == (0, b"")
+    assert out.stderr.decode() == f"context-companion hook: {error}\n"
+
+
+def test_other_events_print_nothing(project: Path, runtime: Path) -> None:
+    out = hook("codex", prompt("s", project, "Stop"), runtime)
+    assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
+
+
+def _announce(directory: Path, pid: int, port: int, folders: list[str], mtime: float) -> None:
+    path = directory / f"server-{pid}-{port}.json"
+    path.write_text(
+        json.dumps({"pid": pid, "port": port, "transport": "agent-hook", "token": "t", "workspaceFolders": folders})
+    )
+    path.chmod(0o600)
+    os.utime(path, (mtime, mtime))
+
+
+EDITOR = """
+import json, subprocess, sys
+server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(server.pid, flush=True)
+sys.stdin.readline()  # the announcements are written
+code = "import json, sys; from context_companion import agent_hook; " \
+       "print(json.dumps([s['port'] for s in agent_hook.servers(sys.argv[1], sys.argv[2])]))"
+hook = subprocess.run([sys.executable, "-c", code, *sys.argv[1:]], capture_output=True, text=True)
+print(hook.stdout.strip() or hook.stderr, flush=True)
+server.kill()
+"""
+
+
+def test_the_server_chosen_is_the_editor_whose_terminal_runs_the_agent(tmp_path: Path) -> None:
+    """Two editors' servers hold the folder: the hook takes the one that shares its nearest ancestor
+    process (the editor whose terminal runs the agent), even when the other one is newer; a server
+    of another folder or a dead one never."""
+    directory = tmp_path / "cc"
+    directory.mkdir(mode=0o700)
+    folder = tmp_path / "proj"
+    editor = subprocess.Popen(
+        [sys.executable, "-c", EDITOR, str(folder / "sub"), str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # another editor's server
+    try:
+        assert editor.stdout is not None and editor.stdin is not None
+        ours = int(editor.stdout.readline())
+        _announce(directory, ours, 1, [str(folder)], 100.0)
+        _announce(directory, other.pid, 2, [str(folder)], 200.0)  # newer
+        _announce(directory, os.getpid(), 3, [str(tmp_path / "elsewhere")], 300.0)
+        _announce(directory, 2**22 + 7, 4, [str(folder)], 400.0)  # no such process
+        editor.stdin.write("\n")
+        editor.stdin.flush()
+        assert json.loads(editor.stdout.readline()) == [1, 2]
+    finally:
+        other.kill()
+        editor.kill()
+        other.wait()
+        editor.wait()
