@@ -94,7 +94,7 @@ async def fig_hook_latency(ctx: Context) -> list[Figure]:
         session.client.notify(CURSOR, {"textDocument": {"uri": page.as_uri()}, "position": {"line": 0, "character": 0}})
         await session.client.command("contextCompanion.showMemory", {}, timeout=60)
         for _ in range(200):  # the channel is announced once the start-up is done
-            if any('"agent-hook"' in p.read_text() for p in (served / "context-companion").glob("server-*.json")):
+            if any('"agent-hook"' in p.read_text() for p in (served / "context-companion").glob("hook-*.json")):
                 break
             await asyncio.sleep(0.05)
         else:

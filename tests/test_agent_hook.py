@@ -113,7 +113,7 @@ def test_other_events_print_nothing(project: Path, runtime: Path) -> None:
 
 
 def _announce(directory: Path, pid: int, port: int, folders: list[str], mtime: float) -> None:
-    path = directory / f"server-{pid}-{port}.json"
+    path = directory / f"hook-{pid}-{port}.json"
     path.write_text(
         json.dumps({"pid": pid, "port": port, "transport": "agent-hook", "token": "t", "workspaceFolders": folders})
     )

@@ -115,7 +115,7 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
     rank = {pid: i for i, pid in enumerate(mine)}
     found: list[tuple[tuple[int, int, float], dict[str, Any]]] = []
     for name in names:
-        if not (name.startswith("server-") and name.endswith(".json")):
+        if not (name.startswith("hook-") and name.endswith(".json")):
             continue
         path = os.path.join(directory, name)
         raw = read_private_json(path)

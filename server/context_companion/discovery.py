@@ -38,8 +38,10 @@ from .procs import read_private_json
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(r"^server-(\d+)-(\d+)\.json$")
-_TEMP = re.compile(r"^\.server-(\d+)-\d+\.[A-Za-z0-9_-]+\.tmp$")
+# ``server-``: sockets a client connects to (LSP, MCP); ``hook-``: the agent hooks' channel, apart so
+# that nothing looking for a server to attach to ever lists it.
+_NAME = re.compile(r"^(?:server|hook)-(\d+)-(\d+)\.json$")
+_TEMP = re.compile(r"^\.(?:server|hook)-(\d+)-\d+\.[A-Za-z0-9_-]+\.tmp$")
 
 
 class DiscoveryError(OSError):
@@ -226,6 +228,7 @@ class DiscoveryFile(PrivateFile):
         directory: Path | None = None,
         pid: int | None = None,
         url: str | None = None,
+        prefix: str = "server",
     ) -> None:
         self.url = url
         self.port = port
@@ -233,7 +236,7 @@ class DiscoveryFile(PrivateFile):
         self.token = token
         self.pid = os.getpid() if pid is None else pid
         self.directory = directory if directory is not None else runtime_dir()
-        self.path = self.directory / f"server-{self.pid}-{port}.json"
+        self.path = self.directory / f"{prefix}-{self.pid}-{port}.json"
         self._written = False
 
     def write(self, workspace_folders: Iterable[str | Path] = ()) -> Path:
@@ -289,7 +292,7 @@ def find(workspace: str | Path, directory: Path | None = None, transports: Seque
     except OSError:
         return []
     for name in names:
-        if not _NAME.match(name):
+        if not name.startswith("server-") or not _NAME.match(name):
             continue
         entry = read(directory / name)
         if entry is None or not pid_alive(entry.pid) or (transports and entry.transport not in transports):

@@ -428,6 +428,41 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     )
 
 
+def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, workspace: Path) -> None:
+    nvim = start_nvim()
+    edit(nvim, workspace / "src" / "main.py")
+    nvim.wait_attached()
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup c', 'cmdline')") == ["claude-code", "codex"]
+
+    nvim.lua("vim.cmd('ContextCompanionSetup claude-code')")
+    settings = workspace / ".claude" / "settings.local.json"
+    added = nvim.wait_for(
+        lambda: [m["msg"] for m in nvim.messages() if "Claude Code: added the hooks" in m["msg"]],
+        "setup's answer",
+    )
+    assert added[0].startswith(
+        f"Context Companion: Claude Code: added the hooks SessionStart, UserPromptSubmit to {settings}"
+    )
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["UserPromptSubmit"][0]["hooks"][0]["command"].endswith("context-companion hook --agent claude-code")
+
+    settings.write_text("{ // a comment\n}\n")
+    nvim.lua("vim.cmd('ContextCompanionSetup claude-code')")
+    refused = nvim.wait_for(
+        lambda: [m for m in nvim.messages() if "claude-code hooks not set up" in m["msg"]], "the refusal"
+    )
+    assert refused[0]["level"] == 4 and "not plain JSON" in refused[0]["msg"] and "left untouched" in refused[0]["msg"]
+
+    nvim.lua("vim.cmd('ContextCompanionSetup cursor')")
+    nvim.wait_for(
+        lambda: any(
+            'unknown agent "cursor"; agents with hooks: claude-code, gemini-cli, codex' in m["msg"]
+            for m in nvim.messages()
+        ),
+        "the unknown agent message",
+    )
+
+
 def test_vim_lsp_enable_form(start_nvim, workspace: Path) -> None:
     setup = f"""
     vim.lsp.config('context_companion', {{ cmd = vim.json.decode({lua_str(json.dumps(SERVER_CMD))}) }})

@@ -96,7 +96,7 @@ async def seen(h: Harness, path: str, text: str | None) -> None:
 async def announcement(runtime: Path) -> dict[str, Any]:
     """The channel's discovery file, once the server wrote it (after its start-up)."""
     for _ in range(200):
-        files = [p for p in (runtime / "context-companion").glob("server-*.json") if '"agent-hook"' in p.read_text()]
+        files = [p for p in (runtime / "context-companion").glob("hook-*.json") if '"agent-hook"' in p.read_text()]
         if files:
             assert len(files) == 1, files
             assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
@@ -232,7 +232,7 @@ async def test_turned_off_the_hook_composes_from_disk(start: Any, project: Path,
     h = await start(project, settings={"companion": {"agentHooks": {"enabled": False}}})
     h.cursor(h.open("api/app.py"), 0, 0)
     await synced(h)
-    assert not list((runtime / "context-companion").glob("server-*.json"))
+    assert not list((runtime / "context-companion").glob("hook-*.json"))
     text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
     assert text.splitlines()[2].startswith("(No editor is connected for this folder")
     assert "Run make check" in text and "API folder" not in text  # no open files on disk

@@ -46,6 +46,18 @@ end, {
   desc = 'Context Companion: which memory and rule files an agent would load, and why',
 })
 
+command('ContextCompanionSetup', function(args)
+  require('context_companion.commands').setup_hooks(args.args)
+end, {
+  nargs = 1,
+  complete = function(lead)
+    return vim.tbl_filter(function(id)
+      return id:find(lead, 1, true) == 1
+    end, require('context_companion.commands').HOOK_AGENTS)
+  end,
+  desc = "Context Companion: set up an agent's hooks (claude-code, gemini-cli, codex) for this workspace",
+})
+
 command('ContextCompanionAddMemory', function(args)
   require('context_companion.commands').add_memory(args.args, args.bang)
 end, { nargs = '+', bang = true, desc = 'Context Companion: remember a fact (! = in the workspace AGENTS.md)' })

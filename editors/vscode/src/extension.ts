@@ -15,6 +15,7 @@ import {
   type ShowDiffParams,
 } from './gemini';
 import { InstructionModel } from './instruction';
+import { registerAgentHooks, runProcess } from './agentHooks';
 import { registerLanguageModelTools } from './lmTools';
 import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
@@ -104,6 +105,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     }),
     ...registerPalette(srv, instruction, views, cursor),
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line)),
+    registerAgentHooks(vscode, { plan: () => srv.launchPlan(), run: runProcess, log: (line) => srv.log(line) }),
   );
   registerAgentMcpServer(context, srv);
 

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { CONNECT_AGENT_HOOKS } from '../src/agentHooks';
 import { PaletteCommand, ServerCommand } from '../src/protocol';
 import { CLIENT_ONLY_KEYS, SECTION, serverSettingKeys } from '../src/settingsPayload';
 
@@ -30,6 +31,7 @@ describe('package.json: palette commands', () => {
       [PaletteCommand.addMemoryFact]: 'Add Memory',
       [PaletteCommand.explainMemoryForAgent]: 'Explain Memory for Agent…',
       [PaletteCommand.restartServer]: 'Restart Server',
+      [CONNECT_AGENT_HOOKS]: 'Connect Agent Memory Hooks…',
       [PaletteCommand.geminiDiffAccept]: 'Accept Gemini CLI Change',
       [PaletteCommand.geminiDiffReject]: 'Reject Gemini CLI Change',
     });

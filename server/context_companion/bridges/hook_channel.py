@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TRANSPORT = "agent-hook"
+FILE_PREFIX = "hook"  # <runtime dir>/context-companion/hook-<pid>-<port>.json
 MAX_REQUEST = 64 * 1024
 READ_TIMEOUT = 2.0  # seconds for the request line
 ANSWER_TIMEOUT = 5.0  # seconds for the server to be ready and answer

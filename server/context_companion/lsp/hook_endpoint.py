@@ -64,13 +64,13 @@ class HookEndpoint:
                 self._announce(companion)
 
     async def _start(self, ls: Host, companion: Companion) -> None:
-        from ..bridges.hook_channel import TRANSPORT, HookChannel
+        from ..bridges.hook_channel import FILE_PREFIX, TRANSPORT, HookChannel
         from ..discovery import DiscoveryFile, remove_stale
 
         channel = HookChannel(_Ready(ls))
         port = channel.start()
         self._channel = channel
-        self._file = DiscoveryFile(port, TRANSPORT, channel.token)
+        self._file = DiscoveryFile(port, TRANSPORT, channel.token, prefix=FILE_PREFIX)
         await asyncio.to_thread(remove_stale, self._file.directory)
         if self._closed:
             await self.stop()

@@ -196,6 +196,40 @@ function M.explain(agent, smods)
   end)
 end
 
+--- Agents :ContextCompanionSetup sets up hooks for (`context-companion setup --agent`).
+M.HOOK_AGENTS = { 'claude-code', 'gemini-cli', 'codex' }
+
+--- :ContextCompanionSetup {agent}: write the agent's hooks (`context-companion setup`) for the
+--- workspace of the current buffer (else the current directory), and tell what setup said.
+---@param agent string
+function M.setup_hooks(agent)
+  agent = vim.trim(agent or '')
+  if not vim.tbl_contains(M.HOOK_AGENTS, agent) then
+    return lsp.message(('unknown agent %q; agents with hooks: %s'):format(agent, table.concat(M.HOOK_AGENTS, ', ')), ERROR)
+  end
+  local folder = lsp.root_for(0) or vim.fn.getcwd()
+  local cmd = lsp.cli_cmd({ 'setup', '--agent', agent, '--workspace', folder })
+  local ok, err = pcall(vim.system, cmd, { text = true, cwd = folder }, function(result)
+    vim.schedule(function()
+      local function lines(text)
+        return vim.tbl_filter(function(l)
+          return l ~= ''
+        end, vim.split(vim.trim(text or ''), '\n', { plain = true }))
+      end
+      if result.code == 0 then
+        lsp.message(table.concat(lines(result.stdout), '\n'))
+      else
+        local errs = lines(result.stderr)
+        local why = (errs[#errs] or ('exit status ' .. result.code)):gsub('^context%-companion: ', '')
+        lsp.message(('%s hooks not set up: %s'):format(agent, why), ERROR)
+      end
+    end)
+  end)
+  if not ok then
+    lsp.message(('cannot run %s: %s'):format(cmd[1], tostring(err)), ERROR)
+  end
+end
+
 function M.memory()
   lsp.execute('showMemory', {}, {}, function(err, result, client)
     if err then

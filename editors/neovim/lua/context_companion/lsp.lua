@@ -89,6 +89,27 @@ function M.python_of(cmd)
   return nil
 end
 
+--- Another `context-companion` subcommand with the program the server runs from: the same
+--- interpreter (`<python> -m context_companion …`), the same program when `cmd` runs `… serve`,
+--- else `context-companion` on PATH (a `cmd` function or `connect` gives no program to reuse).
+---@param args string[]
+---@return string[]
+function M.cli_cmd(args)
+  local cmd = M.options().cmd or M.default_cmd()
+  local python = M.python_of(cmd)
+  if python then
+    return vim.list_extend(vim.list_extend(vim.deepcopy(python), { '-m', 'context_companion' }), args)
+  end
+  if type(cmd) == 'table' then
+    for i = 2, #cmd do
+      if cmd[i] == 'serve' then
+        return vim.list_extend(vim.list_slice(cmd, 1, i - 1), args)
+      end
+    end
+  end
+  return vim.list_extend({ 'context-companion' }, args)
+end
+
 --- Tell the user why the server stopped, with the pip command when the package is missing.
 ---@param cmd any
 ---@param code integer
