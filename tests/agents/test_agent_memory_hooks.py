@@ -210,7 +210,8 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     )
     assert done.returncode == 0, f"setup --agent {agent.name} failed: {done.stderr}"
     if agent.name == "codex":  # it says what Codex will ask, and never answers for the user
-        assert re.search(r"review", done.stdout + done.stderr, re.I), done.stdout + done.stderr
+        asked = [line for line in done.stdout.splitlines() if '"Hooks need review"' in line]
+        assert len(asked) == 1, f"setup does not say in one line what Codex will ask:\n{done.stdout}"
         assert "trusted_hash" not in (editor.home / ".codex" / "config.toml").read_text(encoding="utf-8")
 
     editor.start(["src/app.py", ".env"])
@@ -224,7 +225,7 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     base = {ROOT_V1, CLAUDE_OWN, CURSOR_RULE, COPILOT_RULE, SRC_MEMORY}
     seen = set(base)
 
-    # 1. Once: everything that applies, exactly once, read by the agent or delivered by us.
+    # Turn 1, (1) once: everything that applies, exactly once, read by the agent or delivered by us.
     first, hooked = session.turn("1", "Turn one: tell me what to keep in mind for this file.")
     assert_once("1", first, base, seen)
     if agent.name == "claude-code":
@@ -232,12 +233,12 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     if agent.name == "codex":
         assert ROOT_V1 not in hooked, "Codex reads the root AGENTS.md itself: we sent it again"
 
-    # 2. Nothing changed: not one byte from the hook.
+    # Turn 2, (3) nothing twice: nothing changed, so not one byte from the hook.
     second, hooked = session.turn("2", "Turn two: anything else to know.")
     assert hooked == "", f"turn 2: nothing changed, yet the hook added:\n{hooked}"
     assert_once("2", second, base, seen)
 
-    # 3. Live: the root AGENTS.md is edited (an editor's atomic save).
+    # Turn 3, (2) live: the root AGENTS.md is edited (an editor's atomic save).
     agents_md = ws / "AGENTS.md"
     temp = agents_md.with_name(".AGENTS.md.tmp")
     temp.write_text(f"# Project\n\n{ROOT_V2}: beavers approve every merge.\n", encoding="utf-8")
@@ -249,7 +250,7 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     assert ROOT_V2 in hooked, f"turn 3: the AGENTS.md edit is not in the hook context:\n{hooked}"
     assert_once("3", third, applies, seen)
 
-    # 4. Live: the cursor rule is deleted.
+    # Turn 4, (2) live: the cursor rule is deleted.
     (ws / CURSOR_PATH).unlink()
     session.wait_memory(
         lambda r: not any(str(f.get("path", "")).endswith(CURSOR_PATH) for f in r.get("files") or []),
@@ -260,7 +261,7 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     one_line_notice("4", hooked, CURSOR_PATH, CURSOR_RULE)
     assert_once("4", fourth, applies, seen)
 
-    # 5. Live: the user moves the active file from src/ to lib/ in the editor.
+    # Turn 5, (2) live: the user moves the active file from src/ to lib/ in the editor.
     old, new = ws / "src" / "app.py", ws / "lib" / "app.py"
 
     def move() -> None:
@@ -282,19 +283,21 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     one_line_notice("5", hooked, COPILOT_PATH, COPILOT_RULE)
     assert_once("5", fifth, applies, seen)
 
-    # 4. Cache kept: the agent's system part is the same bytes on every turn of the conversation.
+    # (4) Cache kept: the agent's system part is the same bytes on every turn of the conversation.
     systems = [agent.system_part(rec) for _, rec in session.turns]
     same = min(common_prefix(systems[0], s) for s in systems)
     identical = all(s == systems[0] for s in systems)
 
-    # 6. A new conversation in the same process: everything that applies, once again.
+    # Turn 6: a new conversation in the same process gets everything that applies, once again.
     agent.clear(editor)
     sixth, hooked = session.turn("6", "Turn six: a fresh start, tell me what applies.")
     assert_once("6", sixth, applies, set())
 
-    # The excluded .env never reaches the model, in any request the agent sent.
+    # The excluded .env never reaches the model, in any request the agent sent; we never name it.
     for rec in stub.requests:
         assert SECRET not in rec.text, f"the .env secret is in {rec.method} {rec.path} (request {rec.seq})"
+    for label, hooked in session.delivered:
+        assert ".env" not in hooked, f"turn {label}: the hook context names the excluded .env:\n{hooked}"
 
     agent_figures(agent.name, "version", agent.version())
     agent_figures(
