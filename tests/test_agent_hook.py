@@ -163,3 +163,22 @@ def test_the_server_chosen_is_the_editor_whose_terminal_runs_the_agent(tmp_path:
         editor.kill()
         other.wait()
         editor.wait()
+
+
+def test_session_states_are_bounded_and_a_lost_one_delivers_everything_again() -> None:
+    """The server and the state file keep at most ``limit`` sessions, least recently used out first;
+    a session that is gone (or a state file that is damaged) starts afresh: a full delivery, never a
+    missed change."""
+    from context_companion.workspace.hooks import HookSessions
+
+    sessions = HookSessions(limit=2)
+    sessions.get("codex", "a").given["/p/AGENTS.md"] = ("AGENTS.md", "f1")
+    sessions.get("codex", "b")
+    sessions.get("codex", "a")  # used again: b is now the oldest
+    sessions.get("codex", "c")
+    assert len(sessions) == 2
+    kept = HookSessions.from_json(json.loads(json.dumps(sessions.to_json())), limit=2)
+    assert kept.get("codex", "a").given == {"/p/AGENTS.md": ("AGENTS.md", "f1")}
+    assert kept.get("codex", "b").given == {} and not kept.get("codex", "b").started
+    for damaged in (None, {"x": 1}, [["codex", "a", {"given": {"/p": [1, 2]}}]], [["codex"]]):
+        assert all(not s.given for s in [HookSessions.from_json(damaged).get("codex", "a")])

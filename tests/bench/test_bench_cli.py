@@ -73,6 +73,7 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "save-burst",
         "rss",
         "mcp-round-trip",
+        "hook-latency",
     }
     for f in figures:
         assert f["verdict"] in VERDICTS, f
@@ -92,6 +93,8 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "save_push.p95": "p95 ≤ 80 ms",
         "save_push.burst": "exactly 1 per burst",
         "rss.200docs": "≤ 1.5× bare",
+        "hook.server.p50": "≤ 2× python -c",
+        "hook.disk.p50": "≤ memory command",
     }
     for fid, text in targets.items():
         assert by_id[fid]["target"]["text"] == text, by_id[fid]

@@ -175,6 +175,11 @@ async def test_codex_and_gemini_get_their_start_files_only_when_they_change(
     assert "Run make check" not in codex and "Claude: prefer small diffs." in codex
     assert "Gemini: answer briefly." not in gemini and "Run make check" in gemini
     assert "Gemini: answer briefly." in codex and "Claude: prefer small diffs." in gemini
+    # Codex reads AGENTS.md from the repository root down to the folder it runs in: started in api/,
+    # it read api/AGENTS.md itself; started at the root, it did not.
+    assert "API folder: keep handlers thin." in codex
+    in_api = context(hook("codex", "UserPromptSubmit", "c2", project / "api"), "codex")
+    assert "API folder: keep handlers thin." not in in_api and "Claude: prefer small diffs." in in_api
 
     # ...until it changes: neither agent sees the edit of a file it read at start.
     (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n")

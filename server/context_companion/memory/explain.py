@@ -87,13 +87,17 @@ def explain(
     agent: AgentRules,
     file_names: Sequence[str],
     assumed: Sequence[str] = (),
+    cwd: str | None = None,
 ) -> Explanation:
+    """``cwd``: the folder the agent runs in, when it is a sub-folder of a workspace folder: the
+    agents that read memory upward from their working folder read that sub-folder's files (and
+    those between it and the root) at start, like the root's."""
     entries = [index.by_path[f.abs_path] for f in result.files if f.abs_path in index.by_path]
     ours = {f.path for f in result.files if f.included}
     if agent.id == "context-companion":
         ours_items = tuple(_ours(index, activity, f.path, f.tier, f.included, f.reason, f.tokens) for f in result.files)
         return Explanation(agent, ours_items, (), ())
-    judge = _Judge(index, activity, agent, entries, file_names)
+    judge = _Judge(index, activity, agent, entries, file_names, cwd)
     items = judge.imports([judge.item(e) for e in entries], entries)
     items = judge.budget(items, entries)
     items = [*judge.above_root(), *items]
@@ -125,8 +129,10 @@ class _Judge:
         agent: AgentRules,
         entries: list[Entry],
         file_names: Sequence[str],
+        cwd: str | None = None,
     ) -> None:
         self.index = index
+        self.cwd = self._cwd_in_folder(cwd) if cwd else None
         self.activity = activity
         self.agent = agent
         extra = tuple(n for n in file_names if n not in NAME_FAMILY) if agent.fallback_names else ()
@@ -137,10 +143,26 @@ class _Judge:
         self._above: list[tuple[str, str]] | None = None  # (path, name) of its files above the root
         self.stand_in_read = agent.stand_in is not None and not self._has_own(entries, agent.stand_in[1])
 
+    def _cwd_in_folder(self, cwd: str) -> tuple[int, str] | None:
+        """(folder index, posix path relative to it) of a working folder below a workspace folder."""
+        for i, folder in enumerate(self.index.folders):
+            if cwd.startswith(folder.prefix_path):
+                return i, os.path.relpath(cwd, folder.path).replace(os.sep, "/")
+        return None
+
+    def on_cwd_path(self, e: Entry) -> bool:
+        """Whether a sub-folder file lies between the workspace folder and the agent's working folder."""
+        if self.cwd is None or e.tier != "jit" or e.folder != self.cwd[0] or not self.agent.upward:
+            return False
+        rel = self.cwd[1]
+        return rel == e.rel_dir or rel.startswith(e.rel_dir + "/")
+
     def _has_own(self, entries: list[Entry], name: str) -> bool:
         """Whether the agent's own file ``name`` is in the folder or above it (its stand-in is then not read)."""
         here = any(
-            e.tier == "workspace" and os.path.basename(e.abs_path) == name for e in entries if not e.rendered.missing
+            (e.tier == "workspace" or self.on_cwd_path(e)) and os.path.basename(e.abs_path) == name
+            for e in entries
+            if not e.rendered.missing
         )
         return here or any(n == name for _p, n in self._above_files())
 
@@ -290,7 +312,7 @@ class _Judge:
             return out(True, "global", "global memory")
         if a.stand_in is not None and name == a.stand_in[0] and name not in self.names:
             stand_in, own = a.stand_in
-            if e.tier != "workspace":
+            if e.tier != "workspace" and not self.on_cwd_path(e):
                 return out(False, "", f"{a.name} reads {stand_in} only in the folder and above, in place of {own}")
             if not self.stand_in_read:
                 return out(
@@ -311,6 +333,10 @@ class _Judge:
                 return out(False, "", f"{a.name} reads one file per folder: {winner} is used")
         if e.tier == "workspace":
             return out(True, "workspace", "project memory (root → leaf)")
+        if self.on_cwd_path(e):
+            return out(
+                True, "workspace", f"project memory (root → the working folder {self.cwd[1] if self.cwd else ''})"
+            )
         if a.subfolders == "never":
             return out(False, "", f"{a.name} does not read memory files in sub-folders")
         if a.subfolders == "always":

@@ -126,8 +126,10 @@ class MemoryStore:
         active_path: Path | str | None = None,
         *,
         interactive: bool = True,
+        cwd: str | None = None,
     ) -> Explanation:
-        """What ``agent`` (an id of :data:`.agents.AGENTS`) would load for these open files, and why."""
+        """What ``agent`` (an id of :data:`.agents.AGENTS`) would load for these open files, and why
+        (``cwd``: the folder it runs in, when not the workspace folder itself)."""
         with self._lock:
             if not self._loaded:
                 self.load()
@@ -135,7 +137,7 @@ class MemoryStore:
             result = self._cached_result(activity)
             folder = self._index.folders[0].path if self._index.folders else None
             rules, assumed = for_agent(AGENTS[agent], folder, self._index.home)
-            return explain(self._index, activity, result, rules, self.settings.file_names, assumed)
+            return explain(self._index, activity, result, rules, self.settings.file_names, assumed, cwd and norm(cwd))
 
     def blocks(
         self, open_paths: Sequence[Path | str], active_path: Path | str | None = None, *, interactive: bool = True

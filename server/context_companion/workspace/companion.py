@@ -438,7 +438,8 @@ class Companion:
         paths, active = self._open_paths()
         interactive = self.snapshot.settings.profile.interactive
         blocks = self.memory.blocks(paths, active, interactive=interactive)
-        reading = self.memory.explain(request.agent, paths, active, interactive=interactive).reading_of()
+        explained = self.memory.explain(request.agent, paths, active, interactive=interactive, cwd=request.cwd or None)
+        reading = explained.reading_of()
         secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
         return deliver(
             self.hooks.get(request.agent, request.session_id),
