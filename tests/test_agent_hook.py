@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_runner import run_hook
 
 
 @pytest.fixture
@@ -37,15 +38,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def hook(agent: str, payload: Any, runtime: Path, raw: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    env["XDG_RUNTIME_DIR"] = str(runtime)
-    return subprocess.run(
-        [sys.executable, "-m", "context_companion", "hook", "--agent", agent],
-        input=raw if raw is not None else json.dumps(payload).encode(),
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    return run_hook(agent, raw if raw is not None else json.dumps(payload).encode(), {"XDG_RUNTIME_DIR": str(runtime)})
 
 
 def prompt(session: str, cwd: Path, event: str = "UserPromptSubmit") -> dict[str, str]:
@@ -182,3 +175,22 @@ def test_session_states_are_bounded_and_a_lost_one_delivers_everything_again() -
     assert kept.get("codex", "b").given == {} and not kept.get("codex", "b").started
     for damaged in (None, {"x": 1}, [["codex", "a", {"given": {"/p": [1, 2]}}]], [["codex"]]):
         assert all(not s.given for s in [HookSessions.from_json(damaged).get("codex", "a")])
+
+
+def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_rest() -> None:
+    from context_companion.memory.model import MemoryBlock
+    from context_companion.workspace.hooks import HookState, deliver
+
+    blocks = [
+        MemoryBlock(f"m{i}/AGENTS.md", f"/ws/module-{i:03d}/AGENTS.md", "jit", True, "open file", "rule " * 80, True)
+        for i in range(300)
+    ]
+    state = HookState()
+    first = deliver(state, blocks, {}, limit=9_500)
+    assert len(first.text) < 9_500 and 0 < len(first.files) < 300
+    last = first.text.splitlines()[-1]
+    assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: /ws/module-")
+    assert last.endswith(
+        f" and {300 - len(first.files) - last.count('/AGENTS.md')} more (context-companion memory lists them)"
+    )
+    assert deliver(state, blocks, {}, limit=9_500).text == ""  # named once: not again until it changes

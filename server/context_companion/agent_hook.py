@@ -210,11 +210,14 @@ def compose_from_disk(request: dict[str, str]) -> str:
     with os.fdopen(lock_fd, "rb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # hooks of two agents at once: one state file, updated in turn
         companion.hooks = HookSessions.from_json(read_private_json(path))
+        before = json.dumps(companion.hooks.to_json()).encode("utf-8")
         delivery = companion.agent_hook(
             HookRequest(request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]),
             from_disk=True,
         )
-        write_private(path, json.dumps(companion.hooks.to_json()).encode("utf-8"))
+        after = json.dumps(companion.hooks.to_json()).encode("utf-8")
+        if after != before or not os.path.exists(path):  # an unchanged prompt writes nothing
+            write_private(path, after)
     return delivery.text
 
 

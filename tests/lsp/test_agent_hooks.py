@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hook_runner import run_hook
 from lsp_harness import Harness
 
 PROMPT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini-cli": "BeforeAgent"}
@@ -53,14 +54,7 @@ def hook(
     agent: str, event: str, session: str, cwd: Path, source: str = "", raw: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     payload = {"hook_event_name": event, "session_id": session, "cwd": str(cwd), "prompt": "go on", "source": source}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    return subprocess.run(
-        [sys.executable, "-m", "context_companion", "hook", "--agent", agent],
-        input=raw if raw is not None else json.dumps(payload).encode(),
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
+    return run_hook(agent, raw if raw is not None else json.dumps(payload).encode())
 
 
 def context(out: subprocess.CompletedProcess[bytes], agent: str) -> str:

@@ -41,13 +41,6 @@ def explain(agent: str, ws: Path, *args: str, home: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    h = tmp_path / "home"
-    h.mkdir(exist_ok=True)
-    return h
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     ws = tmp_path / "outer" / "repo"
     (ws / ".git").mkdir(parents=True)

@@ -296,6 +296,14 @@ ALLOWED = {
         "bridges/claude_code_mcp.py",
         "import websockets",
     ): "ConnectionClosed only: the MCP side reads and writes the sockets the Claude Code listener accepted",
+    (
+        "agent_hook.py",
+        "import socket",
+    ): "`context-companion hook` asks the editor's server on 127.0.0.1 (the port and token of its owner-only discovery file)",
+    (
+        "agent_hook.py",
+        "call create_connection",
+    ): "to 127.0.0.1 only (the address is fixed in the code), the port of the hooks' owner-only discovery file",
 }
 
 

@@ -9,11 +9,10 @@
  */
 import { execFile } from 'node:child_process';
 import type * as vscode from 'vscode';
-import { type LaunchPlan, SERVER_MODULE } from './launch';
+import { cliCommandLine, type LaunchPlan } from './launch';
 
 export const CONNECT_AGENT_HOOKS = 'contextCompanion.connectAgentHooks';
 const TITLE = 'Context Companion';
-const PACKAGE_COMMAND = 'context-companion';
 const SETUP_TIMEOUT_MS = 60_000;
 
 export const HOOK_AGENTS: readonly { id: string; label: string; detail: string }[] = [
@@ -35,18 +34,7 @@ export interface RunResult {
 
 /** `setup` from the plan that starts the server: the same interpreter, the same program, else PATH. */
 export function setupCommandLine(plan: LaunchPlan, agent: string, folder: string): CommandLine {
-  const tail = ['setup', '--agent', agent, '--workspace', folder];
-  if (plan.python && plan.python.length > 0) {
-    const [command, ...prefix] = plan.python;
-    return { command, args: [...prefix, '-m', SERVER_MODULE, ...tail] };
-  }
-  const parts = [plan.command, ...plan.args];
-  const serve = parts.indexOf('serve');
-  if (serve > 0) {
-    const [command, ...rest] = parts.slice(0, serve);
-    return { command, args: [...rest, ...tail] };
-  }
-  return { command: PACKAGE_COMMAND, args: tail };
+  return cliCommandLine(plan, ['setup', '--agent', agent, '--workspace', folder]);
 }
 
 /** What to show: setup's own lines when it worked, its one-line error when it did not. */

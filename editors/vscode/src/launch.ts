@@ -10,6 +10,8 @@ export const SERVER_MODULE_ARGS: readonly string[] = ['-m', 'context_companion',
 export const SERVER_MODULE = 'context_companion';
 /** What `pip install` needs to install the server. */
 export const PIP_PACKAGE = 'context-companion';
+/** The console script the package installs. */
+export const CLI_PROGRAM = 'context-companion';
 
 export type LaunchSource = 'serverCommand' | 'interpreter' | 'pythonExtension' | 'path';
 
@@ -31,6 +33,25 @@ export interface LaunchPlan {
   source: LaunchSource;
   /** The interpreter command line (without the module args), when the server runs from Python. */
   python?: string[];
+}
+
+/**
+ * Another `context-companion` subcommand (`tail`) from the plan that starts the server: the same
+ * interpreter (`<python> -m context_companion …`), the same program when
+ * `contextCompanion.serverCommand` runs `… serve`, else `context-companion` on PATH.
+ */
+export function cliCommandLine(plan: LaunchPlan, tail: string[]): { command: string; args: string[] } {
+  if (plan.python && plan.python.length > 0) {
+    const [command, ...prefix] = plan.python;
+    return { command, args: [...prefix, '-m', SERVER_MODULE, ...tail] };
+  }
+  const parts = [plan.command, ...plan.args];
+  const serve = parts.indexOf('serve');
+  if (serve > 0) {
+    const [command, ...rest] = parts.slice(0, serve);
+    return { command, args: [...rest, ...tail] };
+  }
+  return { command: CLI_PROGRAM, args: tail };
 }
 
 /** A launch setting holds something that cannot be run; `setting` names it for the message. */

@@ -10,12 +10,11 @@
  * The `vscode` module is injected, so this is unit-tested without VS Code.
  */
 import type * as vscode from 'vscode';
-import { type LaunchPlan, SERVER_MODULE } from './launch';
+import { cliCommandLine, type LaunchPlan } from './launch';
 
 /** `contributes.mcpServerDefinitionProviders[].id` (and `modelContextServerCollections` for VS Code 1.100). */
 export const MCP_PROVIDER_ID = 'contextCompanion.mcp';
 export const MCP_SERVER_LABEL = 'Context Companion';
-const PACKAGE_COMMAND = 'context-companion';
 
 export interface McpCommandLine {
   command: string;
@@ -31,17 +30,7 @@ export function mcpCommandLine(plan: LaunchPlan, workspace: string, serverPid?: 
   const tail = ['mcp', '--attach', '--workspace', workspace];
   // Two windows on one folder run two servers: the pid says which one is this window's.
   if (serverPid !== undefined) tail.push('--server-pid', String(serverPid));
-  if (plan.python && plan.python.length > 0) {
-    const [command, ...prefix] = plan.python;
-    return { command, args: [...prefix, '-m', SERVER_MODULE, ...tail] };
-  }
-  const parts = [plan.command, ...plan.args];
-  const serve = parts.indexOf('serve');
-  if (serve > 0) {
-    const [command, ...rest] = parts.slice(0, serve);
-    return { command, args: [...rest, ...tail] };
-  }
-  return { command: PACKAGE_COMMAND, args: tail };
+  return cliCommandLine(plan, tail);
 }
 
 /** The plan with `--mcp-endpoint` added when it runs `serve` (a custom command without `serve` is left alone). */

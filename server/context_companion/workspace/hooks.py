@@ -48,8 +48,20 @@ def fingerprint(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()[:32]
 
 
-def left_out_line(paths: Sequence[str], limit: int) -> str:
-    return f"Left out to stay under {limit:,} characters; read these files yourself: {', '.join(paths)}"
+def left_out_line(paths: Sequence[str], limit: int, room: int | None = None) -> str:
+    """The last line naming what did not fit; within ``room`` characters it names as many paths as
+    fit and counts the rest."""
+    head = f"Left out to stay under {limit:,} characters; read these files yourself: "
+    line = head + ", ".join(paths)
+    if room is None or len(line) <= room:
+        return line
+    shown: list[str] = []
+    for i, path in enumerate(paths):
+        more = f" and {len(paths) - i} more (context-companion memory lists them)"
+        if len(head + ", ".join([*shown, path])) + len(more) > room:
+            return head + ", ".join(shown) + more
+        shown.append(path)
+    return head + ", ".join(shown)  # pragma: no cover - the whole line fitted after all
 
 
 @dataclass
@@ -178,7 +190,7 @@ def deliver(
     size = sum(len(h) + 2 for h in head)
     sent: list[MemoryUpdate] = []
     left: list[MemoryUpdate] = []
-    reserve = len(left_out_line([u.abs_path for u in updates], limit)) + 2
+    reserve = min(len(left_out_line([u.abs_path for u in updates], limit)), limit // 5) + 2
     for update in ordered:
         piece = update.render()
         if size + len(piece) + 2 + reserve <= limit or update.removed:
@@ -187,7 +199,7 @@ def deliver(
             sent.append(update)
         else:
             left.append(update)
-    tail = [left_out_line([u.abs_path for u in left], limit)] if left else []
+    tail = [left_out_line([u.abs_path for u in left], limit, max(limit - size - 2, 0))] if left else []
     return Delivery(
         "\n\n".join([*head, *parts, *tail]),
         tuple(u.path for u in sent if not u.removed),
