@@ -220,6 +220,8 @@ class EditorTerminal:
             if time.monotonic() > deadline:
                 raise AssertionError(f"Neovim did not open its socket\n{self.screen()}")
             time.sleep(0.05)
+        # The socket file appears before Neovim accepts on it ("connection refused" in between).
+        self.wait_lua("return true", "Neovim to answer on its socket", timeout=ATTACH_TIMEOUT)
         for name in reversed(files):
             self.lua(f"vim.cmd.edit(vim.fn.fnameescape({lua_str(str(self.workspace / name))}))")
         self.wait_lua(ATTACHED_LUA, "the Context Companion client to attach", timeout=ATTACH_TIMEOUT)

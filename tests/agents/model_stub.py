@@ -4,7 +4,8 @@ the test to read and answers through per-API route modules:
 
 - ``stub_gemini``: Gemini's ``generateContent`` / ``streamGenerateContent`` / ``countTokens``;
 - ``stub_anthropic``: Anthropic's Messages API (``/v1/messages``, SSE) and ``count_tokens``;
-- ``stub_openai``: OpenAI's chat completions (``/v1/chat/completions``, SSE) and ``/v1/models``.
+- ``stub_openai``: OpenAI's chat completions (``/v1/chat/completions``, SSE), the Responses API
+  (``/v1/responses``, SSE; what Codex CLI calls) and ``/v1/models``.
 
 Each module has ``install(stub)``, which registers its routes. The stub is a test fixture for the
 other side's real code, not a mock of ours: nothing here knows our server. Nothing leaves the

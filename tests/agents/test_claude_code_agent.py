@@ -10,47 +10,20 @@ it proposes is shown in Neovim through our plugin and the user's accept/reject g
 from __future__ import annotations
 
 import json
-import platform
 import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import node_packages
 import pytest
+from agent_cli import ClaudeCode, claude_env, seed_claude_home
 from editor_terminal import EditorTerminal
 from model_stub import ModelStub, Recorded, common_prefix
 from nvim_harness import ACTIVE_FILE_LUA
 from stub_anthropic import REPLY_OK, last_user_blocks, tool_use_id
 
-HERE = Path(__file__).parent
-NODE_DIR = HERE / "claude"
-API_KEY = "sk-ant-stub-0000000000-context-companion-test"
 APP = 'def hello():\n    return "hi"\n\n\ndef bye():\n    return "bye"\n'
-
-
-def claude_binary() -> Path:
-    """The native executable from the platform package (npm's install script only copies it over a
-    placeholder; the tests install with --ignore-scripts)."""
-    node_packages.ensure(NODE_DIR, "Claude Code (@anthropic-ai/claude-code)")
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
-    system = platform.system().lower()
-    path = NODE_DIR / "node_modules" / "@anthropic-ai" / f"claude-code-{system}-{arch}" / "claude"
-    if not path.exists():
-        pytest.fail(f"no Claude Code binary for {system}-{arch} at {path}: run npm ci in {NODE_DIR}", pytrace=False)
-    return path
-
-
-def seed_home(home: Path, workspace: Path) -> None:
-    """User state that keeps Claude Code's onboarding, key and trust dialogs away."""
-    home.mkdir(exist_ok=True)
-    state = {
-        "hasCompletedOnboarding": True,
-        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
-        "projects": {str(workspace): {"hasTrustDialogAccepted": True}},
-    }
-    (home / ".claude.json").write_text(json.dumps(state), encoding="utf-8")
 
 
 def user_texts(rec: Recorded) -> list[str]:
@@ -116,14 +89,8 @@ def editor(tmp_path: Path, model_stub: ModelStub) -> Iterator[EditorTerminal]:
     (workspace / "AGENTS.md").write_text("# Project\nKeep functions short.\n", encoding="utf-8")
     (workspace / "app.py").write_text(APP, encoding="utf-8")
     home = tmp_path / "home"
-    seed_home(home, workspace)
-    env = {
-        "ANTHROPIC_BASE_URL": model_stub.url,
-        "ANTHROPIC_API_KEY": API_KEY,
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
-    ed = EditorTerminal(workspace, home, env=env)
+    seed_claude_home(home, workspace)
+    ed = EditorTerminal(workspace, home, env=claude_env(model_stub))
     try:
         yield ed
     finally:
@@ -133,7 +100,7 @@ def editor(tmp_path: Path, model_stub: ModelStub) -> Iterator[EditorTerminal]:
 def test_claude_code_in_a_neovim_terminal_sees_the_editor_and_its_diffs_round_trip(
     editor: EditorTerminal, model_stub: ModelStub, agent_figures: Any
 ) -> None:
-    claude = claude_binary()
+    claude = ClaudeCode().binary()
     version = subprocess.run([str(claude), "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
     agent_figures("claude-code", "version", version)
     ws, home = editor.workspace, editor.home

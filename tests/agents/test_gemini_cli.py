@@ -25,15 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import node_packages
 import pytest
+from agent_cli import GeminiCli, gemini_env, seed_gemini_home
 from editor_terminal import EditorTerminal
 from model_stub import ModelStub, Recorded, common_prefix
 from nvim_harness import ACTIVE_FILE_LUA
 
-HERE = Path(__file__).parent
-NODE_DIR = HERE / "gemini"
-GEMINI = NODE_DIR / "node_modules" / ".bin" / "gemini"
+GEMINI_CLI = GeminiCli()
 AGENT = "gemini-cli"
 SECRET = "sk-stub-do-not-leak-4242"
 SETTLE = 1.0  # seconds for the companion's debounced push to reach the CLI after the server has it
@@ -51,14 +49,6 @@ ENV_NAMES = (
     "GEMINI_CLI_IDE_WORKSPACE_PATH",
     "GEMINI_CLI_IDE_PID",
 )
-
-SETTINGS = {
-    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-    "ide": {"enabled": True, "hasSeenNudge": True},
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-    "privacy": {"usageStatisticsEnabled": False},
-    "telemetry": {"enabled": False},
-}
 
 
 @pytest.fixture
@@ -79,13 +69,8 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     home = (tmp_path / "home").resolve()
-    (home / ".gemini").mkdir(parents=True)
-    (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
+    seed_gemini_home(home)
     return home
-
-
-def gemini_version() -> str:
-    return json.loads((NODE_DIR / "node_modules" / "@google" / "gemini-cli" / "package.json").read_text())["version"]
 
 
 def texts(content: Any) -> list[str]:
@@ -187,16 +172,8 @@ def ide_status(editor: EditorTerminal, open_files: int) -> str:
 
 def editor_for(workspace: Path, home: Path, stub: ModelStub) -> EditorTerminal:
     """Neovim with the plugin on ``workspace``; its terminals reach the stub with a dummy key."""
-    node_packages.ensure(NODE_DIR, "Gemini CLI")
-    return EditorTerminal(
-        workspace,
-        home,
-        env={
-            "GEMINI_API_KEY": "stub-key-not-a-secret",
-            "GOOGLE_GEMINI_BASE_URL": stub.url,
-            "SSH_CONNECTION": "127.0.0.1 0 127.0.0.1 0",
-        },
-    )
+    GEMINI_CLI.install()
+    return EditorTerminal(workspace, home, env=gemini_env(stub))
 
 
 def start_gemini(editor: EditorTerminal, files: list[str], prefix: str = "") -> None:
@@ -204,7 +181,7 @@ def start_gemini(editor: EditorTerminal, files: list[str], prefix: str = "") -> 
     terminal of that Neovim (``prefix`` goes before the command)."""
     editor.start(files)
     editor.wait_lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT", "the plugin to receive the companion's environment")
-    editor.terminal(prefix + shlex.quote(str(GEMINI)))
+    editor.terminal(prefix + shlex.join(GEMINI_CLI.command()))
     editor.wait_screen(r"Type your message", timeout=90)
 
 
@@ -249,7 +226,7 @@ def test_gemini_cli_in_a_neovim_terminal_sends_the_editor_context(
         assert sys1, "the CLI sent no systemInstruction"
         assert FULL_INTRO not in sys1.decode() and DELTA_INTRO not in sys2.decode()
         same = common_prefix(sys1, sys2)
-        agent_figures(AGENT, "version", gemini_version())
+        agent_figures(AGENT, "version", GEMINI_CLI.version())
         agent_figures(AGENT, "editor context (first turn, full) in", where1)
         agent_figures(AGENT, "editor context (next turn, delta) in", where2)
         agent_figures(AGENT, "system part changed by the cursor move", sys1 != sys2)
