@@ -57,8 +57,8 @@ def uri_to_path(uri: str) -> str:
         return uri
     authority, encoded = _split_file_uri(uri)
     path = _decode(encoded)
-    if len(path) >= 3 and path[0] == "/" and path[2] == ":":  # /C:/x on Windows
-        path = path[1:]
+    if os.name == "nt" and len(path) >= 3 and path[0] == "/" and path[1].isalpha() and path[2] == ":":
+        path = path[1:]  # /C:/x is C:/x on Windows; on POSIX /C:/x (or /0:) is a path of its own
     if authority and authority.lower() != "localhost":
         path = "//" + authority + path  # a UNC path
     return path
