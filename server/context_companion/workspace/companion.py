@@ -248,14 +248,17 @@ class Companion:
         active_path = Path(active) if active and Path(active).is_absolute() else None
         return [p for p in paths if p.is_absolute()], active_path
 
-    def build(self, agent: AgentSession) -> Instruction:
+    def build(self, agent: AgentSession, *, include_memory: bool | None = None) -> Instruction:
         """The instruction for this session now (cached by its inputs). Raises ``PromptError``.
 
         The session's folder trees are taken on its first build and kept; with
-        ``memory.reload = "session"`` so is its memory composition."""
+        ``memory.reload = "session"`` so is its memory composition. ``include_memory``: whether the
+        memory files are in it (default: the session's choice)."""
         paths, active = self._open_paths()
         if agent.trees is None:
             agent.trees = self.engine.folder_trees()
+        if not (agent.include_memory if include_memory is None else include_memory):
+            return self.engine.build(agent.profile, paths, active, trees=agent.trees, include_memory=False)
         memory = None
         if self.snapshot.settings.memory.reload == "session":
             if agent.memory is None:
@@ -290,13 +293,18 @@ class Companion:
         """Forget the session. Raises ``ParamsError`` for an unknown id."""
         self.sessions.end(session_id)
 
-    def system_instruction(self, session_id: str) -> Instruction:
-        return self.system_instruction_report(session_id)[0]
+    def system_instruction(self, session_id: str, *, include_memory: bool = True) -> Instruction:
+        return self.system_instruction_report(session_id, include_memory=include_memory)[0]
 
-    def system_instruction_report(self, session_id: str) -> tuple[Instruction, PrefixStable]:
-        """The session's instruction now, and how much of the one it was last given it keeps."""
+    def system_instruction_report(
+        self, session_id: str, *, include_memory: bool = True
+    ) -> tuple[Instruction, PrefixStable]:
+        """The session's instruction now, and how much of the one it was last given it keeps.
+        ``include_memory=False``: the session's agent gets the memory files another way; the session
+        keeps that choice (its pushes leave them out too) until a call says otherwise."""
         agent = self.sessions.get(session_id)
         previous = agent.instruction
+        agent.include_memory = include_memory
         agent.instruction = self.build(agent)
         return agent.instruction, prefix_stable(previous.text if previous else None, agent.instruction.text)
 
@@ -408,13 +416,17 @@ class Companion:
         texts: Mapping[str, str],
         include_turn: bool = True,
         include_environment: bool | None = None,
+        include_memory: bool = True,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The messages to send, and the memory updates they carry. The environment message
         (``environment.placement = "initialMessage"``) comes first on the first turn (no assistant
-        message yet) or when ``include_environment`` says so."""
+        message yet) or when ``include_environment`` says so. ``include_memory=False``: the agent gets
+        the memory files another way: neither the instruction nor the turn carries them (as
+        :meth:`system_instruction_report` and :meth:`turn_context` with it)."""
         agent = self.sessions.get(session_id)
+        agent.include_memory = include_memory
         instruction = agent.instruction = self.build(agent)
-        turn = self.turn_context(session_id, texts, editor=include_turn)
+        turn = self.turn_context(session_id, texts, editor=include_turn, memory=include_memory)
         if include_environment is None:
             include_environment = not any(m.get("role") == "assistant" for m in messages)
         environment = instruction.initial_message if include_environment else None
