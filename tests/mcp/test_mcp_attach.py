@@ -174,17 +174,26 @@ async def test_memory_elsewhere_leaves_the_memory_files_out_for_that_agent_only(
             tools = {tool.name: tool for tool in (await chat.list_tools()).tools}
             for name in ("get_system_instruction", "get_turn_context", "build_messages"):
                 assert tools[name].input_schema["properties"]["includeMemory"]["default"] is False, name
+                assert tools[name].input_schema["properties"]["session"]["default"] == "vscode-chat", name
             plain = {tool.name: tool for tool in (await other.list_tools()).tools}
             assert plain["get_system_instruction"].input_schema["properties"]["includeMemory"]["default"] is True
 
-            bare = (await chat.call_tool("get_system_instruction", {"session": "chat"})).content[0].text
+            answer = await chat.call_tool("get_system_instruction", {})
+            bare = answer.content[0].text
             assert "Indent with tabs." not in bare and "are not repeated here" in bare
+            # Its own session (the one of VS Code's chat, as its language model tools): the editor's default
+            # session, which the status bar shows, keeps its memory.
+            assert answer.structured_content["sessionId"] == "vscode-chat"
+            status = await lsp.workspace_execute_command_async(
+                t.ExecuteCommandParams(command="contextCompanion.getSystemInstruction", arguments=[{}])
+            )
+            assert "Indent with tabs." in status["text"]
             whole = (await other.call_tool("get_system_instruction", {"session": "agent"})).content[0].text
             assert "Indent with tabs." in whole and bare.split("---")[0] == whole.split("---")[0]
             asked = await chat.call_tool("get_system_instruction", {"session": "chat2", "includeMemory": True})
             assert "Indent with tabs." in asked.content[0].text  # an explicit ask still gets it
 
-            turn = await chat.call_tool("get_turn_context", {"session": "chat"})
+            turn = await chat.call_tool("get_turn_context", {})
             assert turn.structured_content["context"]["activeFile"]["path"] == str(source)
             assert turn.structured_content["memoryUpdates"] == [] and "PKG-4242" not in turn.content[0].text
             theirs = await other.call_tool("get_turn_context", {"session": "agent"})
@@ -196,7 +205,11 @@ async def test_memory_elsewhere_leaves_the_memory_files_out_for_that_agent_only(
             assert "Indent with tabs." in resource.contents[0].text
             resource = await chat.read_resource("context-companion://turn-context")
             assert "PKG-4242" not in resource.contents[0].text
-            prompt = await chat.get_prompt("refreshed_system_instruction", {"session": "chat"})
+            prompt = await chat.get_prompt("refreshed_system_instruction", {})
             assert "Indent with tabs." not in prompt.messages[0].content.text
+            status = await lsp.workspace_execute_command_async(
+                t.ExecuteCommandParams(command="contextCompanion.getSystemInstruction", arguments=[{}])
+            )
+            assert "Indent with tabs." in status["text"]
     finally:
         await asyncio.wait_for(lsp.shutdown_session(), 10)

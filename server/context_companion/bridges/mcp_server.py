@@ -51,6 +51,9 @@ SESSION = {"sessionId": "session"}  # LSP field name → MCP argument name
 MEMORY_HEADER = "Context-Companion-Memory"
 MEMORY_ELSEWHERE = "elsewhere"
 INCLUDE_MEMORY = "includeMemory"
+# The session of such an agent when a call names none: VS Code's chat (its language model tools use it too),
+# apart from ``default``, whose instruction (the editor's status bar, other clients) keeps its memory.
+MEMORY_ELSEWHERE_SESSION = "vscode-chat"
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,10 @@ def input_schema(spec: ToolSpec, memory_elsewhere: bool = False) -> dict[str, An
         name = spec.names.get(key, key)
         if name != key:
             value = {k: v for k, v in value.items() if k != "title"}
-        if key == INCLUDE_MEMORY and memory_elsewhere:
+        if memory_elsewhere and key == INCLUDE_MEMORY:
             value = {**value, "default": False}
+        if memory_elsewhere and key == "sessionId":
+            value = {**value, "default": MEMORY_ELSEWHERE_SESSION}
         renamed[name] = value
     schema["properties"] = renamed
     if "required" in schema:
@@ -160,6 +165,16 @@ def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     # The SDK (pinned) keeps the connection on the per-request session; notifications outside a
     # request (resources/updated after a file change) go through the connection.
     return ctx.session._connection
+
+
+def _without_memory(arguments: Any) -> Any:
+    """A call's arguments for an agent that gets the memory files another way: ``includeMemory`` false and its
+    own session unless the call says otherwise (anything but an object is left to the params check)."""
+    if arguments is not None and not isinstance(arguments, dict):
+        return arguments
+    given = arguments or {}
+    session = {} if {"session", "sessionId"} & set(given) else {"session": MEMORY_ELSEWHERE_SESSION}
+    return {INCLUDE_MEMORY: False, **session, **given}
 
 
 def _memory_elsewhere(ctx: Any) -> bool:
@@ -240,8 +255,8 @@ class McpBridge:
         if spec.writes and self.read_only:
             return _error(f"{spec.name}: refused: the server was started with --read-only")
         arguments = params.arguments
-        if spec.name in self._memory_tools and self._elsewhere(ctx) and isinstance(arguments, dict | None):
-            arguments = {INCLUDE_MEMORY: False, **(arguments or {})}  # an explicit includeMemory still wins
+        if spec.name in self._memory_tools and self._elsewhere(ctx):
+            arguments = _without_memory(arguments)
         try:
             return await self._run(spec, arguments)
         except ContextCompanionError as exc:
@@ -402,13 +417,16 @@ class McpBridge:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
         companion = await self.source.ready()
         args = dict(params.arguments or {})
+        elsewhere = self._elsewhere(ctx)
+        if elsewhere and not {"session", "sessionId"} & set(args):
+            args["session"] = MEMORY_ELSEWHERE_SESSION
         try:
             parsed = parse_object(
                 _ROWS["contextCompanion.getSystemInstruction"].params_model(), args, PROMPT_NAME, SESSION
             )
             instruction = companion.system_instruction(
                 parsed.session_id,  # type: ignore[attr-defined]
-                include_memory=not self._elsewhere(ctx),
+                include_memory=not elsewhere,
             )
         except ContextCompanionError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
