@@ -47,8 +47,9 @@ async def test_every_tool_is_listed_with_its_schema_and_answers(stdio_client: An
         head = _structured(first)
         assert "Indent with tabs." in first.content[0].text
         assert head["unchanged"] is False and head["tokens"]["total"] > 0 and head["changedSections"] == []
+        assert head["text"] == first.content[0].text  # for clients that give the model the structured content
         again = _structured(await client.call_tool("get_system_instruction", {"ifNoneMatch": head["etag"]}))
-        assert again["unchanged"] is True and again["etag"] == head["etag"]
+        assert again["unchanged"] is True and again["etag"] == head["etag"] and "text" not in again
 
         turn = _structured(await client.call_tool("get_turn_context", {"session": "s1"}))
         assert turn["kind"] == "full"

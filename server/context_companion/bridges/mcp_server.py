@@ -294,6 +294,10 @@ class McpBridge:
             "tokens": instruction.tokens.to_wire(),
             "changedSections": list(changed_sections(before, instruction)) if before is not None else [],
         }
+        # The text too, as getSystemInstruction answers it: a client that gives the model the structured
+        # content instead of the text blocks (VS Code 1.139 does) would get no instruction at all otherwise.
+        if not result["unchanged"]:
+            structured["text"] = instruction.text
         text = f"Unchanged (etag {instruction.etag})." if result["unchanged"] else instruction.text
         return types.CallToolResult(content=_text(text), structured_content=structured)
 
