@@ -184,3 +184,16 @@ async def test_system_instruction_leaves_memory_out_when_asked_and_keeps_its_byt
     # Asked without the flag, the same session gets its memory again.
     back = await h.command("contextCompanion.getSystemInstruction", {"sessionId": "chat"})
     assert "ROOT-ZZZ" in back["text"] and back["etag"] != bare["etag"]
+
+
+async def test_a_memory_file_matching_context_exclude_is_never_delivered(start, tmp_path):
+    """One decision for the chat instructions and the agent hooks: a rule file whose name matches
+    ``context.exclude`` (``**/*secret*`` by default) reaches neither, as the protocol says of both."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / ".cursor" / "rules" / "secrets.mdc").write_text(
+        "---\nalwaysApply: true\n---\n- Secret-handling marker SECRET-RULE-777.\n", encoding="utf-8"
+    )
+    h = await start(ws, settings=NO_ENV)
+    shown = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
+    assert "GEMINI-DDD" in shown["text"] and "SECRET-RULE-777" not in shown["text"]
+    assert ".cursor/rules/secrets.mdc" not in {f["path"] for f in shown["files"]}

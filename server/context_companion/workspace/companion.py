@@ -31,7 +31,7 @@ from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
 from ..uris import uri_to_path
-from .agent_memory import AgentMemory, agent_memory
+from .agent_memory import AgentMemory, Lacking, agent_memory, lacking
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .hooks import (
     HOOK_LIMITS,
@@ -465,37 +465,36 @@ class Companion:
             return Delivery("")
         if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
             return Delivery("")
+        return deliver(
+            self.hooks.get(request.agent, request.session_id),
+            self.lacking(request.agent, cwd=request.cwd or None),
+            limit=HOOK_LIMITS[request.agent],
+            from_disk=from_disk,
+        )
+
+    def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
+        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""
+        rules = AGENTS[agent] if isinstance(agent, str) else agent
+        return agent_memory(rules.id, self.lacking(rules), self.tokenizer.count)
+
+    def lacking(self, agent: str | AgentRules, *, cwd: str | None = None) -> Lacking:
+        """What ``agent`` (an id or a table, running in ``cwd``) lacks of the memory that applies to the open
+        files now: the one decision both :meth:`agent_memory` and :meth:`agent_hook` render. An agent that
+        loads some rules for the files attached to its request (``attached_rules``: VS Code attaches the
+        active file once it has a selection) is judged with those too."""
         from ..exclusion import exclude_matcher
 
         paths, active = self._open_paths()
         interactive = self.snapshot.settings.profile.interactive
-        blocks = self.memory.blocks(paths, active, interactive=interactive)
-        explained = self.memory.explain(request.agent, paths, active, interactive=interactive, cwd=request.cwd or None)
-        reading = explained.reading_of()
-        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
-        return deliver(
-            self.hooks.get(request.agent, request.session_id),
-            blocks,
-            reading,
-            limit=HOOK_LIMITS[request.agent],
-            from_disk=from_disk,
-            excluded=lambda b: secret(b.path),
-        )
-
-    def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
-        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`.
-        An agent that loads some rules for the files attached to its request (``attached_rules``: VS Code
-        attaches the active file once it has a selection) is judged with those too."""
-        paths, active = self._open_paths()
-        interactive = self.snapshot.settings.profile.interactive
         rules = AGENTS[agent] if isinstance(agent, str) else agent
         blocks = self.memory.blocks(paths, active, interactive=interactive)
-        explanations = [self.memory.explain(rules, paths, active, interactive=interactive)]
+        explanations = [self.memory.explain(rules, paths, active, interactive=interactive, cwd=cwd)]
         cursor = self.editor.cursor
         if rules.attached_rules and active is not None and cursor is not None and cursor.selections:
             attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
             explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
-        return agent_memory(blocks, explanations, self.tokenizer.count)
+        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
+        return lacking(blocks, explanations, excluded=lambda b: secret(b.path))
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):
