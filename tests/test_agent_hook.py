@@ -181,6 +181,7 @@ def test_session_states_are_bounded_and_a_lost_one_delivers_everything_again() -
 
 def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_rest() -> None:
     from context_companion.memory.model import MemoryBlock
+    from context_companion.workspace.agent_memory import lacking
     from context_companion.workspace.hooks import HookState, deliver
 
     blocks = [
@@ -188,11 +189,11 @@ def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_res
         for i in range(300)
     ]
     state = HookState()
-    first = deliver(state, blocks, {}, limit=9_500)
+    first = deliver(state, lacking(blocks), limit=9_500)
     assert len(first.text) < 9_500 and 0 < len(first.files) < 300
     last = first.text.splitlines()[-1]
     assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: /ws/module-")
     assert last.endswith(
         f" and {300 - len(first.files) - last.count('/AGENTS.md')} more (context-companion memory lists them)"
     )
-    assert deliver(state, blocks, {}, limit=9_500).text == ""  # named once: not again until it changes
+    assert deliver(state, lacking(blocks), limit=9_500).text == ""  # named once: not again until it changes

@@ -217,6 +217,12 @@ def _parser() -> argparse.ArgumentParser:
         help="attach to the language server with this process id (an editor passes its own server's; implies --attach)",
     )
     mcp.add_argument("--read-only", action="store_true", help="refuse add_memory")
+    mcp.add_argument(
+        "--memory-elsewhere",
+        action="store_true",
+        help="the agent gets the memory files another way (VS Code's chat instructions): the instruction, turn "
+        "context and prompt leave them out unless a call passes includeMemory: true",
+    )
     mcp.add_argument("-v", "--verbose", action="count", default=0, help="log more on stderr")
 
     hook = sub.add_parser(

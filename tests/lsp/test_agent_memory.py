@@ -146,3 +146,54 @@ async def test_the_selection_reaches_the_turn_context_in_a_folder_with_a_space(s
     active = turn["context"]["activeFile"]
     assert active["path"] == str(ws / "pkg" / "mod.py")
     assert active["selectedText"] == "main" and active["cursor"] == {"line": 1, "character": 9}
+
+
+async def test_system_instruction_leaves_memory_out_when_asked_and_keeps_its_bytes_through_edits(start, tmp_path):
+    """VS Code's chat has the memory in its system message (chat instructions): our instruction tool asks
+    with ``includeMemory: false`` and gets the sections alone, whose bytes no memory edit moves; the session
+    keeps that choice, so an edit pushes nothing to it."""
+    ws = make_workspace(tmp_path / "ws")
+    h = await start(ws, settings=NO_ENV)
+    h.open("pkg/mod.py", None, "python")
+    full = await h.command("contextCompanion.getSystemInstruction", {"sessionId": "full"})
+    bare = await h.command("contextCompanion.getSystemInstruction", {"sessionId": "chat", "includeMemory": False})
+    for marker in ("ROOT-AAA", "GEMINI-DDD", "CLAUDE-EEE", "GHREPO-HHH"):  # the instruction's memory
+        assert full["text"].count(marker) == 1, marker
+        assert marker not in bare["text"], marker
+    assert bare["memoryFiles"] == [] and full["memoryFiles"]
+    head = full["text"][: full["text"].index("--- Context from:")]
+    assert bare["text"].startswith(head.rstrip())
+    assert "memory files (AGENTS.md, CLAUDE.md, GEMINI.md, rule files) are not repeated here" in bare["text"]
+    assert bare["tokens"]["total"] < full["tokens"]["total"]
+
+    (ws / "AGENTS.md").write_text("- Root marker ROOT-ZZZ.\n", encoding="utf-8")
+    pushes = await h.wait_push()
+    again = await h.command(
+        "contextCompanion.getSystemInstruction",
+        {"sessionId": "chat", "includeMemory": False, "ifNoneMatch": bare["etag"]},
+    )
+    assert again == {
+        "sessionId": "chat",
+        "etag": bare["etag"],
+        "unchanged": True,
+        "prefixStable": again["prefixStable"],
+    }
+    assert again["prefixStable"]["percent"] == 100.0
+    assert [p["sessions"] for p in pushes] == [["full"]]  # the edit moved nothing the chat session was given
+
+    # Asked without the flag, the same session gets its memory again.
+    back = await h.command("contextCompanion.getSystemInstruction", {"sessionId": "chat"})
+    assert "ROOT-ZZZ" in back["text"] and back["etag"] != bare["etag"]
+
+
+async def test_a_memory_file_matching_context_exclude_is_never_delivered(start, tmp_path):
+    """One decision for the chat instructions and the agent hooks: a rule file whose name matches
+    ``context.exclude`` (``**/*secret*`` by default) reaches neither, as the protocol says of both."""
+    ws = make_workspace(tmp_path / "ws")
+    (ws / ".cursor" / "rules" / "secrets.mdc").write_text(
+        "---\nalwaysApply: true\n---\n- Secret-handling marker SECRET-RULE-777.\n", encoding="utf-8"
+    )
+    h = await start(ws, settings=NO_ENV)
+    shown = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
+    assert "GEMINI-DDD" in shown["text"] and "SECRET-RULE-777" not in shown["text"]
+    assert ".cursor/rules/secrets.mdc" not in {f["path"] for f in shown["files"]}

@@ -142,3 +142,74 @@ async def test_server_pid_of_no_such_server_is_a_clear_error(ws: Path, server_en
         assert process.returncode == 2, err.decode()
         assert message in err.decode()
         assert "Traceback" not in err.decode()
+
+
+async def test_memory_elsewhere_leaves_the_memory_files_out_for_that_agent_only(
+    ws: Path, server_env: dict[str, str]
+) -> None:
+    """VS Code's chat gets the memory in its system message (chat instructions) and its MCP server is started
+    with --memory-elsewhere: through that connection the instruction, the turn context, their resources and the
+    prompt leave the memory files out; another agent attached to the same language server still gets them."""
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "AGENTS.md").write_text("- Sub-folder marker PKG-4242.\n", encoding="utf-8")
+    source = ws / "pkg" / "mod.py"
+    source.write_text("x = 1\n", encoding="utf-8")
+    lsp = await _language_server(ws, server_env)
+    try:
+        lsp.text_document_did_open(
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(uri=source.as_uri(), language_id="python", version=1, text="x = 1\n")
+            )
+        )
+        entry = await _announced(server_env)
+
+        def params(*flags: str) -> StdioServerParameters:
+            command = mcp_command(ws, "--attach", "--server-pid", str(entry["pid"]), *flags)
+            return StdioServerParameters(command=command[0], args=command[1:], env=server_env, cwd=str(ws))
+
+        async with (
+            Client(params("--memory-elsewhere"), mode="legacy", read_timeout_seconds=30) as chat,
+            Client(params(), mode="legacy", read_timeout_seconds=30) as other,
+        ):
+            tools = {tool.name: tool for tool in (await chat.list_tools()).tools}
+            for name in ("get_system_instruction", "get_turn_context", "build_messages"):
+                assert tools[name].input_schema["properties"]["includeMemory"]["default"] is False, name
+                assert tools[name].input_schema["properties"]["session"]["default"] == "vscode-chat", name
+            plain = {tool.name: tool for tool in (await other.list_tools()).tools}
+            assert plain["get_system_instruction"].input_schema["properties"]["includeMemory"]["default"] is True
+
+            answer = await chat.call_tool("get_system_instruction", {})
+            bare = answer.content[0].text
+            assert "Indent with tabs." not in bare and "are not repeated here" in bare
+            # Its own session (the one of VS Code's chat, as its language model tools): the editor's default
+            # session, which the status bar shows, keeps its memory.
+            assert answer.structured_content["sessionId"] == "vscode-chat"
+            status = await lsp.workspace_execute_command_async(
+                t.ExecuteCommandParams(command="contextCompanion.getSystemInstruction", arguments=[{}])
+            )
+            assert "Indent with tabs." in status["text"]
+            whole = (await other.call_tool("get_system_instruction", {"session": "agent"})).content[0].text
+            assert "Indent with tabs." in whole and bare.split("---")[0] == whole.split("---")[0]
+            asked = await chat.call_tool("get_system_instruction", {"session": "chat2", "includeMemory": True})
+            assert "Indent with tabs." in asked.content[0].text  # an explicit ask still gets it
+
+            turn = await chat.call_tool("get_turn_context", {})
+            assert turn.structured_content["context"]["activeFile"]["path"] == str(source)
+            assert turn.structured_content["memoryUpdates"] == [] and "PKG-4242" not in turn.content[0].text
+            theirs = await other.call_tool("get_turn_context", {"session": "agent"})
+            assert "PKG-4242" in theirs.content[0].text
+
+            resource = await chat.read_resource("context-companion://instruction")
+            assert "Indent with tabs." not in resource.contents[0].text
+            resource = await other.read_resource("context-companion://instruction")
+            assert "Indent with tabs." in resource.contents[0].text
+            resource = await chat.read_resource("context-companion://turn-context")
+            assert "PKG-4242" not in resource.contents[0].text
+            prompt = await chat.get_prompt("refreshed_system_instruction", {})
+            assert "Indent with tabs." not in prompt.messages[0].content.text
+            status = await lsp.workspace_execute_command_async(
+                t.ExecuteCommandParams(command="contextCompanion.getSystemInstruction", arguments=[{}])
+            )
+            assert "Indent with tabs." in status["text"]
+    finally:
+        await asyncio.wait_for(lsp.shutdown_session(), 10)

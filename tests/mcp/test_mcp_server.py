@@ -47,8 +47,9 @@ async def test_every_tool_is_listed_with_its_schema_and_answers(stdio_client: An
         head = _structured(first)
         assert "Indent with tabs." in first.content[0].text
         assert head["unchanged"] is False and head["tokens"]["total"] > 0 and head["changedSections"] == []
+        assert head["text"] == first.content[0].text  # for clients that give the model the structured content
         again = _structured(await client.call_tool("get_system_instruction", {"ifNoneMatch": head["etag"]}))
-        assert again["unchanged"] is True and again["etag"] == head["etag"]
+        assert again["unchanged"] is True and again["etag"] == head["etag"] and "text" not in again
 
         turn = _structured(await client.call_tool("get_turn_context", {"session": "s1"}))
         assert turn["kind"] == "full"
@@ -208,6 +209,26 @@ async def test_read_only_refuses_add_memory(stdio_client: Any, ws: Path) -> None
         assert result.is_error and "--read-only" in result.content[0].text
         assert "Read-only" in (client.instructions or "")
     assert (ws / "AGENTS.md").read_text() == before
+
+
+async def test_memory_elsewhere_standalone_keeps_memory_files_out_of_the_instruction(
+    stdio_client: Any, ws: Path
+) -> None:
+    async with stdio_client("legacy", "--memory-elsewhere") as client:
+        first = await client.call_tool("get_system_instruction", {})
+        head = _structured(first)
+        assert "Indent with tabs." not in first.content[0].text and "are not repeated here" in first.content[0].text
+        edit(ws / "AGENTS.md", "# Project rules\n\n- Indent with spaces.\n")
+        for _ in range(200):  # until the watcher applied the edit (an explicit ask gets the memory)
+            whole = await client.call_tool("get_system_instruction", {"session": "other", "includeMemory": True})
+            if "Indent with spaces." in whole.content[0].text:
+                break
+            await asyncio.sleep(0.05)
+        assert "Indent with spaces." in whole.content[0].text
+        again = _structured(await client.call_tool("get_system_instruction", {"ifNoneMatch": head["etag"]}))
+        assert again["unchanged"] is True  # a memory edit does not move an instruction without memory
+        built = _structured(await client.call_tool("build_messages", {"messages": [{"role": "user", "content": "hi"}]}))
+        assert "Indent with" not in json.dumps(built)
 
 
 async def test_http_serves_with_the_token_from_the_discovery_file(ws: Path, server_env: dict[str, str]) -> None:

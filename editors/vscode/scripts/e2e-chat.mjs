@@ -366,6 +366,50 @@ export async function runChatSuite(ctx) {
     ctx.docsImage('vscode-chat.png');
   });
 
+  /** The text of the tool result that ends a tool round's request, after a call of `tool`. */
+  function toolResult(body, tool) {
+    const call = body.messages.findLast((m) => m.role === 'assistant')?.tool_calls?.[0];
+    if (call?.function?.name !== tool) throw new Error(`the assistant's tool call: ${JSON.stringify(call)}`);
+    const result = body.messages.at(-1);
+    if (result.role !== 'tool') throw new Error(`the request after the tool call ends with a ${result.role} message`);
+    return textOf(result.content);
+  }
+
+  /** A tool result that holds our instruction: its sections, and not one memory file the system message carries. */
+  function assertInstructionWithoutMemory(text, what) {
+    const { 'GEMINI.md': _gone, 'pkg/AGENTS.md': _edited, ...still } = WE_DELIVER;
+    const carried = { ...VSCODE_READS, ...still, 'pkg/AGENTS.md': EDITED };
+    for (const [file, marker] of Object.entries(carried)) {
+      if (text.includes(marker)) throw new Error(`${what} repeats ${file}, which the system message carries: ${text.slice(0, 300)}`);
+    }
+    if (!text.includes('are not repeated here')) throw new Error(`${what} does not say the memory files are elsewhere: ${text.slice(0, 300)}`);
+    if (text.length < 500) throw new Error(`${what} is not our instruction: ${text}`);
+  }
+
+  await check('chat: a stub answer calling contextCompanion_systemInstruction gets our instruction without the memory files the system message already carries', async () => {
+    const [ask, answer] = await sendTurn(`${TURN_PREFIX} 6: please call contextCompanion_systemInstruction`, { rounds: 2 });
+    const { 'GEMINI.md': _gone, 'pkg/AGENTS.md': _edited, ...still } = WE_DELIVER;
+    for (const [body, what] of [[ask.body, 'turn 6'], [answer.body, 'turn 6 tool round']]) {
+      assertMarkers(body, { ...VSCODE_READS, ...still, 'pkg/AGENTS.md': EDITED }, 1, what);
+    }
+    const text = toolResult(answer.body, 'contextCompanion_systemInstruction');
+    assertInstructionWithoutMemory(text, 'the contextCompanion_systemInstruction result');
+    figure('chat: tool result (contextCompanion_systemInstruction)', `${Buffer.byteLength(text)} bytes, no memory file; ends "${text.slice(-90).replace(/\s+/g, ' ')}"`);
+  });
+
+  await check('chat: a stub answer calling the MCP server\'s get_system_instruction gets it without the memory files too (--memory-elsewhere)', async () => {
+    const mcpTool = turns[0].request.tools.map((t) => t.function?.name).find((n) => /^mcp_.*_get_system_instruction$/.test(n ?? ''));
+    if (!mcpTool) throw new Error('no MCP get_system_instruction tool in the request');
+    const [ask, answer] = await sendTurn(`${TURN_PREFIX} 7: please call ${mcpTool}`, { rounds: 2 });
+    const { 'GEMINI.md': _gone, 'pkg/AGENTS.md': _edited, ...still } = WE_DELIVER;
+    for (const [body, what] of [[ask.body, 'turn 7'], [answer.body, 'turn 7 tool round']]) {
+      assertMarkers(body, { ...VSCODE_READS, ...still, 'pkg/AGENTS.md': EDITED }, 1, what);
+    }
+    const text = toolResult(answer.body, mcpTool);
+    assertInstructionWithoutMemory(text, `the ${mcpTool} result`);
+    figure('chat: tool result (MCP get_system_instruction)', `${Buffer.byteLength(text)} bytes, no memory file`);
+  });
+
   if (stub) {
     // Every recorded chat request, for a look at what VS Code sent (editors/vscode/.e2e/artifacts/).
     fs.writeFileSync(path.join(ctx.artifacts, 'chat-requests.json'), JSON.stringify(chatRequests(), null, 1));

@@ -167,6 +167,7 @@ export class ChatInstructions {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  private readonly listeners = new Set<(state: ChannelState) => void>();
 
   constructor(
     private readonly vs: typeof vscode,
@@ -178,6 +179,18 @@ export class ChatInstructions {
 
   get state(): ChannelState {
     return this.current;
+  }
+
+  /** `listener` runs when the channel goes on or off (the MCP server's `--memory-elsewhere` follows it). */
+  onDidChangeState(listener: (state: ChannelState) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private setState(state: ChannelState): void {
+    const flipped = state.kind !== this.current.kind;
+    this.current = state;
+    if (flipped) for (const listener of [...this.listeners]) listener(state);
   }
 
   /** Take a slot when this VS Code reads contributed chat instructions. Never throws. */
@@ -218,7 +231,7 @@ export class ChatInstructions {
   }
 
   private off(reason: string): false {
-    this.current = { kind: 'off', reason };
+    this.setState({ kind: 'off', reason });
     this.log(`Chat instructions not delivered: ${reason}; VS Code's chat gets the memory through the Context Companion tools only.`);
     return false;
   }
@@ -278,7 +291,7 @@ export class ChatInstructions {
           : `Chat instructions: ${files.length} file${files.length === 1 ? '' : 's'} (${files.join(', ')}); VS Code reads ${readByAgent.join(', ') || 'none'} itself.`,
       );
     }
-    this.current = { kind: 'on', slot, file: this.storageFile, linked: this.linked, text, files, readByAgent };
+    this.setState({ kind: 'on', slot, file: this.storageFile, linked: this.linked, text, files, readByAgent });
   }
 
   dispose(): void {
@@ -286,6 +299,8 @@ export class ChatInstructions {
     const slot = this.slot;
     if (slot === undefined) return;
     this.slot = undefined;
+    this.setState({ kind: 'off', reason: 'the window closed' });
+    this.listeners.clear();
     void this.vs.commands.executeCommand('setContext', SLOT_CONTEXT_KEY, -1);
     const dir = path.join(this.places.extensionPath, SLOT_DIR);
     try {

@@ -109,7 +109,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
     registerAgentHooks(vscode, { plan: () => srv.launchPlan(), run: runProcess, log: (line) => srv.log(line) }),
   );
-  registerAgentMcpServer(context, srv);
+  registerAgentMcpServer(context, srv, chat);
 
   void srv.start();
 
@@ -130,7 +130,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
  * Offer `context-companion mcp --attach` to VS Code's chat as an MCP server of this window; when
  * VS Code takes it, the language server starts with `--mcp-endpoint` so there is something to attach to.
  */
-function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerConnection): void {
+function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerConnection, chat: ChatInstructions): void {
   const changed = new vscode.EventEmitter<void>();
   const registration = registerMcpProvider(
     vscode,
@@ -141,6 +141,8 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
         await srv.whenSettled();
         return srv.serverPid;
       },
+      // The chat has the memory in its system message: the MCP tools leave it out (--memory-elsewhere).
+      memoryElsewhere: () => chat.state.kind === 'on',
       onDidChange: changed.event,
       version: String(context.extension.packageJSON.version ?? ''),
     },
@@ -155,6 +157,7 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
     srv.onDidChangeState((state) => {
       if (state.kind === 'running') changed.fire();
     }),
+    chat.onDidChangeState(() => changed.fire()),
   );
 }
 

@@ -61,7 +61,8 @@ export function sessionOf(input: unknown, tool: string): string {
 
 /**
  * The server command and its argument for one tool invocation. `memoryElsewhere`: the memory already reaches
- * the chat in its system message (chat instructions), so the turn context leaves it out (`includeMemory: false`).
+ * the chat in its system message (chat instructions), so the instruction and the turn context leave it out
+ * (`includeMemory: false`): nothing reaches the model twice.
  */
 export function commandFor(
   tool: string,
@@ -69,9 +70,12 @@ export function commandFor(
   memoryElsewhere = false,
 ): { command: string; arg: Record<string, unknown> } {
   switch (tool) {
-    case LmTool.systemInstruction:
+    case LmTool.systemInstruction: {
       unknownKeys(input, ['sessionId'], tool);
-      return { command: ServerCommand.getSystemInstruction, arg: { sessionId: sessionOf(input, tool) } };
+      const arg: Record<string, unknown> = { sessionId: sessionOf(input, tool) };
+      if (memoryElsewhere) arg.includeMemory = false;
+      return { command: ServerCommand.getSystemInstruction, arg };
+    }
     case LmTool.turnContext: {
       unknownKeys(input, ['sessionId', 'forceFull'], tool);
       const arg: Record<string, unknown> = { sessionId: sessionOf(input, tool) };

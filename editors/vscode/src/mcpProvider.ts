@@ -3,6 +3,9 @@
  * MCP servers without an mcp.json, and starts it as
  * `context-companion mcp --attach --workspace <folder> --server-pid <pid>`, a view of this window's
  * language server (started with `--mcp-endpoint`), with the same Python the extension runs the server with.
+ * While the chat instructions carry the memory into the chat's system message, `--memory-elsewhere` is added:
+ * the MCP tools then leave the memory files out (nothing twice). The flag is decided when VS Code asks for the
+ * definitions and again when it starts the server (`resolveMcpServerDefinition`), and a change of it is announced.
  *
  * `vscode.lm.registerMcpServerDefinitionProvider` is final API from VS Code 1.101; in 1.100 it is the
  * proposal `mcpConfigurationProvider` and throws for extensions that may not use proposals. It is
@@ -15,6 +18,7 @@ import { cliCommandLine, type LaunchPlan } from './launch';
 /** `contributes.mcpServerDefinitionProviders[].id` (and `modelContextServerCollections` for VS Code 1.100). */
 export const MCP_PROVIDER_ID = 'contextCompanion.mcp';
 export const MCP_SERVER_LABEL = 'Context Companion';
+export const MEMORY_ELSEWHERE_FLAG = '--memory-elsewhere';
 
 export interface McpCommandLine {
   command: string;
@@ -26,10 +30,12 @@ export interface McpCommandLine {
  * the same interpreter (`<python> -m context_companion mcp ...`), the same program when
  * `contextCompanion.serverCommand` runs `... serve`, else `context-companion` on PATH.
  */
-export function mcpCommandLine(plan: LaunchPlan, workspace: string, serverPid?: number): McpCommandLine {
+export function mcpCommandLine(plan: LaunchPlan, workspace: string, serverPid?: number, memoryElsewhere = false): McpCommandLine {
   const tail = ['mcp', '--attach', '--workspace', workspace];
   // Two windows on one folder run two servers: the pid says which one is this window's.
   if (serverPid !== undefined) tail.push('--server-pid', String(serverPid));
+  // The chat has the memory in its system message already (chat instructions).
+  if (memoryElsewhere) tail.push(MEMORY_ELSEWHERE_FLAG);
   return cliCommandLine(plan, tail);
 }
 
@@ -41,14 +47,23 @@ export function withMcpEndpoint(plan: LaunchPlan): LaunchPlan {
 }
 
 /* The parts of the MCP API used here (final in VS Code 1.101; @types/vscode is pinned to 1.95). */
+interface McpStdioServerDefinition {
+  cwd?: vscode.Uri;
+  args: string[];
+}
 interface McpStdioServerDefinitionCtor {
-  new (label: string, command: string, args?: string[], env?: Record<string, string | number | null>, version?: string): {
-    cwd?: vscode.Uri;
-  };
+  new (
+    label: string,
+    command: string,
+    args?: string[],
+    env?: Record<string, string | number | null>,
+    version?: string,
+  ): McpStdioServerDefinition;
 }
 interface McpServerDefinitionProvider {
   readonly onDidChangeMcpServerDefinitions?: vscode.Event<void>;
   provideMcpServerDefinitions(token: vscode.CancellationToken): Promise<object[]>;
+  resolveMcpServerDefinition?(server: object, token: vscode.CancellationToken): Promise<object | undefined>;
 }
 interface McpLm {
   registerMcpServerDefinitionProvider?(id: string, provider: McpServerDefinitionProvider): vscode.Disposable;
@@ -61,6 +76,8 @@ export interface McpProviderSource {
   plan(): Promise<LaunchPlan>;
   /** The pid of this window's server once it runs (undefined when it runs elsewhere, in tcp mode). */
   serverPid(): Promise<number | undefined>;
+  /** Whether the chat already gets the memory in its system message (the chat instructions deliver). */
+  memoryElsewhere(): boolean;
   /** Fires when the command line may have changed (interpreter, settings, folders). */
   readonly onDidChange: vscode.Event<void>;
   version: string;
@@ -91,10 +108,19 @@ export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource
           log(`MCP server definition left out: ${err instanceof Error ? err.message : String(err)}`);
           return [];
         }
-        const line = mcpCommandLine(plan, workspace, await source.serverPid());
+        const line = mcpCommandLine(plan, workspace, await source.serverPid(), source.memoryElsewhere());
         const definition = new Definition(MCP_SERVER_LABEL, line.command, line.args, {}, source.version);
         definition.cwd = vs.Uri.file(workspace);
         return [definition];
+      },
+      // Called when VS Code starts the server: the flag as it is now (the chat instructions may have come on
+      // since the definitions were provided).
+      resolveMcpServerDefinition: async (server: object) => {
+        const definition = server as McpStdioServerDefinition;
+        if (!Array.isArray(definition.args)) return server;
+        const args = definition.args.filter((a) => a !== MEMORY_ELSEWHERE_FLAG);
+        definition.args = source.memoryElsewhere() ? [...args, MEMORY_ELSEWHERE_FLAG] : args;
+        return server;
       },
     };
     try {

@@ -117,7 +117,10 @@ describe('chat instructions: one window', () => {
     const { vs, contextKeys } = fakeVscode();
     const server = fakeServer(['MEMORY ONE', 'MEMORY ONE', 'MEMORY TWO', '']);
     const chat = new ChatInstructions(vs, server, { extensionPath: ext, storagePath: storage, pid: process.pid }, () => {});
+    const states: string[] = [];
+    chat.onDidChangeState((state) => states.push(state.kind));
     assert.equal(await chat.start(), true);
+    assert.deepEqual(states, []); // a slot, but nothing delivered yet: the tools still carry the memory
     const slot = path.join(ext, slotFile(0));
     assert.ok(fs.lstatSync(slot).isSymbolicLink());
     assert.equal(fs.realpathSync(slot), fs.realpathSync(path.join(storage, 'chat-instructions-slot-0.md')));
@@ -125,6 +128,7 @@ describe('chat instructions: one window', () => {
     await chat.refresh();
     assert.equal(fs.readFileSync(slot, 'utf8'), "---\napplyTo: '**'\n---\nMEMORY ONE\n");
     assert.deepEqual(contextKeys, [0]);
+    assert.deepEqual(states, ['on']); // the MCP server definition follows (--memory-elsewhere)
     const before = fs.statSync(slot).mtimeMs;
     const inode = fs.statSync(slot).ino;
 
@@ -143,7 +147,9 @@ describe('chat instructions: one window', () => {
       vscode: { useAgentsMdFile: true, useNestedAgentsMdFiles: false, useClaudeMdFile: true, useInstructionFiles: true },
     });
 
+    assert.deepEqual(states, ['on']); // told once, not on every text
     chat.dispose();
+    assert.deepEqual(states, ['on', 'off']);
     assert.ok(!fs.lstatSync(slot).isSymbolicLink());
     assert.equal(fs.readFileSync(slot, 'utf8'), PLACEHOLDER);
     assert.ok(!fs.existsSync(path.join(ext, 'chat', 'slot-0.lock')));

@@ -53,10 +53,11 @@ describe('language model tools: which server command each one runs', () => {
     assert.deepEqual(commandFor(LmTool.systemInstruction, { sessionId: 'chat-7' }).arg, { sessionId: 'chat-7' });
   });
 
-  it('leaves memory out of the turn context while the chat has it in its system message', () => {
+  it('leaves memory out of the turn context and the instruction while the chat has it in its system message', () => {
     assert.deepEqual(commandFor(LmTool.turnContext, {}, true).arg, { sessionId: 'vscode-chat', includeMemory: false });
     assert.deepEqual(commandFor(LmTool.turnContext, {}, false).arg, { sessionId: 'vscode-chat' });
-    assert.deepEqual(commandFor(LmTool.systemInstruction, {}, true).arg, { sessionId: 'vscode-chat' });
+    assert.deepEqual(commandFor(LmTool.systemInstruction, {}, true).arg, { sessionId: 'vscode-chat', includeMemory: false });
+    assert.deepEqual(commandFor(LmTool.systemInstruction, {}, false).arg, { sessionId: 'vscode-chat' });
   });
 
   it('passes forceFull to getTurnContext and asks showMemory with no argument', () => {

@@ -49,6 +49,11 @@ describe('MCP server definition: the command line', () => {
     assert.deepEqual(mcpCommandLine(other, '/p'), { command: 'context-companion', args: ['mcp', '--attach', '--workspace', '/p'] });
   });
 
+  it('says --memory-elsewhere while the chat has the memory in its system message', () => {
+    assert.deepEqual(mcpCommandLine(venvPlan, '/p', 7, true).args.slice(-3), ['--server-pid', '7', '--memory-elsewhere']);
+    assert.ok(!mcpCommandLine(venvPlan, '/p', 7, false).args.includes('--memory-elsewhere'));
+  });
+
   it('starts the window server with --mcp-endpoint so mcp --attach finds it', () => {
     assert.deepEqual(withMcpEndpoint(venvPlan).args, ['-m', 'context_companion', 'serve', '--mcp-endpoint']);
     assert.deepEqual(withMcpEndpoint(withMcpEndpoint(venvPlan)).args, ['-m', 'context_companion', 'serve', '--mcp-endpoint']);
@@ -62,7 +67,7 @@ class FakeDefinition {
   constructor(
     readonly label: string,
     readonly command: string,
-    readonly args: string[],
+    public args: string[],
     readonly env: object,
     readonly version: string,
   ) {}
@@ -82,6 +87,7 @@ function source(over: Partial<McpProviderSource> = {}): McpProviderSource {
     workspace: () => '/work/proj',
     plan: async () => venvPlan,
     serverPid: async () => 4242,
+    memoryElsewhere: () => false,
     onDidChange: (() => ({ dispose() {} })) as unknown as vscode.Event<void>,
     version: '0.1.0',
     ...over,
@@ -111,6 +117,26 @@ describe('MCP server definition provider: registration', () => {
     assert.deepEqual(def.args, ['-m', 'context_companion', 'mcp', '--attach', '--workspace', '/work/proj', '--server-pid', '4242']);
     assert.equal(def.version, '0.1.0');
     assert.deepEqual(def.cwd, { fsPath: '/work/proj' });
+  });
+
+  it('adds --memory-elsewhere while the chat instructions deliver, and decides it again when VS Code starts the server', async () => {
+    let provider: (Provider & { resolveMcpServerDefinition(def: FakeDefinition, token: unknown): Promise<FakeDefinition> }) | undefined;
+    const vs = fakeVscode({
+      registerMcpServerDefinitionProvider(_id: string, p: typeof provider) {
+        provider = p;
+        return { dispose() {} };
+      },
+    });
+    let elsewhere = true;
+    registerMcpProvider(vs, source({ memoryElsewhere: () => elsewhere }), () => undefined);
+    const [def] = await provider!.provideMcpServerDefinitions({});
+    assert.deepEqual(def.args.slice(-1), ['--memory-elsewhere']);
+    elsewhere = false; // the channel went off (a window closing): the server VS Code starts now gets the memory
+    const resolved = await provider!.resolveMcpServerDefinition(def, {});
+    assert.ok(!resolved.args.includes('--memory-elsewhere'));
+    elsewhere = true;
+    const again = await provider!.resolveMcpServerDefinition(resolved, {});
+    assert.equal(again.args.filter((a) => a === '--memory-elsewhere').length, 1);
   });
 
   it('provides nothing without a folder, or when the settings cannot start a server', async () => {

@@ -132,13 +132,18 @@ def run(args: argparse.Namespace) -> int:
     if target is not None:
         assert target.url is not None  # matching_servers keeps only entries with a URL
         log.info("attached to the language server (pid %s) at %s", target.pid, target.url)
-        asyncio.run(relay(target.url, target.token or ""))
+        asyncio.run(relay(target.url, target.token or "", memory_elsewhere=args.memory_elsewhere))
         return 0
     companion = Companion.open([workspace])
     source = Standalone(companion)
     from .mcp_server import McpBridge
 
-    bridge = McpBridge(source, mode=standalone_mode(workspace, args.read_only), read_only=args.read_only)
+    bridge = McpBridge(
+        source,
+        mode=standalone_mode(workspace, args.read_only),
+        read_only=args.read_only,
+        memory_elsewhere=args.memory_elsewhere,
+    )
     source.bridge = bridge
     try:
         if args.http is None:
@@ -195,14 +200,21 @@ def announcement(port: int, url: str, token: str) -> discovery.DiscoveryFile:
     return discovery.DiscoveryFile(port, TRANSPORT, token, url=url)
 
 
-async def relay(url: str, token: str) -> None:
-    """Pass MCP messages between this process's stdio and the endpoint at ``url``, unchanged."""
+async def relay(url: str, token: str, *, memory_elsewhere: bool = False) -> None:
+    """Pass MCP messages between this process's stdio and the endpoint at ``url``, unchanged.
+    ``memory_elsewhere``: tell the endpoint (a header on every request) that this agent gets the memory
+    files another way."""
     import anyio
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.stdio import stdio_server
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    from .mcp_server import MEMORY_ELSEWHERE, MEMORY_HEADER
+
+    headers = {"Authorization": f"Bearer {token}"}
+    if memory_elsewhere:
+        headers[MEMORY_HEADER] = MEMORY_ELSEWHERE
+    http = create_mcp_http_client(headers=headers)
     async with (
         http,
         streamable_http_client(url, http_client=http) as (remote_read, remote_write),

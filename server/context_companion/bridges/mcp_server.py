@@ -46,6 +46,14 @@ MEMORY_PREFIX = SCHEME + "memory/"
 MEMORY_TEMPLATE = MEMORY_PREFIX + "{path}"
 PROMPT_NAME = "refreshed_system_instruction"
 SESSION = {"sessionId": "session"}  # LSP field name → MCP argument name
+# Sent by ``mcp --attach --memory-elsewhere`` on every HTTP request to the language server's endpoint: this
+# connection's agent gets the memory files another way (VS Code's chat instructions).
+MEMORY_HEADER = "Context-Companion-Memory"
+MEMORY_ELSEWHERE = "elsewhere"
+INCLUDE_MEMORY = "includeMemory"
+# The session of such an agent when a call names none: VS Code's chat (its language model tools use it too),
+# apart from ``default``, whose instruction (the editor's status bar, other clients) keeps its memory.
+MEMORY_ELSEWHERE_SESSION = "vscode-chat"
 
 
 @dataclass(frozen=True)
@@ -103,8 +111,9 @@ TOOLS: tuple[ToolSpec, ...] = (
 _ROWS: dict[str, Command] = {c.name: c for c in COMMANDS}
 
 
-def input_schema(spec: ToolSpec) -> dict[str, Any]:
-    """The JSON schema of the row's params model, with this tool's argument names."""
+def input_schema(spec: ToolSpec, memory_elsewhere: bool = False) -> dict[str, Any]:
+    """The JSON schema of the row's params model, with this tool's argument names; for an agent that
+    gets the memory files another way, ``includeMemory`` defaults to false."""
     schema = _ROWS[spec.command].params_model().model_json_schema(by_alias=True)
     props = schema.get("properties", {})
     renamed = {}
@@ -112,6 +121,10 @@ def input_schema(spec: ToolSpec) -> dict[str, Any]:
         name = spec.names.get(key, key)
         if name != key:
             value = {k: v for k, v in value.items() if k != "title"}
+        if memory_elsewhere and key == INCLUDE_MEMORY:
+            value = {**value, "default": False}
+        if memory_elsewhere and key == "sessionId":
+            value = {**value, "default": MEMORY_ELSEWHERE_SESSION}
         renamed[name] = value
     schema["properties"] = renamed
     if "required" in schema:
@@ -154,12 +167,38 @@ def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     return ctx.session._connection
 
 
-class McpBridge:
-    """One MCP server over one :class:`StateSource`; serves any number of connections."""
+def _without_memory(arguments: Any) -> Any:
+    """A call's arguments for an agent that gets the memory files another way: ``includeMemory`` false and its
+    own session unless the call says otherwise (anything but an object is left to the params check)."""
+    if arguments is not None and not isinstance(arguments, dict):
+        return arguments
+    given = arguments or {}
+    session = {} if {"session", "sessionId"} & set(given) else {"session": MEMORY_ELSEWHERE_SESSION}
+    return {INCLUDE_MEMORY: False, **session, **given}
 
-    def __init__(self, source: StateSource, *, mode: str, read_only: bool = False) -> None:
+
+def _memory_elsewhere(ctx: Any) -> bool:
+    """Whether the request came over HTTP from ``mcp --attach --memory-elsewhere`` (its header)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    if headers is None:
+        return False
+    return str(headers.get(MEMORY_HEADER, "")).strip().lower() == MEMORY_ELSEWHERE
+
+
+class McpBridge:
+    """One MCP server over one :class:`StateSource`; serves any number of connections.
+
+    ``memory_elsewhere``: the agent gets the project's memory files another way (VS Code's chat
+    instructions), so the instruction, the turn context and the prompt leave them out unless a call asks
+    for them (``includeMemory: true``). A language server's endpoint serves agents of both kinds: there a
+    connection says so with the :data:`MEMORY_HEADER` header."""
+
+    def __init__(
+        self, source: StateSource, *, mode: str, read_only: bool = False, memory_elsewhere: bool = False
+    ) -> None:
         self.source = source
         self.read_only = read_only
+        self.memory_elsewhere = memory_elsewhere
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
         self._subscriptions: dict[Any, set[str]] = {}  # handshake connection → subscribed URIs
@@ -184,26 +223,30 @@ class McpBridge:
         )
         self.server.middleware.append(self._track)
         self._tools = {spec.name: spec for spec in TOOLS}
-        self._tool_list = [self._tool(spec) for spec in TOOLS]
+        self._tool_lists = {flag: [self._tool(spec, flag) for spec in TOOLS] for flag in (False, True)}
+        # The tools whose answer holds memory files unless told (``includeMemory``).
+        self._memory_tools = {s.name for s in TOOLS if "include_memory" in _ROWS[s.command].params_model().model_fields}
 
     def initialization_options(self) -> Any:
         return self.server.create_initialization_options(NotificationOptions(resources_changed=True))
 
     # ------------------------------------------------------------------ tools
 
-    def _tool(self, spec: ToolSpec) -> types.Tool:
+    def _elsewhere(self, ctx: Any) -> bool:
+        return self.memory_elsewhere or _memory_elsewhere(ctx)
+
+    def _tool(self, spec: ToolSpec, memory_elsewhere: bool) -> types.Tool:
         annotations = types.ToolAnnotations(
             read_only_hint=not spec.writes,
             destructive_hint=False,
             idempotent_hint=spec.idempotent,
             open_world_hint=False,
         )
-        return types.Tool(
-            name=spec.name, description=spec.description, input_schema=input_schema(spec), annotations=annotations
-        )
+        schema = input_schema(spec, memory_elsewhere)
+        return types.Tool(name=spec.name, description=spec.description, input_schema=schema, annotations=annotations)
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self._tool_list)
+        return types.ListToolsResult(tools=self._tool_lists[self._elsewhere(ctx)])
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = self._tools.get(params.name)
@@ -211,8 +254,11 @@ class McpBridge:
             return _error(f"unknown tool {params.name!r}; the tools are {', '.join(self._tools)}")
         if spec.writes and self.read_only:
             return _error(f"{spec.name}: refused: the server was started with --read-only")
+        arguments = params.arguments
+        if spec.name in self._memory_tools and self._elsewhere(ctx):
+            arguments = _without_memory(arguments)
         try:
-            return await self._run(spec, params.arguments)
+            return await self._run(spec, arguments)
         except ContextCompanionError as exc:
             return _error(str(exc))
         except Exception as exc:
@@ -248,6 +294,10 @@ class McpBridge:
             "tokens": instruction.tokens.to_wire(),
             "changedSections": list(changed_sections(before, instruction)) if before is not None else [],
         }
+        # The text too, as getSystemInstruction answers it: a client that gives the model the structured
+        # content instead of the text blocks (VS Code 1.139 does) would get no instruction at all otherwise.
+        if not result["unchanged"]:
+            structured["text"] = instruction.text
         text = f"Unchanged (etag {instruction.etag})." if result["unchanged"] else instruction.text
         return types.CallToolResult(content=_text(text), structured_content=structured)
 
@@ -299,14 +349,16 @@ class McpBridge:
     async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         companion = await self.source.ready()
-        text, mime = self._content(companion, uri)
+        text, mime = self._content(companion, uri, self._elsewhere(ctx))
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
-    def _content(self, companion: Companion, uri: str) -> tuple[str, str]:
+    def _content(self, companion: Companion, uri: str, memory_elsewhere: bool = False) -> tuple[str, str]:
+        """A resource's text; ``memory_elsewhere``: the instruction and turn context without the memory files
+        (a memory file's own resource is still its text: it is asked for by name)."""
         if uri == INSTRUCTION_URI:
-            return self._instruction(companion).text, "text/markdown"
+            return self._instruction(companion, memory_elsewhere).text, "text/markdown"
         if uri == TURN_CONTEXT_URI:
-            return json.dumps(self._turn_context(companion), ensure_ascii=False), "application/json"
+            return json.dumps(self._turn_context(companion, memory_elsewhere), ensure_ascii=False), "application/json"
         if uri.startswith(MEMORY_PREFIX):
             info = self._memory_files(companion).get(MEMORY_PREFIX + quote(unquote(uri[len(MEMORY_PREFIX) :]), "/~"))
             if info is None:
@@ -317,16 +369,17 @@ class McpBridge:
             return text, "text/markdown"
         raise MCPError(types.INVALID_PARAMS, f"{uri}: unknown resource")
 
-    def _instruction(self, companion: Companion) -> Any:
+    def _instruction(self, companion: Companion, memory_elsewhere: bool = False) -> Any:
         # The default session's instruction, without giving it to that session (a read is not a turn).
         agent = companion.sessions.find(DEFAULT_SESSION) or AgentSession(DEFAULT_SESSION, None)
-        return companion.build(agent)
+        return companion.build(agent, include_memory=not memory_elsewhere)
 
-    def _turn_context(self, companion: Companion) -> dict[str, Any]:
+    def _turn_context(self, companion: Companion, memory_elsewhere: bool = False) -> dict[str, Any]:
         # Always the full context, in a throwaway session never registered: reading it moves no
         # session's baseline and evicts none (the registry keeps at most server.maxSessions).
         probe = AgentSession("\0resource", None)
-        wire: dict[str, Any] = companion.turn_for(probe, self.source.texts(), force_full=True).to_wire()
+        turn = companion.turn_for(probe, self.source.texts(), force_full=True, memory=not memory_elsewhere)
+        wire: dict[str, Any] = turn.to_wire()
         return wire
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
@@ -368,11 +421,17 @@ class McpBridge:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
         companion = await self.source.ready()
         args = dict(params.arguments or {})
+        elsewhere = self._elsewhere(ctx)
+        if elsewhere and not {"session", "sessionId"} & set(args):
+            args["session"] = MEMORY_ELSEWHERE_SESSION
         try:
             parsed = parse_object(
                 _ROWS["contextCompanion.getSystemInstruction"].params_model(), args, PROMPT_NAME, SESSION
             )
-            instruction = companion.system_instruction(parsed.session_id)  # type: ignore[attr-defined]
+            instruction = companion.system_instruction(
+                parsed.session_id,  # type: ignore[attr-defined]
+                include_memory=not elsewhere,
+            )
         except ContextCompanionError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
         message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=instruction.text))

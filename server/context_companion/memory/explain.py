@@ -95,7 +95,9 @@ def explain(
     entries = [index.by_path[f.abs_path] for f in result.files if f.abs_path in index.by_path]
     ours = {f.path for f in result.files if f.included}
     if agent.id == "context-companion":
-        ours_items = tuple(_ours(index, activity, f.path, f.tier, f.included, f.reason, f.tokens) for f in result.files)
+        ours_items = tuple(
+            _ours(index, activity, f.path, f.tier, f.included, f.reason, f.tokens, f.abs_path) for f in result.files
+        )
         return Explanation(agent, ours_items, (), ())
     judge = _Judge(index, activity, agent, entries, file_names, cwd)
     items = judge.imports([judge.item(e) for e in entries], entries)
@@ -109,13 +111,14 @@ def explain(
 
 
 def _ours(
-    index: MemoryIndex, activity: Activity, path: str, tier: str, inc: bool, reason: str, tokens: int
+    index: MemoryIndex, activity: Activity, path: str, tier: str, inc: bool, reason: str, tokens: int, abs_path: str
 ) -> Explained:
     listed = reason.endswith("(listed)")
     trigger = {"global": "global", "workspace": "workspace", "jit": "subfolder"}.get(tier, "always")
     if tier == "rule":
         trigger = "regex" if "regex" in reason else "glob" if "glob" in reason else "always"
-    return Explained(path, tier, inc, listed, "description" if listed else trigger, reason, tokens)
+    kind = "description" if listed else trigger
+    return Explained(path, tier, inc, listed, kind, reason, tokens, abs_path=abs_path)
 
 
 Out = Callable[..., Explained]

@@ -37,6 +37,11 @@ if TYPE_CHECKING:  # the memory package is optional for the engine
 log = logging.getLogger(__name__)
 
 MEMORY_SEPARATOR = "\n\n---\n\n"
+# In the memory's place when the agent gets the memory files another way (``includeMemory: false``).
+MEMORY_ELSEWHERE = (
+    "The project's memory files (AGENTS.md, CLAUDE.md, GEMINI.md, rule files) are not repeated here: the ones "
+    "that apply reach you with the rest of your instructions."
+)
 SYSTEM_MD_VARIABLE = ENV_PREFIX + "SYSTEM_MD"
 _NEWLINE_RUNS = re.compile(r"\n{3,}")
 
@@ -252,17 +257,21 @@ class InstructionEngine:
         *,
         trees: Mapping[str, str] | None = None,
         memory: MemoryResult | None = None,
+        include_memory: bool = True,
     ) -> Instruction:
         """Compose the instruction. Raises :class:`PromptError` when the configuration cannot be honoured.
 
         ``trees``: a session's folder-tree snapshot (default: computed once per engine state).
         ``memory``: a memory composition to use instead of the store's current one (a session that
         keeps the memory it started with).
+        ``include_memory=False``: the agent gets the memory files another way (VS Code's chat
+        instructions): one fixed line takes their place, so the text does not depend on memory at all
+        and keeps its bytes through every memory edit; no memory is composed.
 
         Pure apart from reading the files it is configured to read: writing the result anywhere
         (``writeSystemPromptTo``) is :func:`~.export.export_instruction`, a separate step.
         """
-        inputs = self._inputs(profile or self.settings.profile, open_paths, active_path, trees, memory)
+        inputs = self._inputs(profile or self.settings.profile, open_paths, active_path, trees, memory, include_memory)
         key = inputs.key
         cached = self._cache.get(key)
         if cached is not None:
@@ -293,15 +302,19 @@ class InstructionEngine:
         active_path: Path | None,
         trees: Mapping[str, str] | None,
         memory: MemoryResult | None,
+        include_memory: bool = True,
     ) -> _Inputs:
         settings = self.settings
         today = self.today()
-        memory_result = (
-            memory if memory is not None else self.compose_memory(open_paths, active_path, profile.interactive)
-        )
-        memory_text = "\n\n".join(
-            t for t in ((memory_result.text.strip() if memory_result else ""), profile.mcp_instructions.strip()) if t
-        )
+        memory_result: MemoryResult | None = None
+        if not include_memory:
+            memory_part = MEMORY_ELSEWHERE
+        else:
+            memory_result = (
+                memory if memory is not None else self.compose_memory(open_paths, active_path, profile.interactive)
+            )
+            memory_part = memory_result.text.strip() if memory_result else ""
+        memory_text = "\n\n".join(t for t in (memory_part, profile.mcp_instructions.strip()) if t)
         template_path = self._template_path()
         # Files behind `file` contributors are read on every build, like the template: they are not
         # watched, so their content (not their path) must be part of the cache key.
@@ -317,6 +330,7 @@ class InstructionEngine:
             template_text=read_template(template_path, settings) if template_path is not None else None,
             file_texts=file_texts,
             profile_json=self._json_of(profile),
+            include_memory=include_memory,
         )
 
     def _template_path(self) -> Path | None:
@@ -491,6 +505,7 @@ class _Inputs:
     template_text: str | None
     file_texts: dict[str, str]
     profile_json: str  # the profile as JSON: part of the key
+    include_memory: bool = True  # False: MEMORY_ELSEWHERE in the memory's place (``memory`` is None)
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -501,6 +516,7 @@ class _Inputs:
         # the memory result and the profile (its MCP text), so it is not in the key.
         return (
             self.profile_json,
+            self.include_memory,
             id(self.memory),
             self.env_text,
             self.today,

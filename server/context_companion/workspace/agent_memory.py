@@ -1,17 +1,31 @@
-"""The memory an agent does not read itself, as one text: what our composition holds for the editor's open
-files (global and workspace memory, sub-folder memory of the open files' folders, the rules that match
-them), less every file the agent loads on its own (its :class:`~..memory.agents.AgentRules` table, applied
-by :mod:`..memory.explain`).
+"""What an agent lacks of the memory that applies now, decided once for every way we deliver it, and the
+snapshot ``getAgentMemory`` renders from that decision.
 
-A snapshot, not a diff: the same editor state and memory give the same bytes, so an agent that re-reads it
-on every request (VS Code's chat reads an extension's contributed instructions file each time) keeps its
-prompt cache until something really changed. Pure: no I/O.
+:func:`lacking` is the one decision. It takes every memory and rule file with its verdict for the editor's
+open files (global and workspace memory, sub-folder memory of the open files' folders, the rules that match
+them: :meth:`~..memory.MemoryStore.blocks`) and what the agent's :class:`~..memory.agents.AgentRules` table
+says it loads itself and how it keeps each file (:mod:`..memory.explain`), and returns a :class:`Lacking`:
+the files that apply (included, with text, never a ``context.exclude`` file), each one's ``reading`` by the
+agent (``tracked``, ``start``, ``just-in-time``, ``""`` when the table does not say), keyed by absolute path.
+
+Two deliveries read it, each in its own rendering:
+
+- :func:`agent_memory`, a snapshot (VS Code's chat re-reads an extension's contributed instructions file on
+  every request): the files the agent never loads (:meth:`Lacking.never_read`). The same editor state and
+  memory give the same bytes, so the agent keeps its prompt cache until something really changed.
+- :mod:`.hooks`, a per-session difference (``context-companion hook``): the files the agent does not keep
+  current itself (:meth:`Lacking.untracked`), those it read once at start held back until they change.
+
+The two policies differ on purpose: a snapshot has no session to remember what an agent read at start, so it
+can only leave such a file out; the hooks remember, and send it once it changed. A file the agent reads just in
+time (its own tools touch the folder) is left to the agent by the snapshot, as ``explainMemory`` counts it, and
+sent by the hooks, which never risk a missed file. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,15 +72,65 @@ class AgentMemory:
         }
 
 
-def agent_memory(
-    blocks: Iterable[MemoryBlock], explanations: Sequence[Explanation], count: Callable[[str], int]
-) -> AgentMemory:
-    """The included files of ``blocks`` (in the composition's order) that none of ``explanations`` (the
-    agent's table, and what it loads for the files attached to its request) says the agent loads, rendered
-    as the instruction renders them."""
-    read = tuple(dict.fromkeys(item.path for e in explanations for item in e.items if item.loaded))
-    loads = set(read)
-    chosen = [b for b in blocks if b.included and b.content.strip() and b.path not in loads]
+TRACKED = "tracked"
+AT_START = "start"
+
+
+def _never(_block: MemoryBlock) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Lacking:
+    """The memory that applies now and how the agent has it (see the module docstring)."""
+
+    every: Mapping[str, MemoryBlock]  # abs path → every memory and rule file with its verdict now
+    applies: Mapping[str, MemoryBlock]  # abs path → those that apply: included, with text, not excluded
+    reading: Mapping[str, str]  # abs path → how the agent keeps a file it loads itself
+    read: tuple[str, ...] = ()  # display paths of the files the agent loads itself, in its order
+
+    def never_read(self) -> dict[str, MemoryBlock]:
+        """What applies and the agent does not load at all (composition order)."""
+        return {p: b for p, b in self.applies.items() if p not in self.reading}
+
+    def tracked(self) -> frozenset[str]:
+        """Files the agent reads and keeps current itself (re-read when they change): never ours to send."""
+        return frozenset(p for p, how in self.reading.items() if how == TRACKED)
+
+    def untracked(self) -> dict[str, MemoryBlock]:
+        """What applies and the agent does not keep current itself (composition order)."""
+        own = self.tracked()
+        return {p: b for p, b in self.applies.items() if p not in own}
+
+    def read_at_start(self) -> frozenset[str]:
+        """Files the agent reads once, when its session starts."""
+        return frozenset(p for p, how in self.reading.items() if how == AT_START)
+
+
+def lacking(
+    blocks: Iterable[MemoryBlock],
+    explanations: Sequence[Explanation] = (),
+    *,
+    excluded: Callable[[MemoryBlock], bool] = _never,
+) -> Lacking:
+    """The one decision of what an agent lacks. ``blocks``: every memory and rule file with its verdict for the
+    editor's files now; ``explanations``: the agent's table applied to them (and, for an agent that loads rules
+    for the files attached to its request, that too; the first one's reading wins); ``excluded``: files never
+    to deliver (``context.exclude``)."""
+    every = {b.abs_path: b for b in blocks}
+    applies = {p: b for p, b in every.items() if b.included and b.content.strip() and not excluded(b)}
+    reading: dict[str, str] = {}
+    for explanation in explanations:
+        for path, how in explanation.reading_of().items():
+            reading.setdefault(path, how)
+    read = tuple(dict.fromkeys(item.path for e in explanations for item in e.loads))
+    return Lacking(every, applies, reading, read)
+
+
+def agent_memory(agent: str, lacks: Lacking, count: Callable[[str], int]) -> AgentMemory:
+    """The files ``agent`` never loads itself, in the composition's order, rendered as the instruction renders
+    them (the snapshot of ``getAgentMemory``)."""
+    chosen = list(lacks.never_read().values())
     text = "\n\n".join([PREFACE, *(render_block(b.path, b.content) for b in chosen)]) if chosen else ""
     files = tuple(Delivered(b.path, b.tier, b.reason, count(b.content)) for b in chosen)
-    return AgentMemory(explanations[0].agent.id, text, files, read)
+    return AgentMemory(agent, text, files, lacks.read)

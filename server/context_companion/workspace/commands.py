@@ -58,7 +58,7 @@ def _end_session(c: Companion, p: P.EndSessionParams, _: Texts) -> dict[str, Any
 
 
 def _get_system_instruction(c: Companion, p: P.GetSystemInstructionParams, _: Texts) -> dict[str, Any]:
-    instruction, prefix = c.system_instruction_report(p.session_id)
+    instruction, prefix = c.system_instruction_report(p.session_id, include_memory=p.include_memory)
     instruction = c.export(instruction)
     head = {"sessionId": p.session_id, "etag": instruction.etag}
     if p.if_none_match is not None and p.if_none_match == instruction.etag:
@@ -95,7 +95,9 @@ def _get_turn_context(c: Companion, p: P.GetTurnContextParams, texts: Texts) -> 
 
 def _build_messages(c: Companion, p: P.BuildMessagesParams, texts: Texts) -> dict[str, Any]:
     messages = [m.model_dump() for m in p.messages]
-    built, updates = c.build_messages(p.session_id, messages, texts, p.include_turn_context, p.include_environment)
+    built, updates = c.build_messages(
+        p.session_id, messages, texts, p.include_turn_context, p.include_environment, p.include_memory
+    )
     return {"messages": built, "memoryUpdates": updates}
 
 

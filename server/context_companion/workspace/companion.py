@@ -31,7 +31,7 @@ from ..prompt.export import Exporter, export_path
 from ..settings import Settings
 from ..tokens import Tokenizer, encoding_for_model
 from ..uris import uri_to_path
-from .agent_memory import AgentMemory, agent_memory
+from .agent_memory import AgentMemory, Lacking, agent_memory, lacking
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .hooks import (
     HOOK_LIMITS,
@@ -248,14 +248,17 @@ class Companion:
         active_path = Path(active) if active and Path(active).is_absolute() else None
         return [p for p in paths if p.is_absolute()], active_path
 
-    def build(self, agent: AgentSession) -> Instruction:
+    def build(self, agent: AgentSession, *, include_memory: bool | None = None) -> Instruction:
         """The instruction for this session now (cached by its inputs). Raises ``PromptError``.
 
         The session's folder trees are taken on its first build and kept; with
-        ``memory.reload = "session"`` so is its memory composition."""
+        ``memory.reload = "session"`` so is its memory composition. ``include_memory``: whether the
+        memory files are in it (default: the session's choice)."""
         paths, active = self._open_paths()
         if agent.trees is None:
             agent.trees = self.engine.folder_trees()
+        if not (agent.include_memory if include_memory is None else include_memory):
+            return self.engine.build(agent.profile, paths, active, trees=agent.trees, include_memory=False)
         memory = None
         if self.snapshot.settings.memory.reload == "session":
             if agent.memory is None:
@@ -290,13 +293,18 @@ class Companion:
         """Forget the session. Raises ``ParamsError`` for an unknown id."""
         self.sessions.end(session_id)
 
-    def system_instruction(self, session_id: str) -> Instruction:
-        return self.system_instruction_report(session_id)[0]
+    def system_instruction(self, session_id: str, *, include_memory: bool = True) -> Instruction:
+        return self.system_instruction_report(session_id, include_memory=include_memory)[0]
 
-    def system_instruction_report(self, session_id: str) -> tuple[Instruction, PrefixStable]:
-        """The session's instruction now, and how much of the one it was last given it keeps."""
+    def system_instruction_report(
+        self, session_id: str, *, include_memory: bool = True
+    ) -> tuple[Instruction, PrefixStable]:
+        """The session's instruction now, and how much of the one it was last given it keeps.
+        ``include_memory=False``: the session's agent gets the memory files another way; the session
+        keeps that choice (its pushes leave them out too) until a call says otherwise."""
         agent = self.sessions.get(session_id)
         previous = agent.instruction
+        agent.include_memory = include_memory
         agent.instruction = self.build(agent)
         return agent.instruction, prefix_stable(previous.text if previous else None, agent.instruction.text)
 
@@ -408,13 +416,17 @@ class Companion:
         texts: Mapping[str, str],
         include_turn: bool = True,
         include_environment: bool | None = None,
+        include_memory: bool = True,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The messages to send, and the memory updates they carry. The environment message
         (``environment.placement = "initialMessage"``) comes first on the first turn (no assistant
-        message yet) or when ``include_environment`` says so."""
+        message yet) or when ``include_environment`` says so. ``include_memory=False``: the agent gets
+        the memory files another way: neither the instruction nor the turn carries them (as
+        :meth:`system_instruction_report` and :meth:`turn_context` with it)."""
         agent = self.sessions.get(session_id)
+        agent.include_memory = include_memory
         instruction = agent.instruction = self.build(agent)
-        turn = self.turn_context(session_id, texts, editor=include_turn)
+        turn = self.turn_context(session_id, texts, editor=include_turn, memory=include_memory)
         if include_environment is None:
             include_environment = not any(m.get("role") == "assistant" for m in messages)
         environment = instruction.initial_message if include_environment else None
@@ -453,37 +465,36 @@ class Companion:
             return Delivery("")
         if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
             return Delivery("")
+        return deliver(
+            self.hooks.get(request.agent, request.session_id),
+            self.lacking(request.agent, cwd=request.cwd or None),
+            limit=HOOK_LIMITS[request.agent],
+            from_disk=from_disk,
+        )
+
+    def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
+        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""
+        rules = AGENTS[agent] if isinstance(agent, str) else agent
+        return agent_memory(rules.id, self.lacking(rules), self.tokenizer.count)
+
+    def lacking(self, agent: str | AgentRules, *, cwd: str | None = None) -> Lacking:
+        """What ``agent`` (an id or a table, running in ``cwd``) lacks of the memory that applies to the open
+        files now: the one decision both :meth:`agent_memory` and :meth:`agent_hook` render. An agent that
+        loads some rules for the files attached to its request (``attached_rules``: VS Code attaches the
+        active file once it has a selection) is judged with those too."""
         from ..exclusion import exclude_matcher
 
         paths, active = self._open_paths()
         interactive = self.snapshot.settings.profile.interactive
-        blocks = self.memory.blocks(paths, active, interactive=interactive)
-        explained = self.memory.explain(request.agent, paths, active, interactive=interactive, cwd=request.cwd or None)
-        reading = explained.reading_of()
-        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
-        return deliver(
-            self.hooks.get(request.agent, request.session_id),
-            blocks,
-            reading,
-            limit=HOOK_LIMITS[request.agent],
-            from_disk=from_disk,
-            excluded=lambda b: secret(b.path),
-        )
-
-    def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
-        """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`.
-        An agent that loads some rules for the files attached to its request (``attached_rules``: VS Code
-        attaches the active file once it has a selection) is judged with those too."""
-        paths, active = self._open_paths()
-        interactive = self.snapshot.settings.profile.interactive
         rules = AGENTS[agent] if isinstance(agent, str) else agent
         blocks = self.memory.blocks(paths, active, interactive=interactive)
-        explanations = [self.memory.explain(rules, paths, active, interactive=interactive)]
+        explanations = [self.memory.explain(rules, paths, active, interactive=interactive, cwd=cwd)]
         cursor = self.editor.cursor
         if rules.attached_rules and active is not None and cursor is not None and cursor.selections:
             attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
             explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
-        return agent_memory(blocks, explanations, self.tokenizer.count)
+        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
+        return lacking(blocks, explanations, excluded=lambda b: secret(b.path))
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):

@@ -4,9 +4,8 @@ agent does not read and track itself, once, as the difference to what its sessio
 Per agent session (the hook's ``session_id``) a :class:`HookState` records, by file and content
 hash, what the agent has: what we delivered, and the files it read itself once at start (taken as
 they are at the session's first hook call, and delivered again only when they change). Each
-prompt, the files that apply now (root memory, the memory of the open files' folders, the rules
-matching them: :meth:`~context_companion.memory.MemoryStore.blocks`), less those the agent tracks
-itself (:meth:`~context_companion.memory.explain.Explanation.reading_of`), are compared with that
+prompt, the files that apply now and the agent does not track itself (:meth:`.agent_memory.Lacking.untracked`,
+the decision :func:`.agent_memory.lacking` makes for ``getAgentMemory`` too) are compared with that
 record (:func:`.updates.diff`): new or changed files are sent whole, a file that stops applying gets
 one line. Nothing new: no text at all.
 
@@ -22,12 +21,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..memory import MemoryBlock
-from .updates import MEMORY_PREFACE, MemoryUpdate, diff, tracked
+from .agent_memory import Lacking
+from .updates import MEMORY_PREFACE, MemoryUpdate, diff
 
 # Characters of additionalContext an agent takes whole. Claude Code 2.1.331 passes about 10,000
 # and turns 50,000 into a short preview; Gemini CLI and Codex took 10,000 whole in our runs.
@@ -156,29 +156,24 @@ def _rank(update: MemoryUpdate, blocks: Mapping[str, MemoryBlock]) -> int:
 
 def deliver(
     state: HookState,
-    blocks: Iterable[MemoryBlock],
-    reading: Mapping[str, str],
+    lacks: Lacking,
     *,
     limit: int,
     count: Callable[[str], int] = len,
     from_disk: bool = False,
-    excluded: Callable[[MemoryBlock], bool] = lambda _b: False,
 ) -> Delivery:
-    """The text for this prompt, and ``state`` brought up to date.
-
-    ``blocks``: every memory and rule file with its verdict for the editor's files now;
-    ``reading``: abs path → how the agent keeps a file it loads itself (``tracked``, ``start``,
-    ``just-in-time``); ``excluded``: files never to send (``context.exclude``)."""
-    every = {b.abs_path: b for b in blocks}
-    applies = {p: b for p, b in tracked(every.values(), on_demand_only=False).items() if not excluded(b)}
-    own = {p for p, how in reading.items() if how == "tracked"}
-    now = {p: b for p, b in applies.items() if p not in own}
+    """The text for this prompt, and ``state`` brought up to date. ``lacks``: what applies for the editor's
+    files now and how the agent has it (:func:`.agent_memory.lacking`)."""
+    every = lacks.every
+    own = lacks.tracked()
+    now = lacks.untracked()
     for path in [p for p in state.given if p in own]:
         del state.given[path]  # the agent reads it itself now: not ours to withdraw
     if not state.started:
         state.started = True
+        at_start = lacks.read_at_start()
         for path, block in now.items():
-            if reading.get(path) == "start":
+            if path in at_start:
                 state.given[path] = (block.path, fingerprint(block.content))
     updates = diff(state.given, now, every, count, fingerprint)
     state.given = {p: (b.path, fingerprint(b.content)) for p, b in now.items()}

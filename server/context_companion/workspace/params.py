@@ -37,9 +37,16 @@ class EndSessionParams(_Params):
     session_id: str = Field(min_length=1, max_length=200)
 
 
+# ``includeMemory``: whether the memory files are in the answer; False when the agent gets them another way.
+INCLUDE_MEMORY = (
+    "false: the agent gets the project's memory files another way (VS Code's chat instructions), so they are left out"
+)
+
+
 class GetSystemInstructionParams(_Params):
     session_id: str = SessionId
     if_none_match: str | None = None
+    include_memory: bool = Field(default=True, description=INCLUDE_MEMORY)
 
 
 class RefreshMemoryParams(_Params):
@@ -50,7 +57,7 @@ class GetTurnContextParams(_Params):
     session_id: str = SessionId
     force_full: bool = False
     pending_tool_call: bool = False
-    include_memory: bool = True  # False: the agent gets memory another way (VS Code's chat instructions)
+    include_memory: bool = Field(default=True, description=INCLUDE_MEMORY)
 
 
 class Message(BaseModel):
@@ -68,6 +75,7 @@ class BuildMessagesParams(_Params):
     messages: list[Message] = Field(max_length=MAX_MESSAGES)
     include_turn_context: bool = True
     include_environment: bool | None = None  # None: on the first turn (no assistant message yet)
+    include_memory: bool = Field(default=True, description=INCLUDE_MEMORY)
 
 
 class SessionOnlyParams(_Params):

@@ -33,6 +33,9 @@ class AgentSession:
     # Memory its agent knows outside the current memory composition: abs path → (display, content).
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)
     seen_at_start: dict[str, tuple[str, str]] = field(default_factory=dict)  # what forceFull goes back to
+    # False: its agent gets the memory files another way (getSystemInstruction ``includeMemory: false``, VS Code's
+    # chat instructions); its instruction, and the pushes that rebuild it, leave them out.
+    include_memory: bool = True
 
 
 DEFAULT_MAX_SESSIONS = 64
