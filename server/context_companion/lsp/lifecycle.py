@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 from pygls.capabilities import ServerCapabilitiesBuilder
 
-from .runtime import off_loop
+from .runtime import reloading
 
 if TYPE_CHECKING:
     from ..workspace.snapshot import WorkspaceSnapshot
@@ -70,11 +70,12 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
         await ls.gemini.reconcile(companion)
         await ls.claude_code.reconcile(ls)
         return
+    # The watches are in place before the first command is answered (set off the loop).
+    await ls.watch.start(companion, ls.files_changed)
     # No session has been given an instruction yet (commands wait for ready): what happened
     # before now is part of the first build, not a change to push later.
     ls.publisher.forget()
     ls.ready.set()
-    ls.watch.start(companion, ls.files_changed)
     await asyncio.to_thread(_remove_stale_announcements)
     if ls.mcp is not None:
         try:
@@ -187,13 +188,15 @@ async def _apply_settings(ls: CompanionServer, section: Any) -> None:
 
 
 async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
-    """Swap in a new snapshot (new pieces built on a worker thread). True when settings changed."""
+    """Swap in a new snapshot (new pieces built, and new watches set, on worker threads: the loop
+    keeps serving however large a folder is). True when settings changed."""
     companion = ls.companion
     assert companion is not None
-    prepared = await off_loop(ls, lambda: companion.prepare(snapshot))
-    swapped = companion.apply(prepared)
-    if swapped.memory_replaced:
-        ls.watch.start(companion, ls.files_changed)
+    async with ls.lock:  # commands wait for the swap, the new watches included
+        prepared = await reloading(ls, lambda: companion.prepare(snapshot))
+        swapped = companion.apply(prepared)
+        if swapped.memory_replaced:
+            await ls.watch.start(companion, ls.files_changed)
     await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
 

@@ -12,13 +12,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ignore import IgnoreRules, ignore_warnings, walk
+from ..ignore import IgnoreRules, WalkBudget, ignore_warnings, walk
 from ..settings import MemorySettings
+
+log = logging.getLogger(__name__)
 
 CLAUDE_SUBDIR = ".claude"
 CLAUDE_NAME = "CLAUDE.md"
@@ -84,14 +87,17 @@ class IndexedFile:
 class FolderIndex:
     files: list[IndexedFile] = field(default_factory=list)
     dirs: dict[str, IgnoreRules] = field(default_factory=dict)  # rel_dir ("" = root) → rules in force
-    verdicts: dict[str, bool] = field(default_factory=dict)  # unindexed dir → relevant (memo, see the store)
+    # Unindexed dir → relevant (memo, see the store). The directories the walk left out at its cap
+    # are entered here as not relevant, so the watcher neither watches nor walks below them.
+    verdicts: dict[str, bool] = field(default_factory=dict)
+    cut: str | None = None  # the walk stopped at memory.maxWalkDirectories/-Files: what it left out
     _warnings: list[str] | None = None
 
-    def ignore_warnings(self) -> list[str]:
-        """Ignore files cut at ``memory.maxIgnorePatterns`` (one line each). Computed once: ``dirs``
-        is only filled by :func:`index_folder`, and every compose asks."""
+    def warnings(self) -> list[str]:
+        """The walk's cut and the ignore files cut at ``memory.maxIgnorePatterns`` (one line each).
+        Computed once: ``dirs`` is only filled by :func:`index_folder`, and every compose asks."""
         if self._warnings is None:
-            self._warnings = ignore_warnings(self.dirs.values())
+            self._warnings = ([self.cut] if self.cut else []) + ignore_warnings(self.dirs.values())
         return self._warnings
 
 
@@ -100,12 +106,14 @@ def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) ->
 
     ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
     :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
-    ``AGENTS.override.md`` is found exactly like the root's."""
+    ``AGENTS.override.md`` is found exactly like the root's. The walk stops at
+    ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`)."""
     wanted = frozenset(names)
     index = FolderIndex()
     files = index.files
     dirs = index.dirs
-    for listing in walk(Path(folder), max_patterns=settings.max_ignore_patterns):
+    budget = WalkBudget(settings.max_walk_directories, settings.max_walk_files)
+    for listing in walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget):
         rel_dir = listing.rel_dir
         dirs[rel_dir] = listing.rules
         if not rel_dir:
@@ -117,7 +125,31 @@ def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) ->
                     continue  # .claude/CLAUDE.md of the folder itself: the workspace tier
                 rel = rel_dir + "/" + entry.name
                 files.append(IndexedFile(entry.path, rel, governs, listing.rules.is_ignored(rel, False)))
+    if budget.left_out:
+        _left_out(index, folder, budget)
     return index
+
+
+def _left_out(index: FolderIndex, folder: str, budget: WalkBudget) -> None:
+    """Record a walk stopped at its cap: the directories it did not enter are not relevant (the
+    watcher skips them too) and one warning, logged and kept for the instruction's and
+    ``showMemory``'s warnings, names the setting and the first of them."""
+    for rel in budget.left_out:
+        index.verdicts[rel] = False
+    cap = (
+        f"memory.maxWalkDirectories ({budget.max_dirs:,} directories)"
+        if budget.dirs >= budget.max_dirs
+        else f"memory.maxWalkFiles ({budget.max_files:,} files)"
+    )
+    shown = ", ".join(os.path.join(folder, *rel.split("/")) for rel in budget.left_out[:3])
+    more = len(budget.left_out) - 3
+    index.cut = (
+        f"workspace folder {folder}: the search for memory files stopped at {cap}; "
+        f"{len(budget.left_out):,} directories were not searched, e.g. {shown}"
+        + (f" and {more:,} more" if more > 0 else "")
+        + " (raise the setting, or open a smaller folder)"
+    )
+    log.warning("%s", index.cut)
 
 
 def rules_for(index: FolderIndex, rel_path: str) -> tuple[IgnoreRules | None, bool]:
