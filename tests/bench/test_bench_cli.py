@@ -73,7 +73,8 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "save-burst",
         "rss",
         "mcp-round-trip",
-    }
+        "soak",
+    }  # soak-day (ten minutes) runs only when named in --only
     for f in figures:
         assert f["verdict"] in VERDICTS, f
         if f["verdict"] in ("PASS", "MISS"):
