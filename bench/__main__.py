@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import core_figures, folder_figures, hook_figures, lsp_figures, mcp_figures
+from . import core_figures, folder_figures, hook_figures, lsp_figures, mcp_figures, soak
 from .bpe import ensure_ranks_file
 from .core_figures import Context, env_for_children
 from .generate import DEFAULT_SEED, TREES, WORK_DIR, ensure_tree
@@ -36,13 +36,16 @@ GROUPS: list[str] = [
     *folder_figures.FIGURES,
     *mcp_figures.FIGURES,
     *hook_figures.FIGURES,
+    *soak.FIGURES,
 ]
 ASYNC_FIGURES = {  # run on one event loop
     **lsp_figures.FIGURES,
     **folder_figures.FIGURES,
     **mcp_figures.FIGURES,
     **hook_figures.FIGURES,
+    **soak.FIGURES,
 }
+OPT_IN = soak.OPT_IN  # run only when named in --only (long)
 CORE_TIMEOUT = 900.0  # seconds for one in-process group (all its trees)
 LSP_TIMEOUT = 900.0
 
@@ -62,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="python -m bench",
         description="Context Companion benchmark: each figure against a floor measured in the same run.",
-        epilog=f"Figures: {', '.join(GROUPS)}.",
+        epilog=f"Figures: {', '.join(GROUPS)} ({', '.join(OPT_IN)} only with --only).",
     )
     ap.add_argument(
         "--trees", default="small,medium", help="comma-separated trees: small, medium, large (default: small,medium)"
@@ -97,7 +100,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         raise UsageError("a tree is listed twice in --trees")
     if not 1 <= args.repeat <= 100:
         raise UsageError("--repeat must be between 1 and 100")
-    args.groups = _names(args.only) or list(GROUPS)
+    args.groups = _names(args.only) or [g for g in GROUPS if g not in OPT_IN]
     bad = [g for g in args.groups if g not in GROUPS]
     if bad:
         raise UsageError(f"unknown figure(s) {', '.join(bad)}; expected some of {', '.join(GROUPS)}")

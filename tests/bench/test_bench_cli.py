@@ -75,7 +75,8 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
         "new-folder",
         "mcp-round-trip",
         "hook-latency",
-    }
+        "soak",
+    }  # soak-day (ten minutes) runs only when named in --only
     for f in figures:
         assert f["verdict"] in VERDICTS, f
         if f["verdict"] in ("PASS", "MISS"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -31,7 +32,15 @@ def test_stdin_from_a_file_with_junk_exits_cleanly(tmp_path):
     with junk.open("rb") as fh:
         done = subprocess.run(SERVER, stdin=fh, capture_output=True, timeout=30, env=env(tmp_path))
     assert done.returncode == 0
-    assert b"Traceback" not in done.stderr and done.stdout == b""
+    assert b"Traceback" not in done.stderr
+    # The object is no JSON-RPC request: answered InvalidRequest with a null id, as JSON-RPC says.
+    head, _, answer = done.stdout.partition(b"\r\n\r\n")
+    assert head.startswith(b"Content-Length: ")
+    assert json.loads(answer) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": '"jsonrpc" must be "2.0", got null'},
+    }
 
 
 def _free_port() -> int:

@@ -232,3 +232,36 @@ def test_one_expansion_stops_inlining_at_max_total_bytes(tmp_path, tree, make_st
     assert "AGENTS.md: import c.md failed: over memory.maxTotalBytes" in result.warnings
     codes = [d.code for d in store.analyze(ws / "AGENTS.md", "@a.md\n@b.md\n@c.md\n").diagnostics]
     assert codes == ["import-over-total"]
+
+
+def test_small_files_are_read_at_their_size_not_at_the_caps(tmp_path, tree, make_store, helpers):
+    """Reading a file used to ask for its cap: 16 MiB for every .gitignore and git config file (on
+    every change batch that reloads them), memory.maxFileBytes for every memory file. Each such
+    buffer is taken and given back at once, but it left the C heap larger after many (issue 26: the
+    RSS of a working day grew in steps of about 2 MiB). Now a read asks for what stat says."""
+    import tracemalloc
+
+    from context_companion.ignore import load_ignore_file, read_core_excludes_file
+
+    ws = tmp_path / "ws"
+    files = {
+        "AGENTS.md": "Root memory.\n",
+        "sub/AGENTS.md": "Sub memory.\n",
+        ".gitignore": "build/\n*.log\n",
+        "sub/.gitignore": "tmp/\n",
+        ".git/config": "[core]\n\texcludesFile = ~/.gitignore_global\n",
+        ".git/info/exclude": "scratch/\n",
+    }
+    tree(ws, files)
+    tracemalloc.start()
+    try:
+        for i in range(3):
+            store = make_store(ws)
+            assert helpers.included(store.compose([])) == ["AGENTS.md"]
+            load_ignore_file(str(ws / ".git/info/exclude"))  # a fresh version each time: read again
+            (ws / ".git/info/exclude").write_text("scratch/\n# again\n" * (i + 1), encoding="utf-8")
+            assert read_core_excludes_file(str(ws / ".git/config")) == "~/.gitignore_global"
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB"  # was over 16 MiB

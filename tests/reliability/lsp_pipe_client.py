@@ -87,8 +87,11 @@ class LspProcess:
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=dict(env), cwd=cwd
         )
         self.configuration: dict[str, Any] = {}  # answers to workspace/configuration, by section
+        # How server→client requests are answered: "result" (above), "error", or "never".
+        self.server_request_answers = "result"
         self.notifications: list[tuple[str, Any]] = []
         self.server_requests: list[tuple[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []  # every response, those to raw messages included
         self._cond = threading.Condition()
         self._write_lock = threading.Lock()
         self._pending: dict[int, Pending] = {}
@@ -112,6 +115,20 @@ class LspProcess:
 
     def send(self, message: dict[str, Any]) -> None:
         self.write_bytes(self.frame({"jsonrpc": "2.0", **message}))
+
+    def send_body(self, body: bytes) -> None:
+        """One frame holding ``body`` as it is (any JSON, or none)."""
+        self.write_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def responses_since(self, start: int) -> list[dict[str, Any]]:
+        with self._cond:
+            return list(self.responses[start:])
+
+    def wait_responses(self, start: int, count: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
+        """The responses received after the first ``start`` ones, once there are ``count``."""
+        if not self.wait_for(lambda: len(self.responses) - start >= count, timeout):
+            raise AssertionError(f"expected {count} response(s), got {self.responses_since(start)}")
+        return self.responses_since(start)
 
     def _read_loop(self) -> None:
         out = self.proc.stdout
@@ -145,11 +162,17 @@ class LspProcess:
             method, params = message["method"], message.get("params")
             with self._cond:
                 self.server_requests.append((method, params))
+                self._cond.notify_all()
             result: Any = None
             if method == "workspace/configuration":
                 result = [self.configuration.get(item.get("section", "")) for item in (params or {}).get("items", [])]
+            answer: dict[str, Any] = {"id": message["id"], "result": result}
+            if self.server_request_answers == "never":
+                return
+            if self.server_request_answers == "error":
+                answer = {"id": message["id"], "error": {"code": -32603, "message": "the test client refuses"}}
             try:
-                self.send({"id": message["id"], "result": result})
+                self.send(answer)
             except (BrokenPipeError, ValueError, OSError):
                 pass
             return
@@ -158,7 +181,11 @@ class LspProcess:
                 self.notifications.append((message["method"], message.get("params")))
                 self._cond.notify_all()
             return
-        pending = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+        with self._cond:
+            self.responses.append(message)
+            self._cond.notify_all()
+        msg_id = message.get("id")
+        pending = self._pending.pop(msg_id, None) if isinstance(msg_id, (int, str)) else None
         if pending is not None:
             pending._settle(message)
 

@@ -30,14 +30,20 @@ class Watch:
         self._watcher: MemoryWatcher | None = None
         self._rebuild_queued = False  # a rebuild waits to start: later changes need no other
 
-    def start(self, companion: Companion, on_batch: Callable[[set[str]], None]) -> None:
-        """(Re)start watching the companion's memory roots; ``on_batch`` runs on the loop."""
+    def start(self, companion: Companion, on_batch: Callable[[set[str]], None]) -> asyncio.Future[None]:
+        """(Re)start watching the companion's memory roots; ``on_batch`` runs on the loop.
+
+        Setting the watches walks the tree (watchdog does it in the thread that starts it), so it
+        runs on a worker thread: a folder such as ``/`` never stalls the loop. The result is done
+        once the watches are in place (or watching failed, logged); a stop meanwhile wins."""
         from ..memory import MemoryWatcher
 
         self.stop()
-        if not companion.snapshot.settings.memory.watch:
-            return
         loop = asyncio.get_running_loop()
+        if not companion.snapshot.settings.memory.watch:
+            done: asyncio.Future[None] = loop.create_future()
+            done.set_result(None)
+            return done
         memory = companion.memory
 
         def post(paths: set[str]) -> None:  # on the watcher thread
@@ -51,13 +57,19 @@ class Watch:
             debounce_ms=companion.snapshot.settings.memory.debounce_ms,
             flat_roots=memory.flat_watch_roots(),
         )
+        self._watcher = watcher
+        return loop.run_in_executor(None, self._start, watcher, len(memory.watch_roots()))
+
+    def _start(self, watcher: MemoryWatcher, roots: int) -> None:  # on a worker thread
         try:
             watcher.start()
         except Exception as exc:
             log.warning("file watching unavailable (%s); use contextCompanion.refreshMemory", exc)
             return
-        self._watcher = watcher
-        log.info("watching %d folder(s) for memory changes (%s)", len(memory.watch_roots()), watcher.mode)
+        if self._watcher is not watcher:  # stopped or replaced while it started
+            watcher.stop()
+            return
+        log.info("watching %d folder(s) for memory changes (%s)", roots, watcher.mode)
 
     def reschedule(self, companion: Companion) -> None:
         """Rebuild the watches (on the loop). The walk runs on a worker thread, so the loop keeps

@@ -21,6 +21,9 @@ agree on what is ignored. The verdict for a path is git's, without running git:
   does not follow those either);
 * each ignore file contributes at most ``max_patterns`` patterns (``memory.maxIgnorePatterns``):
   the rest is dropped with a warning naming the file, so a huge file cannot stall the start;
+* a walk given a :class:`WalkBudget` (the memory index: ``memory.maxWalkDirectories`` and
+  ``memory.maxWalkFiles``) stops when it is spent and says which directories it left out; the walk
+  is breadth first, so such a cut leaves out the deepest directories, not whole sub-trees;
 * only directories are matched during the walk (to prune); callers match the few files they
   care about with :meth:`IgnoreRules.is_ignored`, which keeps the walk close to a bare
   ``os.scandir`` loop.
@@ -43,7 +46,7 @@ from .patterns import (
     load_ignore_file,
 )
 from .rules import IgnoreRules, ignore_warnings, is_ignored_below
-from .walk import DirListing, walk
+from .walk import DirListing, WalkBudget, walk
 
 __all__ = [
     "ALWAYS_PRUNED",
@@ -55,6 +58,7 @@ __all__ = [
     "GitRepo",
     "IgnoreFile",
     "IgnoreRules",
+    "WalkBudget",
     "find_repo",
     "git_config_files",
     "global_excludes_path",

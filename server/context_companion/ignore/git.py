@@ -116,7 +116,10 @@ def read_core_excludes_file(path: str) -> str | None:
     """The last ``core.excludesFile`` set in one git config file (None: not set there)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            raw_lines = fh.read(MAX_IGNORE_FILE_BYTES).split("\n")  # a git config: bounded like ignore files
+            # A git config, bounded like ignore files; read as much as stat says (a read of the cap
+            # itself allocates the cap, 16 MiB, on every change batch that asks).
+            size = os.fstat(fh.fileno()).st_size
+            raw_lines = fh.read(min(size, MAX_IGNORE_FILE_BYTES)).split("\n")
     except OSError:
         return None
     lines: list[str] = []

@@ -343,7 +343,9 @@ def load_ignore_file(path: str, max_patterns: int = DEFAULT_MAX_PATTERNS, *, fol
     if hit is None:
         try:
             with open(path, "rb") as fh:
-                data = fh.read(MAX_IGNORE_FILE_BYTES + 1)
+                # As much as stat said (a read of the cap itself allocates the cap: 16 MiB taken
+                # and given back per file, which left the C heap larger after each, issue 26).
+                data = fh.read(min(st.st_size, MAX_IGNORE_FILE_BYTES) + 1)
         except OSError:
             return None
         if len(data) > MAX_IGNORE_FILE_BYTES:  # bounded work: the rest is not read at all

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pygls.exceptions import JsonRpcInvalidParams
+
+from ..errors import ParamsError
 from .gemini import COMPANION_STATUS
 
 if TYPE_CHECKING:
@@ -15,7 +18,14 @@ if TYPE_CHECKING:
 
 def register(ls: CompanionServer) -> None:
     @ls.command(COMPANION_STATUS)
-    async def companion_status(*_: Any) -> dict[str, Any]:
+    async def companion_status(*args: Any) -> dict[str, Any]:
+        await ls.booted.wait()  # the params models are imported by then
+        from ..workspace.params import EmptyParams, parse
+
+        try:
+            parse(EmptyParams, args, COMPANION_STATUS)  # as every command: unknown keys are rejected
+        except ParamsError as exc:
+            raise JsonRpcInvalidParams(message=str(exc)) from None
         await ls.ready.wait()
         await ls.gemini.settled.wait()
         await ls.claude_code.settled.wait()

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException
 
+from .envelope import PARSE_ERROR, top_level_id
+
 log = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024 * 1024
@@ -168,6 +170,24 @@ def forget_before_shutdown(message: Any, observe: Callable[[Any], None] | None) 
         observe(message)
 
 
+def read_message(body: bytes | str, protocol: Any) -> Any:
+    """The message in one frame's body, for ``protocol.handle_message``.
+
+    Only the top level goes through ``protocol.structure_message`` (pygls' own readers pass every
+    nested object through it as ``object_hook``: a ``params`` object holding a ``"jsonrpc"`` key
+    was turned into a message). JSON nested deeper than Python's parser can go is answered
+    ParseError (-32700), with the request's id when it can be read at the top level. Raises
+    ValueError for a body that is not JSON (the frame reader then resynchronises)."""
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        return protocol.refuse(
+            top_level_id(raw), PARSE_ERROR, f"a {len(raw)}-byte message nested too deeply to read (JSON depth limit)"
+        )
+    return protocol.structure_message(data)
+
+
 class ExitHere:
     """The protocol as a transport's message loop sees it, except that ``exit`` ends the loop here.
 
@@ -183,8 +203,11 @@ class ExitHere:
         self.stop_event = stop_event
         self.status: int | None = None
 
-    def structure_message(self, data: dict[str, Any]) -> Any:
+    def structure_message(self, data: Any) -> Any:
         return self._protocol.structure_message(data)
+
+    def refuse(self, msg_id: int | str | None, code: int, reason: str) -> Any:
+        return self._protocol.refuse(msg_id, code, reason)
 
     def handle_message(self, message: Any) -> None:
         if getattr(message, "method", None) == "exit" and not hasattr(message, "id"):
@@ -238,7 +261,7 @@ async def run_frames(
         if body is None:
             return
         try:
-            message = json.loads(body, object_hook=protocol.structure_message)
+            message = read_message(body, protocol)
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             frames.unreadable_body(body, exc)
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 from pygls.capabilities import ServerCapabilitiesBuilder
 
-from .runtime import off_loop
+from .runtime import reloading
 
 if TYPE_CHECKING:
     from ..workspace.snapshot import WorkspaceSnapshot
@@ -54,6 +55,7 @@ def _initial_folders(params: t.InitializeParams) -> list[Path]:
 async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, encoding: str) -> None:
     for name in _HEAVY:
         await asyncio.to_thread(importlib.import_module, name)
+    await asyncio.to_thread(_big_blocks_go_back)
     from ..workspace.companion import Companion
     from ..workspace.snapshot import initial_snapshot
 
@@ -74,11 +76,12 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
         await ls.claude_code.reconcile(ls)
         await ls.hooks.reconcile(ls)
         return
+    # The watches are in place before the first command is answered (set off the loop).
+    await ls.watch.start(companion, ls.files_changed)
     # No session has been given an instruction yet (commands wait for ready): what happened
     # before now is part of the first build, not a change to push later.
     ls.publisher.forget()
     ls.ready.set()
-    ls.watch.start(companion, ls.files_changed)
     await asyncio.to_thread(_remove_stale_announcements)
     if ls.mcp is not None:
         try:
@@ -119,6 +122,28 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
     ls.publisher.schedule("workspaceChanged")
     await ls.claude_code.reconcile(ls)  # the lock file names the folders
     await ls.hooks.reconcile(ls)  # so does the hooks' discovery file
+
+
+def _big_blocks_go_back() -> None:
+    """Keep glibc's mmap threshold at its starting 128 KiB (``mallopt(M_MMAP_THRESHOLD)``).
+
+    glibc raises the threshold to the size of every large block it gives back (up to 32 MiB); from
+    then on blocks that large come from the heap, whose top seldom shrinks. A server that runs all
+    day makes such blocks now and then (Python's table of interned strings is resized to 1.8 MiB
+    when names come and go), and its RSS grew in steps of about 2 MiB that never went back (issue 26,
+    the working day). With the threshold fixed they are mapped and unmapped as they come and go.
+    Linux with glibc only (ctypes is loaded by watchdog anyway); elsewhere nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    m_mmap_threshold = -3
+    if not mallopt(m_mmap_threshold, 128 * 1024):
+        log.info("mallopt(M_MMAP_THRESHOLD) refused; the C heap keeps its dynamic threshold")
 
 
 def _remove_stale_announcements() -> None:
@@ -196,13 +221,15 @@ async def _apply_settings(ls: CompanionServer, section: Any) -> None:
 
 
 async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
-    """Swap in a new snapshot (new pieces built on a worker thread). True when settings changed."""
+    """Swap in a new snapshot (new pieces built, and new watches set, on worker threads: the loop
+    keeps serving however large a folder is). True when settings changed."""
     companion = ls.companion
     assert companion is not None
-    prepared = await off_loop(ls, lambda: companion.prepare(snapshot))
-    swapped = companion.apply(prepared)
-    if swapped.memory_replaced:
-        ls.watch.start(companion, ls.files_changed)
+    async with ls.lock:  # commands wait for the swap, the new watches included
+        prepared = await reloading(ls, lambda: companion.prepare(snapshot))
+        swapped = companion.apply(prepared)
+        if swapped.memory_replaced:
+            await ls.watch.start(companion, ls.files_changed)
     await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
 

@@ -1,10 +1,12 @@
 """The JSON-RPC protocol tweaks and the document classes of the language server.
 
-:class:`Protocol` answers what pygls would leave unanswered (requests off the schema, requests
-before ``initialize`` or after ``shutdown``), strips tracebacks and the server's own paths from
-errors and forgets the handlers of notifications once they ran (pygls keeps them forever);
-:class:`LspWorkspace` splits lines the LSP way and keys documents by one URI spelling. The lowest module of ``lsp/``: it
-imports none of the others.
+:class:`Protocol` answers what pygls would leave unanswered (messages that are not LSP's
+JSON-RPC: see :mod:`.envelope`; requests to notification methods, off the schema, before
+``initialize``, a second ``initialize``, after ``shutdown``), strips tracebacks and the server's
+own paths from errors, and forgets every future pygls keeps once it is done (pygls keeps those
+of its own generator steps and notifications, and of requests the client never answers, for
+good). :class:`LspWorkspace` splits lines the LSP way and keys documents by one URI spelling. The
+lowest module of ``lsp/``: it imports none of the others.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 from urllib.parse import unquote
@@ -26,10 +29,20 @@ from pygls.workspace import TextDocument, Workspace
 
 from ..context.positions import split_lines_keepends
 from ..uris import normalize_uri
+from ..workspace.commands import NOTIFICATIONS
+from .envelope import INVALID_REQUEST, batch_ids, refusal, valid_id
 
 log = logging.getLogger(__name__)
 
 DID_CHANGE_CURSOR = "contextCompanion/didChangeCursor"
+# Every notification method, LSP's and ours: a request (with an id) to one is refused.
+NOTIFICATION_METHODS = frozenset(
+    {m for m, (message, *_) in t.METHOD_TO_TYPES.items() if "id" not in attrs.fields_dict(message)} | set(NOTIFICATIONS)
+)
+# Requests we sent that the client has not answered (yet): past this many, the oldest is failed
+# and forgotten, so a client that never answers (``workspace/configuration``, a diff it never
+# closes) cannot grow the server.
+MAX_UNANSWERED = 100
 
 
 class _NotInitialized(JsonRpcException):
@@ -79,6 +92,9 @@ class _Ignored:
     jsonrpc: str = "ignored"
 
 
+IGNORED = _Ignored()  # a message already answered or dropped: nothing more to do
+
+
 class Protocol(LanguageServerProtocol):
     RAW_METHODS = frozenset({DID_CHANGE_CURSOR})
 
@@ -87,7 +103,21 @@ class Protocol(LanguageServerProtocol):
             return RawNotification
         return super().get_message_type(method)
 
-    def structure_message(self, data: dict[str, Any]) -> Any:
+    def structure_message(self, data: Any) -> Any:
+        """The message pygls handles, from the parsed JSON of one frame (the top level only: the
+        transports no longer hand every nested object through here). A value that is not an LSP
+        message is answered InvalidRequest here and becomes :data:`IGNORED`."""
+        refused = refusal(data, NOTIFICATION_METHODS)
+        if refused is not None:
+            if isinstance(data, list):
+                ids: list[int | str | None] = [*batch_ids(data, NOTIFICATION_METHODS)]
+                for msg_id in ids or [None]:
+                    self.refuse(msg_id, INVALID_REQUEST, refused.reason)
+            elif refused.answer:
+                self.refuse(refused.msg_id, INVALID_REQUEST, refused.reason)
+            else:
+                log.warning("ignored a response that is not JSON-RPC 2.0: %s", refused.reason)
+            return IGNORED
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -102,12 +132,26 @@ class Protocol(LanguageServerProtocol):
                 self._send_response(data["id"], None, error.to_response_error())
             else:
                 log.warning("%s: params do not match the LSP schema; ignored", data.get("method"))
-            return _Ignored()
+            return IGNORED
+
+    def refuse(self, msg_id: int | str | None, code: int, reason: str) -> _Ignored:
+        """Answer a message that cannot be served (``msg_id`` None: JSON ``null``, as JSON-RPC
+        says when the id cannot be read) with one error, logged in one line."""
+        log.warning(
+            "answered %d to a malformed message (id %s): %s", code, "null" if msg_id is None else msg_id, reason
+        )
+        if msg_id is None:  # lsprotocol's message class would leave out the null id JSON-RPC wants
+            self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": reason}})
+        else:
+            self._send_response(msg_id, None, t.ResponseError(code=code, message=reason))
+        return IGNORED
 
     _initialize_seen = False
 
     def handle_message(self, message: Any) -> None:
-        if not hasattr(message, "jsonrpc"):  # a JSON value that is not a JSON-RPC message
+        if message is IGNORED:
+            return
+        if not hasattr(message, "jsonrpc"):  # not reachable through structure_message: a guard
             log.warning("ignored a message that is not JSON-RPC: %.200r", message)
             return
         method = getattr(message, "method", None)
@@ -138,36 +182,82 @@ class Protocol(LanguageServerProtocol):
             if msg_id != current and not future.done():
                 future.cancel()
 
-    def _execute_handler(
-        self,
-        msg_id: Any,
-        handler: Any,
-        callback: Callable[[Any], None],
-        args: tuple[Any, ...] | None = None,
-        kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        """pygls files the future of every handler it runs under its message id in
-        ``_request_futures`` (so that a cancel can find it) and removes it only when it answers a
-        request. A notification, and each step of a built-in handler that calls ours (``didOpen``,
-        ``didChange``, ``didClose`` are such generators), is filed under a fresh id that nothing
-        removes: every keystroke kept about 2 KiB for the life of the server (19 MiB per 10,000
-        ``didChange``). Those are forgotten once done."""
-        if not (isinstance(callback, partial) and callback.func == self._send_handler_result):
-            callback = partial(self._forget_then, msg_id, callback)
-        super()._execute_handler(msg_id, handler, callback, args, kwargs)
-
-    def _forget_then(self, msg_id: Any, callback: Callable[[Any], None], future: Any) -> None:
-        self._request_futures.pop(msg_id, None)
-        callback(future)
-
     def _lifecycle_refusal(self, method: str) -> JsonRpcException | None:
-        """The error for a request the lifecycle does not allow now (pygls answers neither: it
-        serves requests before initialize and silently drops those after shutdown)."""
+        """The error for a request the lifecycle does not allow now (pygls answers none of them:
+        it serves requests before initialize and a second initialize, which switched the
+        workspace, and silently drops requests after shutdown)."""
         if self._shutdown:
             return JsonRpcInvalidRequest(f"{method}: the server is shutting down; only exit is accepted")
         if not self._initialize_seen and method != t.INITIALIZE:
             return _NotInitialized(f"{method}: the server is not initialized; send initialize first")
+        if self._initialize_seen and method == t.INITIALIZE:
+            return JsonRpcInvalidRequest("initialize: the server is already initialized (LSP allows one initialize)")
         return None
+
+    # ------------------------------------------------------------------ what pygls keeps
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Callable[..., Any],
+        callback: Callable[[Future[Any]], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        # pygls files the future of every async, threaded or generator handler under its id in
+        # ``_request_futures``; only the answer to a client's request takes it out again. A
+        # notification's handler and each step of a generator handler (executeCommand, didOpen,
+        # didChange, didClose, ... run the user's handler as a step under a fresh uuid) stayed
+        # for good, with the step's result: every async command's answer and every didChange
+        # was kept. Forget each once it is done (cancel_in_flight still sees the ones running).
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(partial(self._forget, msg_id))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
+
+    def send_request(
+        self,
+        method: str,
+        params: Any | None = None,
+        callback: Callable[[Any], None] | None = None,
+        msg_id: Any = None,
+    ) -> Future[Any]:
+        future = super().send_request(method, params, callback, msg_id)
+        # pygls keeps the result type and the future of a request until its answer comes: never,
+        # for a client that does not answer. Past MAX_UNANSWERED the oldest is failed and forgotten.
+        while len(self._result_types) > MAX_UNANSWERED:
+            oldest = next(iter(self._result_types))
+            del self._result_types[oldest]
+            stale = self._request_futures.pop(oldest, None)
+            if stale is not None and not stale.done():
+                log.warning(
+                    "no answer from the client to request %s; gave up on it (%d unanswered)", oldest, MAX_UNANSWERED
+                )
+                stale.set_exception(JsonRpcException(message=f"no answer from the client (request {oldest})"))
+        return future
+
+    def _handle_response(self, msg_id: Any, result: Any | None = None, error: t.ResponseError | None = None) -> None:
+        # pygls forgets the result type of a request when its answer is a result, not an error.
+        if valid_id(msg_id):
+            self._result_types.pop(msg_id, None)
+        super()._handle_response(msg_id, result, error)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        """``$/cancelRequest``: cancel a request of the client's still running. An id that is no
+        integer or string (pygls failed with "unhashable type"), or that is not one of the client's
+        requests in flight (often: it was answered already), is ignored quietly."""
+        if not valid_id(msg_id) or msg_id in self._result_types:
+            log.debug("ignored $/cancelRequest for id %.40r", msg_id)
+            return
+        future = self._request_futures.get(msg_id)
+        if future is None:
+            log.debug("ignored $/cancelRequest for id %s: no such request in flight", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
 
     def _send_response(self, msg_id: Any, result: Any = None, error: t.ResponseError | None = None) -> None:
         # pygls puts the traceback of an unexpected exception into the error's data and its text

@@ -138,13 +138,19 @@ class CompanionServer(LanguageServer):
 
 async def off_loop(ls: CompanionServer, work: Callable[[], T]) -> T:
     """Run slow work on a worker thread, one at a time; file changes seen meanwhile are applied again after."""
+    async with ls.lock:
+        return await reloading(ls, work)
+
+
+async def reloading(ls: CompanionServer, work: Callable[[], T]) -> T:
+    """:func:`off_loop` for a caller that holds ``ls.lock`` already (a swap that also restarts the
+    watcher before it lets commands through)."""
     companion = ls.companion
     assert companion is not None
-    async with ls.lock:
-        companion.begin_reload()
-        try:
-            return await asyncio.to_thread(work)
-        finally:
-            missed = companion.end_reload()
-            if missed:
-                asyncio.get_running_loop().call_soon(ls.files_changed, missed)
+    companion.begin_reload()
+    try:
+        return await asyncio.to_thread(work)
+    finally:
+        missed = companion.end_reload()
+        if missed:
+            asyncio.get_running_loop().call_soon(ls.files_changed, missed)

@@ -40,6 +40,7 @@ from .framing import (
     forget_before_shutdown,
     on_exit_signals,
     quiet_shutdown_errors,
+    read_message,
     run_frames,
 )
 
@@ -132,6 +133,22 @@ def _strip_token(data: dict[str, Any]) -> None:
         options.pop("authToken", None)
 
 
+class _TokenStripped:
+    """The protocol as the WebSocket loop reads through it: ``initialize``'s token (checked in the
+    handshake) is taken out before the message is structured."""
+
+    def __init__(self, exits: ExitHere) -> None:
+        self._exits = exits
+
+    def structure_message(self, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("method") == "initialize":
+            _strip_token(data)
+        return self._exits.structure_message(data)
+
+    def refuse(self, msg_id: int | str | None, code: int, reason: str) -> Any:
+        return self._exits.refuse(msg_id, code, reason)
+
+
 # ---------------------------------------------------------------------------- TCP
 
 
@@ -162,7 +179,7 @@ async def _first_message(frames: FrameReader, auth: Auth) -> tuple[dict[str, Any
         return None, None, "closed before initialize"
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None, "the first message must be an initialize request (got something that is not JSON)"
     msg_id = data.get("id") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("method") != "initialize" or "id" not in data:
@@ -205,7 +222,7 @@ async def _tcp_main(
                 await _refuse(writer, msg_id, "the server already has a client", peer)
                 return
             _strip_token(data)
-            first = json.loads(json.dumps(data), object_hook=server.protocol.structure_message)
+            first = exits.structure_message(data)
             frames.replace_source(reader)  # authenticated: no first-message size limit any more
         state.claimed = True
         log.info("client connected from %s", peer)
@@ -342,10 +359,7 @@ async def _run_websocket(server: Any, websocket: Any, exits: ExitHere, observe: 
                 log.warning("WebSocket closed by the server: %s %s", exc.sent.code, exc.sent.reason or "")
             break
         try:
-            raw = json.loads(data)
-            if isinstance(raw, dict) and raw.get("method") == "initialize":
-                _strip_token(raw)
-            message = json.loads(json.dumps(raw), object_hook=protocol.structure_message)
+            message = read_message(data, _TokenStripped(exits))
         except ValueError as exc:
             log.warning("ignored a WebSocket message that is not JSON: %s", exc)
             continue

@@ -300,6 +300,8 @@ def relevant_in_folder(index: MemoryIndex, folder: FolderState, norm_path: str, 
         return _unindexed_verdict(folder, parts)
     if name in IGNORE_FILE_NAMES or name in index.name_set or rel in dirs:
         return True
+    if folder.index.verdicts.get(rel) is False:
+        return False  # left out by the walk at its cap (memory.maxWalkDirectories/-Files)
     return os.path.isdir(norm_path) and not rules.is_ignored(rel, True)
 
 

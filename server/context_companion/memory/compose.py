@@ -349,8 +349,9 @@ def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
     for folder in index.folders:
         if not folder.exists:
             acc.warnings.append(f"workspace folder {folder.path} does not exist or is not a directory")
-        # An ignore file cut at memory.maxIgnorePatterns changes what is discovered: say so.
-        acc.warnings.extend(folder.index.ignore_warnings())
+        # A walk cut at its cap, an ignore file cut at memory.maxIgnorePatterns: both change what
+        # is discovered, say so.
+        acc.warnings.extend(folder.index.warnings())
         for entry in folder.workspace:
             if not entry.rendered.missing:
                 shadow = acc.shadows.get((entry.abs_path, entry.tier))

@@ -13,13 +13,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ignore import ALWAYS_PRUNED, DirListing, IgnoreRules, ignore_warnings, walk
+from ..ignore import ALWAYS_PRUNED, DirListing, IgnoreRules, WalkBudget, ignore_warnings, walk
 from ..settings import MemorySettings
+
+log = logging.getLogger(__name__)
 
 CLAUDE_SUBDIR = ".claude"
 CLAUDE_NAME = "CLAUDE.md"
@@ -85,14 +88,19 @@ class IndexedFile:
 class FolderIndex:
     files: list[IndexedFile] = field(default_factory=list)
     dirs: dict[str, IgnoreRules] = field(default_factory=dict)  # rel_dir ("" = root) → rules in force
-    verdicts: dict[str, bool] = field(default_factory=dict)  # unindexed dir → relevant (memo, see the store)
+    # Unindexed dir → relevant (memo, see the store). The directories the walk left out at its cap
+    # are entered here as not relevant, so the watcher neither watches nor walks below them.
+    verdicts: dict[str, bool] = field(default_factory=dict)
+    cut: str | None = None  # the walk stopped at memory.maxWalkDirectories/-Files: what it left out
     _warnings: list[str] | None = None
 
-    def ignore_warnings(self) -> list[str]:
-        """Ignore files cut at ``memory.maxIgnorePatterns`` (one line each). Computed once per
-        change of ``dirs`` (:func:`index_folder`, :func:`reindex_subtree`): every compose asks."""
+    def warnings(self) -> list[str]:
+        """The walk's cut and the ignore files cut at ``memory.maxIgnorePatterns`` (one line each).
+        Computed once per change of ``dirs`` (:func:`index_folder`, :func:`reindex_subtree`): every
+        compose asks."""
         if self._warnings is None:
-            self._warnings = ignore_warnings(dict.fromkeys(self.dirs.values()))  # each chain once
+            chains = dict.fromkeys(self.dirs.values())  # each chain once
+            self._warnings = ([self.cut] if self.cut else []) + ignore_warnings(chains)
         return self._warnings
 
     def forget_warnings(self) -> None:
@@ -104,9 +112,14 @@ def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) ->
 
     ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
     :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
-    ``AGENTS.override.md`` is found exactly like the root's."""
+    ``AGENTS.override.md`` is found exactly like the root's. The walk stops at
+    ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`)."""
     index = FolderIndex()
-    _record(index, walk(Path(folder), max_patterns=settings.max_ignore_patterns), frozenset(names))
+    budget = WalkBudget(settings.max_walk_directories, settings.max_walk_files)
+    listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget)
+    _record(index, listings, frozenset(names))
+    if budget.left_out:
+        _left_out(index, folder, budget)
     return index
 
 
@@ -199,6 +212,28 @@ def _top_unindexed(index: FolderIndex, rel: str) -> str:
     while i > 0 and "/".join(parts[:i]) not in index.dirs:
         i -= 1
     return "/".join(parts[: i + 1])
+
+
+def _left_out(index: FolderIndex, folder: str, budget: WalkBudget) -> None:
+    """Record a walk stopped at its cap: the directories it did not enter are not relevant (the
+    watcher skips them too) and one warning, logged and kept for the instruction's and
+    ``showMemory``'s warnings, names the setting and the first of them."""
+    for rel in budget.left_out:
+        index.verdicts[rel] = False
+    cap = (
+        f"memory.maxWalkDirectories ({budget.max_dirs:,} directories)"
+        if budget.dirs >= budget.max_dirs
+        else f"memory.maxWalkFiles ({budget.max_files:,} files)"
+    )
+    shown = ", ".join(os.path.join(folder, *rel.split("/")) for rel in budget.left_out[:3])
+    more = len(budget.left_out) - 3
+    index.cut = (
+        f"workspace folder {folder}: the search for memory files stopped at {cap}; "
+        f"{len(budget.left_out):,} directories were not searched, e.g. {shown}"
+        + (f" and {more:,} more" if more > 0 else "")
+        + " (raise the setting, or open a smaller folder)"
+    )
+    log.warning("%s", index.cut)
 
 
 def rules_for(index: FolderIndex, rel_path: str) -> tuple[IgnoreRules | None, bool]:

@@ -110,7 +110,7 @@ def make_folders(folders: Sequence[Path | str]) -> list[FolderState]:
     used: dict[str, int] = {}
     out: list[FolderState] = []
     for p in paths:
-        name = os.path.basename(p) or p
+        name = os.path.basename(p) or p.rstrip(os.sep)  # the root folder "/": "" (its paths show as "/tmp/...")
         used[name] = used.get(name, 0) + 1
         if used[name] > 1:
             name = f"{name} ({used[name]})"

@@ -120,7 +120,10 @@ def _read_fd(fd: int, limit: int, size: int) -> bytes:
     chunks: list[bytes] = []
     got = 0
     while got < limit:
-        chunk = os.read(fd, min(limit - got, 1 << 20))
+        # Ask for what stat said is left (os.read allocates what it is asked for: the whole
+        # memory.maxFileBytes for a 100-byte file), or 64 KiB at a time when it said nothing.
+        want = size - got if size > got else 1 << 16
+        chunk = os.read(fd, min(limit - got, want, 1 << 20))
         if not chunk:
             break
         chunks.append(chunk)

@@ -73,6 +73,7 @@ class Renderer:
     max_total_bytes: int = 0  # an expansion inlines no more than this (0: no cap)
     _reads: dict[str, ReadOutcome] = field(default_factory=dict)
     _renders: dict[RenderRequest, _Cached] = field(default_factory=dict)
+    _policy: int = 0  # the newest import policy rendered under: older renderings never match again
     _real_of: dict[str, str] = field(default_factory=dict)  # path rendered → the real path read for it
     # While one file renders, each path is stat'ed once (its key, its read check and its dependency
     # signature all ask): None outside a render.
@@ -160,6 +161,11 @@ class Renderer:
             return cached.rendered
         rendered = self._render(request, real, outcome, display, blocked)
         deps = tuple((p, self.signature(p)) for p in sorted(rendered.deps))
+        if request.policy > self._policy:
+            # A new policy (a re-walk): every file renders under it from now on. Drop the renderings
+            # of the old ones instead of keeping them until the cap (a working day re-walks often).
+            self._policy = request.policy
+            self._renders = {key: kept for key, kept in self._renders.items() if key.policy >= request.policy}
         if len(self._renders) > _READ_CACHE_LIMIT:
             self._renders.clear()
         self._renders[request] = _Cached(outcome, deps, rendered)

@@ -65,7 +65,7 @@ def folder_tree(root: Path, max_items: int = 200) -> str:
             count += 1
             if child.is_dir and not child.opaque:
                 queue.append((child, prefix + name, os.path.join(abs_dir, name), rules))
-    lines = [f"{root}{os.sep}"]
+    lines = [os.path.join(os.fspath(root), "")]  # "/x/", and "/" (not "//") for the root folder
     _render(top, "", lines)
     return "\n".join(lines)
 

@@ -190,6 +190,11 @@ class MemorySettings(_Model):
     debounce_ms: int = Field(default=25, ge=0, le=10_000)
     import_max_depth: int = Field(default=5, ge=0, le=20)
     max_ignore_patterns: int = Field(default=10_000, ge=1, le=1_000_000)
+    # The walk of a workspace folder for memory files (and the file watch, which follows it) stops
+    # after this many directories or files listed: a folder such as / or a home directory is
+    # searched near its top, and a warning names what was left out.
+    max_walk_directories: int = Field(default=50_000, ge=1)
+    max_walk_files: int = Field(default=500_000, ge=1)
     watch: bool = True
     sources: list[SourceFamily] = Field(default_factory=lambda: list(SOURCE_FAMILIES))  # type: ignore[arg-type]
     # "turn": memory that depends on the open files (JIT files, glob rules) arrives as per-turn updates,

@@ -535,31 +535,35 @@ class Companion:
         return MemoryChange(summary.kind, frozenset(summary.changed_files), summary.watch_changed)
 
     def rebuild_sessions(self) -> list[InstructionChanged]:
-        """Rebuild every started session's instruction; one entry per new instruction (and previous
-        one), naming the sessions that now have it. Sessions whose instruction did not change are
-        left out, except sessions that keep their start's memory (``memory.reload = "session"``)
-        while memory on disk now differs: they get an entry with ``applied`` false."""
+        """Rebuild the instruction of every session that was given one; one entry per new
+        instruction (and previous one), naming the sessions that now have it. Sessions whose
+        instruction did not change are left out, except sessions that keep their start's memory
+        (``memory.reload = "session"``) while memory on disk now differs: they get an entry with
+        ``applied`` false. A session never given an instruction (one that only asked for turn
+        contexts so far) has none that could change: it gets the current one when it asks."""
         edited, self._memory_edited = self._memory_edited, False
-        groups: dict[tuple[str, str | None, bool], tuple[Instruction, Instruction | None, list[str]]] = {}
+        groups: dict[tuple[str, str, bool], tuple[Instruction, Instruction, list[str]]] = {}
         for agent in self.sessions:
+            old = agent.instruction
+            if old is None:
+                continue
             try:
                 new = self.build(agent)
             except ContextCompanionError as exc:
                 log.warning("cannot rebuild the instruction of session %s: %s", agent.id, exc)
                 continue
-            old = agent.instruction
-            if old is not None and old.etag == new.etag:
+            if old.etag == new.etag:
                 if edited and self._memory_kept_apart(agent):
                     groups.setdefault((new.etag, old.etag, False), (new, old, []))[2].append(agent.id)
                 continue
             agent.instruction = new
-            groups.setdefault((new.etag, old.etag if old else None, True), (new, old, []))[2].append(agent.id)
+            groups.setdefault((new.etag, old.etag, True), (new, old, []))[2].append(agent.id)
         return [
             InstructionChanged(
                 new,
                 changed_sections(old, new) if applied else ("memory",),
                 tuple(sorted(ids)),
-                prefix_stable(old.text if old else None, new.text),
+                prefix_stable(old.text, new.text),
                 applied,
             )
             for (_etag, _old, applied), (new, old, ids) in groups.items()

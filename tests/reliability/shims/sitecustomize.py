@@ -14,6 +14,11 @@ The tests put this folder on the server's PYTHONPATH and name the shims to switc
 * ``stack_dump``: SIGUSR1 dumps every thread's stack to stderr (for diagnosing a hang).
 * ``audit``: a ``sys.addaudithook`` hook that records and refuses every attempt to reach the
   network or to start a process (``CC_AUDIT_LOG`` names the record file).
+* ``protocol_tables``: a request ``test/tables`` answers the sizes of what pygls keeps per message
+  (``_request_futures``, ``_result_types``, the progress tokens), as the server holds them.
+* ``watch_walk_gate``: the file watcher's walk (``os.walk``, which watchdog's inotify classes use)
+  stops at a directory named ``watch-gate``: it creates the file ``CC_GATE_REACHED`` names and
+  waits until the file ``CC_GATE_OPEN`` names exists (a walk of a huge folder, held still).
 """
 
 from __future__ import annotations
@@ -130,6 +135,42 @@ def _audit() -> None:
     sys.addaudithook(hook)
 
 
+def _protocol_tables() -> None:
+    from pygls.protocol import json_rpc
+
+    real = json_rpc.JsonRPCProtocol._get_handler
+
+    def _get_handler(self, feature_name):  # type: ignore[no-untyped-def]
+        if feature_name == "test/tables":
+            progress = getattr(self, "progress", None)
+            return lambda params: {
+                "requestFutures": len(self._request_futures),
+                "resultTypes": len(self._result_types),
+                "progressTokens": len(progress.tokens) if progress is not None else 0,
+            }
+        return real(self, feature_name)
+
+    json_rpc.JsonRPCProtocol._get_handler = _get_handler
+
+
+def _watch_walk_gate() -> None:
+    import time
+
+    real = os.scandir
+    reached, opened = os.environ["CC_GATE_REACHED"], os.environ["CC_GATE_OPEN"]
+
+    def scandir(path=None):  # type: ignore[no-untyped-def]
+        if path is not None and os.fsdecode(os.path.basename(os.fspath(path))) == "watch-gate":
+            if sys._getframe(1).f_globals.get("__name__") == "os":  # os.walk: the watcher's walk
+                with open(reached, "w"):
+                    pass
+                while not os.path.exists(opened):
+                    time.sleep(0.01)
+        return real(path) if path is not None else real()
+
+    os.scandir = scandir
+
+
 if "inotify_limit" in _SHIMS:
     _inotify_limit()
 if "nonroot_read" in _SHIMS:
@@ -145,3 +186,7 @@ if "stack_dump" in _SHIMS:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
 if "audit" in _SHIMS:
     _audit()
+if "protocol_tables" in _SHIMS:
+    _protocol_tables()
+if "watch_walk_gate" in _SHIMS:
+    _watch_walk_gate()
