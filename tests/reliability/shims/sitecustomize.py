@@ -16,7 +16,7 @@ The tests put this folder on the server's PYTHONPATH and name the shims to switc
   network or to start a process (``CC_AUDIT_LOG`` names the record file).
 * ``protocol_tables``: a request ``test/tables`` answers the sizes of what pygls keeps per message
   (``_request_futures``, ``_result_types``, the progress tokens), as the server holds them.
-* ``watch_walk_gate``: the file watcher's walk (``os.walk``, which watchdog's inotify classes use)
+* ``watch_walk_gate``: the file watcher's walk (``memory/_inotify.py``'s scandir walk, or ``os.walk``)
   stops at a directory named ``watch-gate``: it creates the file ``CC_GATE_REACHED`` names and
   waits until the file ``CC_GATE_OPEN`` names exists (a walk of a huge folder, held still).
 """
@@ -153,6 +153,11 @@ def _protocol_tables() -> None:
     json_rpc.JsonRPCProtocol._get_handler = _get_handler
 
 
+# Who walks for the watcher: our inotify emitter lists directories with scandir itself; watchdog's
+# own classes (the polling fallback) use os.walk.
+_WATCH_WALKERS = frozenset({"os", "context_companion.memory._inotify"})
+
+
 def _watch_walk_gate() -> None:
     import time
 
@@ -161,7 +166,8 @@ def _watch_walk_gate() -> None:
 
     def scandir(path=None):  # type: ignore[no-untyped-def]
         if path is not None and os.fsdecode(os.path.basename(os.fspath(path))) == "watch-gate":
-            if sys._getframe(1).f_globals.get("__name__") == "os":  # os.walk: the watcher's walk
+            caller = sys._getframe(1).f_globals.get("__name__")
+            if caller in _WATCH_WALKERS:  # the watcher's walk (not the memory walk)
                 with open(reached, "w"):
                     pass
                 while not os.path.exists(opened):
