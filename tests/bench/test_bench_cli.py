@@ -100,6 +100,10 @@ def test_quick_run_on_the_small_tree(tmp_path: Path) -> None:
     }
     for fid, text in targets.items():
         assert by_id[fid]["target"]["text"] == text, by_id[fid]
+        if fid == "save_push.burst" and by_id[fid]["verdict"] == "n/a":
+            # the one documented n/a: on a busy machine no 50 writes fit in 20 ms, and the row says so
+            assert "(busy machine)" in by_id[fid]["note"], by_id[fid]
+            continue
         assert by_id[fid]["verdict"] in ("PASS", "MISS"), by_id[fid]
     # the memory target is against bare pygls holding our libraries and encoding; stock pygls stays, for information
     rss, rss_bare = by_id["rss.200docs"], by_id["rss.200docs.bare"]
