@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as t
 from pygls.capabilities import ServerCapabilitiesBuilder
 
+from ..heap import release_free_memory
 from .runtime import reloading
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ def _initial_folders(params: t.InitializeParams) -> list[Path]:
 async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, encoding: str) -> None:
     for name in _HEAVY:
         await asyncio.to_thread(importlib.import_module, name)
-    await asyncio.to_thread(_big_blocks_go_back)
     from ..workspace.companion import Companion
     from ..workspace.snapshot import initial_snapshot
 
@@ -91,6 +90,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
     await ls.gemini.reconcile(companion)
     await ls.claude_code.reconcile(ls)
     await ls.hooks.reconcile(ls)
+    release_free_memory()  # what the start-up's reads and walk freed (a few ms)
 
 
 async def initialized(ls: CompanionServer, params: t.InitializedParams) -> None:
@@ -122,28 +122,6 @@ async def did_change_folders(ls: CompanionServer, params: t.DidChangeWorkspaceFo
     ls.publisher.schedule("workspaceChanged")
     await ls.claude_code.reconcile(ls)  # the lock file names the folders
     await ls.hooks.reconcile(ls)  # so does the hooks' discovery file
-
-
-def _big_blocks_go_back() -> None:
-    """Keep glibc's mmap threshold at its starting 128 KiB (``mallopt(M_MMAP_THRESHOLD)``).
-
-    glibc raises the threshold to the size of every large block it gives back (up to 32 MiB); from
-    then on blocks that large come from the heap, whose top seldom shrinks. A server that runs all
-    day makes such blocks now and then (Python's table of interned strings is resized to 1.8 MiB
-    when names come and go), and its RSS grew in steps of about 2 MiB that never went back (issue 26,
-    the working day). With the threshold fixed they are mapped and unmapped as they come and go.
-    Linux with glibc only (ctypes is loaded by watchdog anyway); elsewhere nothing changes."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc
-        return
-    m_mmap_threshold = -3
-    if not mallopt(m_mmap_threshold, 128 * 1024):
-        log.info("mallopt(M_MMAP_THRESHOLD) refused; the C heap keeps its dynamic threshold")
 
 
 def _remove_stale_announcements() -> None:

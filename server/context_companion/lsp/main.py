@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 
+from ..heap import tune_at_start
 from .transport import serve_stdio, serve_tcp, serve_ws
 
 
@@ -42,6 +43,7 @@ def _expected_errors(record: logging.LogRecord) -> bool:
 
 
 def serve(args: argparse.Namespace) -> int:
+    tune_at_start()  # before any thread allocates
     configure_logging(args.verbose, args.log_file)
     token = _socket_token(args) if (args.tcp or args.ws) else None
     from .server import create_server
