@@ -4,13 +4,16 @@ runs in a fresh interpreter: ``mallopt`` settings last for the process, and aren
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from context_companion import heap
+from context_companion.lsp.framing import FrameReader, run_frames
 
 pytestmark = pytest.mark.skipif(heap._glibc() is None, reason="glibc's allocator only (Linux)")
 
@@ -88,3 +91,47 @@ def test_release_free_memory_is_harmless_when_nothing_is_free() -> None:
     print(json.dumps({"first": heap.release_free_memory(), "again": heap.release_free_memory()}))
     """)
     assert out == {"first": True, "again": True}
+
+
+def _burst(monkeypatch: pytest.MonkeyPatch, count: int, size: int) -> tuple[int, int]:
+    """Feed ``count`` notifications of ``size`` bytes to the message loop every transport runs,
+    keep the input open and quiet for a while: (messages handled, times the free heap went back)."""
+    released: list[bool] = []
+    monkeypatch.setattr(heap, "release_free_memory", lambda: released.append(True) or True)
+
+    class Protocol:
+        handled = 0
+
+        def structure_message(self, data: object) -> object:
+            return data
+
+        def handle_message(self, message: object) -> None:
+            Protocol.handled += 1
+
+    async def run() -> None:
+        reader = asyncio.StreamReader(limit=1 << 16)
+        for i in range(count):
+            body = json.dumps({"jsonrpc": "2.0", "method": "note", "params": {"i": i, "text": "x" * size}}).encode()
+            reader.feed_data(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        loop = asyncio.create_task(run_frames(FrameReader(reader), Protocol(), threading.Event()))
+        quiet = asyncio.get_running_loop().time() + 3 * heap.QUIET_SECONDS
+        while not released and (Protocol.handled < count or asyncio.get_running_loop().time() < quiet):
+            await asyncio.sleep(0.01)
+        reader.feed_eof()
+        await asyncio.wait_for(loop, 10)
+
+    asyncio.run(run())
+    return Protocol.handled, len(released)
+
+
+def test_a_burst_of_big_messages_gives_the_freed_heap_back_once_the_input_is_quiet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An editor opening 40 files of 50 KB at once (2 MB of messages): parsing them frees as much
+    again; once the input is quiet, the free pages go back, once for the whole burst."""
+    assert _burst(monkeypatch, 40, 50_000) == (40, 1)
+
+
+def test_small_messages_never_trim_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other side: typing (small didChange and cursor notifications) costs no trim."""
+    assert _burst(monkeypatch, 200, 1_000) == (200, 0)

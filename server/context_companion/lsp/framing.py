@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException
 
+from ..heap import AfterBursts
 from .envelope import PARSE_ERROR, top_level_id
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,7 @@ async def run_frames(
     to check its token). ``observe`` sees each message after the protocol handled it.
     """
     message = first
+    bursts = AfterBursts(asyncio.get_running_loop())  # the heap's free pages back after big input
     while True:
         if message is not None:
             forget_before_shutdown(message, observe)
@@ -260,6 +262,7 @@ async def run_frames(
         body = await frames.next_body()
         if body is None:
             return
+        bursts.took(len(body))
         try:
             message = read_message(body, protocol)
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
