@@ -26,9 +26,13 @@ def config_dir(tmp_path: Path) -> Path:
     return d
 
 
-@pytest_asyncio.fixture
-async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[..., Any]]:
-    started: list[LanguageClient] = []
+# What tests/conftest.py's autouse _isolated_env takes away, for servers that outlive one test.
+_UNSET = ("XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR")
+
+
+def _starter(base: Path, config_dir: Path, started: list[LanguageClient]) -> Callable[..., Any]:
+    """``start(workspace, ...)`` for servers whose home is ``base / "home"``; each client started
+    is added to ``started`` (shut down by the fixture)."""
 
     async def _start(
         workspace: Path,
@@ -44,14 +48,15 @@ async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[...,
         """``configuration``: the client's ``contextCompanion`` section for ``workspace/configuration``;
         the client announces that capability when one is given, or when ``answers_configuration``
         (then a None section is answered as ``[null]``)."""
-        home = tmp_path / "home"
+        home = base / "home"
         home.mkdir(exist_ok=True)
-        server_env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+        server_env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_") and k not in _UNSET}
         server_env.update(
             {
                 "HOME": str(home),
                 "CONTEXT_COMPANION_CONFIG_DIR": str(config_dir),
                 "CONTEXT_COMPANION_MEMORY__DEBOUNCE_MS": server_env.get("CC_TEST_DEBOUNCE", "50"),
+                "GIT_CONFIG_NOSYSTEM": "1",
             }
         )
         server_env.update(env or {})
@@ -78,10 +83,33 @@ async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[...,
         harness.init_result = result
         return harness
 
-    yield _start
+    return _start
+
+
+async def _stop_all(started: list[LanguageClient]) -> None:
     for client in started:
         try:
             await asyncio.wait_for(client.shutdown_session(), 10)
         except Exception:
             pass
         await client.stop()
+
+
+@pytest_asyncio.fixture
+async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[..., Any]]:
+    started: list[LanguageClient] = []
+    yield _starter(tmp_path, config_dir, started)
+    await _stop_all(started)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Callable[..., Any]]:
+    """``start`` for a server shared by the tests of a module that do not change its state (each
+    test that uses it runs with ``@pytest.mark.asyncio(loop_scope="module")``): one start-up, not
+    one per test."""
+    base = tmp_path_factory.mktemp("module-server")
+    config_dir = base / "user-config"
+    config_dir.mkdir()
+    started: list[LanguageClient] = []
+    yield _starter(base, config_dir, started)
+    await _stop_all(started)

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from inotify_probe import watched_dirs
 from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
@@ -437,9 +438,19 @@ BAD_CALLS = [
 ]
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def refusing_server(module_start, tmp_path_factory):
+    """One server for every bad call: each is refused and changes nothing, so each also shows the
+    server still answers after all those before it."""
+    workspace = tmp_path_factory.mktemp("bad-params") / "ws"
+    workspace.mkdir()
+    return await module_start(workspace, settings=NO_ENV)
+
+
+@pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize(("command", "arg", "expected"), BAD_CALLS)
-async def test_bad_params_answer_invalid_params_and_server_stays_up(start, workspace, command, arg, expected):
-    h = await start(workspace, settings=NO_ENV)
+async def test_bad_params_answer_invalid_params_and_server_stays_up(refusing_server, command, arg, expected):
+    h = refusing_server
     args = arg if isinstance(arg, list) else [arg]
     with pytest.raises(JsonRpcException) as info:
         await h.client.workspace_execute_command_async(t.ExecuteCommandParams(command=command, arguments=args))

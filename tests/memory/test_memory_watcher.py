@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import queue
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,6 +251,23 @@ def test_reschedule_watches_a_new_root(tmp_path, tree, make_store, global_dir):
         rec.until(global_dir / "AGENTS.md")
 
 
+def test_polling_reports_a_directory_made_just_before_a_new_root_is_watched(tmp_path, make_store, global_dir, helpers):
+    """A rebuild keeps the folder's polling emitter: a fresh one would take the new directory as
+    its baseline and never report it (the server's own ~/.claude lock file adds a root at start)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = make_store(ws)
+    rec = Recorder()
+    with watching(store, rec, debounce_ms=30, force_polling=True, poll_interval=1.0) as w:
+        global_dir.mkdir(parents=True)
+        (ws / "api").mkdir()
+        (ws / "api/AGENTS.md").write_text("api rules")
+        assert global_dir in store.watch_roots()
+        w.reschedule(store.watch_roots(), store.flat_watch_roots())  # before the folder's next poll
+        store.apply_changes(rec.until(ws / "api/AGENTS.md"))
+    assert helpers.included(store.compose([ws / "api/handler.py"])) == ["api/AGENTS.md"]
+
+
 def test_editing_the_repository_root_gitignore_removes_a_nested_file(tmp_path, tree, make_store, helpers):
     repo = tmp_path / "repo"
     tree(repo, {".git/": "", "app/AGENTS.md": "app", "app/gen/AGENTS.md": "generated", "app/gen/x.py": ""})
@@ -334,6 +352,37 @@ def test_a_directory_the_ignore_rules_give_back_is_watched_after_reschedule(tmp_
         (ws / "build/out/AGENTS.md").write_text("build notes")
         store.apply_changes(rec.until(ws / "build/out/AGENTS.md"))
     assert "build notes" in store.compose([ws / "build/out/x.o"]).text
+
+
+def test_a_new_root_leaves_the_folders_inotify_watches_in_place(tmp_path, tree, make_store, global_dir):
+    ws = tmp_path / "ws"
+    tree(ws, IGNORING_REPO)
+    store = make_store(ws)
+    rec = Recorder()
+    with pruned(store, rec) as w:
+        kept = watch_descriptors(ws)
+        global_dir.mkdir(parents=True)
+        assert store.apply_changes(rec.until(global_dir.parent)).watch_changed
+        w.reschedule(store.watch_roots(), store.flat_watch_roots())
+        assert watch_descriptors(ws) == kept  # not one directory of the folder unwatched meanwhile
+        (global_dir / "AGENTS.md").write_text("global")
+        rec.until(global_dir / "AGENTS.md")
+
+
+def test_a_root_deleted_and_made_again_before_a_rebuild_is_watched_afresh(tmp_path, make_store, global_dir):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    global_dir.mkdir(parents=True)
+    store = make_store(ws)
+    rec = Recorder()
+    with pruned(store, rec) as w:
+        assert global_dir in store.watch_roots()
+        shutil.rmtree(global_dir)
+        global_dir.mkdir()
+        rec.until(global_dir)
+        w.reschedule(store.watch_roots(), store.flat_watch_roots())  # the same roots
+        (global_dir / "AGENTS.md").write_text("global, in the new directory")
+        rec.until(global_dir / "AGENTS.md")
 
 
 def test_only_ignore_files_and_markers_ask_for_a_new_watch(tmp_path, tree, make_store):

@@ -97,20 +97,19 @@ def test_a_killed_servers_announcements_are_removed_and_gemini_cli_connects_to_t
     node_env["SSH_CONNECTION"] = "127.0.0.1 40000 127.0.0.1 22"
     bash = shutil.which("bash")
     assert bash is not None, "bash is needed to start the client from a shell, as a terminal would"
-    results: list[dict[str, Any]] = []
-    for _ in range(TRIES):
-        # `; exit $?` keeps bash alive as node's parent: the CLI looks for a shell above itself.
-        done = subprocess.run(
-            [bash, "-c", f"{node} {NODE_DIR / 'connect_once.mjs'}; exit $?"],
-            cwd=ws,
-            env=node_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        lines = [line for line in done.stdout.splitlines() if line.startswith('{"event"')]
-        assert done.returncode == 0 and lines, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
-        results.append(json.loads(lines[-1]))
+    # `; exit $?` keeps bash alive as node's parent: the CLI looks for a shell above itself. Each of
+    # the TRIES connects reads the discovery files again, as a new `gemini` would (one Node start).
+    done = subprocess.run(
+        [bash, "-c", f"{node} {NODE_DIR / 'connect_once.mjs'} {TRIES}; exit $?"],
+        cwd=ws,
+        env=node_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith('{"event"')]
+    assert done.returncode == 0 and len(lines) == TRIES, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-3000:]}"
+    results = [json.loads(line) for line in lines]
     expected = f"http://127.0.0.1:{ports['geminiCli']}/mcp"
     connected = [r for r in results if r["status"] == "connected" and r["url"] == expected]
     assert len(connected) == TRIES, results

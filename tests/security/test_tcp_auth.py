@@ -133,25 +133,29 @@ def test_anything_but_initialize_first_is_refused_before_any_data(start, tmp_pat
     server = start("--tcp", "--port", "0")
     info = server.wait_discovery()
     attacks = [
-        frame(
-            {
-                "jsonrpc": "2.0",
-                "id": 7,
-                "method": "workspace/executeCommand",
-                "params": {"command": "contextCompanion.showMemory", "arguments": [{}]},
-            }
+        (
+            frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 7,
+                    "method": "workspace/executeCommand",
+                    "params": {"command": "contextCompanion.showMemory", "arguments": [{}]},
+                }
+            ),
+            "must be an initialize request",
         ),
-        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
-        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-        b"Content-Length: 5\r\n\r\nhello",
+        (frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}), "must be an initialize request"),
+        # Refused as what it is, not left open until the authentication timeout.
+        (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "not an LSP frame"),
+        (b"Content-Length: 5\r\n\r\nhello", "not JSON"),
     ]
-    for attack in attacks:
+    for attack, why in attacks:
         with server.connect(info["port"]) as sock:
             sock.sendall(attack)
             messages, closed = read_frames(sock, timeout=15)
         assert closed
         assert len(messages) == 1 and messages[0]["error"]["code"] == UNAUTHORIZED, messages
-        assert "initialize" in messages[0]["error"]["message"]
+        assert "initialize" in messages[0]["error"]["message"] and why in messages[0]["error"]["message"], messages
     # A connection that says nothing is dropped after the authentication timeout, silently.
     with server.connect(info["port"]) as sock:
         messages, closed = read_frames(sock, timeout=15)

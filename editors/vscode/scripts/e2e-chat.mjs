@@ -23,6 +23,7 @@ const WE_DELIVER = {
 };
 const EDITED = 'SUBFOLDER-EDITED-6931';
 const TURN_PREFIX = 'E2E chat turn';
+const STUB_MODEL = 'stub-model'; // tests/agents/stub_ollama.py's MODEL, "stub-model:latest"
 
 /** The suite; `ctx`: {check, figure, log, browser, childEnv, scratch, artifacts, pidFile, env, docsImage}. */
 export async function runChatSuite(ctx) {
@@ -153,6 +154,26 @@ export async function runChatSuite(ctx) {
 
   const inChatInput = () => page.evaluate(() => !!document.activeElement?.closest('.interactive-input-part'));
 
+  /** Whether VS Code's extension host runs GitHub Copilot Chat, which provides the chat's models (its log names it). */
+  function copilotInExtensionHost() {
+    const logs = path.join(dirs.userData, 'logs');
+    const hostLogs = [];
+    try {
+      for (const session of fs.readdirSync(logs)) {
+        for (const host of fs.readdirSync(path.join(logs, session)).filter((d) => d.startsWith('exthost'))) {
+          hostLogs.push(path.join(logs, session, host, 'remoteexthost.log'));
+        }
+      }
+    } catch {
+      return false;
+    }
+    return hostLogs.some((file) => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('GitHub.copilot-chat'));
+  }
+
+  /** The text of the chat input's toolbar (the mode, then the model picker's label). */
+  const modelPickerText = () =>
+    page.evaluate(() => document.querySelector('.interactive-input-part .chat-input-toolbars')?.textContent ?? document.querySelector('.interactive-input-part')?.textContent ?? '');
+
   /** Close the notification toasts (VS Code 1.139 says its Ollama provider is deprecated, over the chat input). */
   async function clearToasts() {
     await page
@@ -238,24 +259,26 @@ export async function runChatSuite(ctx) {
       await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`);
       await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
       await page.locator('.explorer-folders-view, .explorer-viewlet').first().waitFor({ timeout: 60_000 });
-      // A fresh profile has the built-in chat extension switched off ("chat set up is not completed"); the
-      // command is offered once the extensions are known.
-      await waitFor(
-        '"Extensions: Enable All Extensions" in the palette',
-        async () => {
-          await runFromPalette(page, 'Extensions: Enable All Extensions', 5_000);
-          return true;
-        },
-        120_000,
-        1_000,
-      );
       await waitFor('the chat input', () => page.locator('.interactive-input-part .monaco-editor').first().isVisible(), 60_000);
       await waitFor('a token count in the status bar', async () => /tokens$/.test(await statusText(page)), 120_000);
-      await waitFor(
-        'the stub model in the chat (its /api/show answered)',
-        () => stub.requests.some((r) => r.path === '/api/show'),
-        60_000,
-      );
+      // A fresh profile has the built-in chat extension switched off ("chat set up is not completed") and
+      // "Extensions: Enable All Extensions" turns it on. The palette offers that command as soon as the window
+      // is up, but it enables only the extensions the workbench has listed by then: run before the extension
+      // host was there, it enabled nothing, Copilot Chat never started, no model was asked for and the chat's
+      // picker stayed on "Auto" (CI under load). So: after our extension is running (the token count above),
+      // run it until the extension host has Copilot Chat (its log says so), then wait for the stub model.
+      const copilotAt = Date.now();
+      for (let attempt = 1; !copilotInExtensionHost(); attempt++) {
+        if (Date.now() - copilotAt > 120_000) throw new Error(`Copilot Chat never reached the extension host (Enable All Extensions run ${attempt - 1} times)`);
+        await runFromPalette(page, 'Extensions: Enable All Extensions', 10_000).catch((err) => log(`Enable All Extensions: ${err.message}`));
+        await waitFor('Copilot Chat in the extension host', copilotInExtensionHost, 15_000).catch(() => log(`Copilot Chat not in the extension host after Enable All Extensions (attempt ${attempt})`));
+      }
+      await waitFor('the stub model in the chat (its /api/show answered)', () => stub.requests.some((r) => r.path === '/api/show'), 60_000).catch((err) => {
+        throw new Error(`${err.message}; the stub saw ${JSON.stringify(stub.requests.map((r) => `${r.method} ${r.path}`))}`);
+      });
+      await waitFor('the chat\'s model picker on the stub model', async () => (await modelPickerText()).includes(STUB_MODEL), 30_000).catch(async (err) => {
+        throw new Error(`${err.message} (it shows ${JSON.stringify(await modelPickerText())})`);
+      });
     },
     { required: true },
   );

@@ -57,16 +57,24 @@ class AsyncLineReader(Protocol):
     def readexactly(self, n: int) -> Awaitable[bytes]: ...
 
 
-class FrameReader:
-    """Yields message bodies from a byte stream; resynchronises after garbage."""
+class MalformedFrame(Exception):
+    """What a strict :class:`FrameReader` raises at the first bytes that are not an LSP frame."""
 
-    def __init__(self, reader: AsyncLineReader, max_body: int = MAX_BODY, logger: logging.Logger = log) -> None:
+
+class FrameReader:
+    """Yields message bodies from a byte stream; resynchronises after garbage, or, ``strict``
+    (a connection that has not authenticated yet), raises :class:`MalformedFrame` at once."""
+
+    def __init__(
+        self, reader: AsyncLineReader, max_body: int = MAX_BODY, logger: logging.Logger = log, *, strict: bool = False
+    ) -> None:
         self._reader = reader
         self._pending = b""
         self._max_body = max_body
         self._log = logger
         self._complained = False  # one warning per run of bad input, not one per line
         self.skipped = 0  # bad frames seen (for tests and logs)
+        self.strict = strict
 
     def replace_source(self, reader: AsyncLineReader) -> None:
         """Read on from ``reader`` (the same stream without a wrapper); buffered bytes are kept."""
@@ -103,6 +111,8 @@ class FrameReader:
         return (head + rest) or None  # pygls' threaded stdin reader returns short at EOF
 
     def _complain(self, what: str) -> None:
+        if self.strict:
+            raise MalformedFrame(what)
         self.skipped += 1
         if not self._complained:
             self._complained = True

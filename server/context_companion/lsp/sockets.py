@@ -37,6 +37,7 @@ from .framing import (
     MAX_BODY,
     ExitHere,
     FrameReader,
+    MalformedFrame,
     forget_before_shutdown,
     on_exit_signals,
     quiet_shutdown_errors,
@@ -175,6 +176,9 @@ async def _first_message(frames: FrameReader, auth: Auth) -> tuple[dict[str, Any
         body = await asyncio.wait_for(frames.next_body(), AUTH_TIMEOUT)
     except asyncio.TimeoutError:
         return None, None, f"no initialize request within {AUTH_TIMEOUT:g} seconds"
+    except MalformedFrame:
+        # An HTTP request, a banner, any bytes that are not a header: refused now, not after the timeout.
+        return None, None, "the first message must be an initialize request (got something that is not an LSP frame)"
     if body is None:
         return None, None, "closed before initialize"
     try:
@@ -208,7 +212,8 @@ async def _tcp_main(
 
     async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        frames = FrameReader(_LimitedReader(reader) if auth.token is not None else reader)
+        authenticating = auth.token is not None
+        frames = FrameReader(_LimitedReader(reader) if authenticating else reader, strict=authenticating)
         if state.claimed:
             await _refuse(writer, None, "the server already has a client", peer)
             return
@@ -224,6 +229,7 @@ async def _tcp_main(
             _strip_token(data)
             first = exits.structure_message(data)
             frames.replace_source(reader)  # authenticated: no first-message size limit any more
+            frames.strict = False  # and garbage is skipped, as over stdio
         state.claimed = True
         log.info("client connected from %s", peer)
         server.protocol.set_writer(writer)

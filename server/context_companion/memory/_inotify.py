@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
 from watchdog.observers.inotify_c import InotifyFD
 
@@ -147,10 +147,12 @@ class PrunedInotifyObserver(BaseObserver):
         self._inotify_fd.start()
         super().__init__(PrunedEmitter, inotify_fd=self._inotify_fd, descend=descend)
 
-    def refresh(self) -> None:
-        """Bring every watch in line with what ``descend`` answers now (the ignore rules changed)."""
+    def refresh(self, watches: Iterable[ObservedWatch] | None = None) -> None:
+        """Bring these watches (default: every one) in line with what ``descend`` answers now (the
+        ignore rules changed)."""
+        only = None if watches is None else set(watches)
         for emitter in list(self.emitters):
-            if isinstance(emitter, PrunedEmitter):
+            if isinstance(emitter, PrunedEmitter) and (only is None or emitter.watch in only):
                 emitter.refresh()
 
     def on_thread_stop(self) -> None:

@@ -19,6 +19,10 @@
   watcher falls back to a polling observer and logs it at WARNING. The polling observer lists
   only what ``is_relevant`` accepts, so ignored trees (``node_modules``) cost nothing and
   symlinked directories are never entered.
+* A rebuild (new roots, or ``descend``'s answers changed) keeps the watch of every root that stays:
+  a polling emitter started afresh takes what is on disk then as its baseline and never reports
+  what was created before it (a directory made while the global dir appeared was lost), and an
+  inotify watch dropped and added again misses what happens in between.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserverVFS
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,15 @@ class _Handler(FileSystemEventHandler):
         if dest:
             paths.append(_as_str(dest))
         self._watcher._offer(paths)
+
+
+def _identity(path: str) -> tuple[int, int]:
+    """(st_dev, st_ino) of a directory; (0, 0) when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_dev, st.st_ino)
 
 
 _INOTIFY_OBSERVERS = ("InotifyObserver", "PrunedInotifyObserver")
@@ -124,6 +137,8 @@ class MemoryWatcher:
         self._poll_interval = poll_interval
         self._observer_factory = observer_factory
         self._observer: BaseObserver | None = None
+        # (root, recursive) → its watch in the observer and the root's (st_dev, st_ino) when it was scheduled
+        self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int]]] = {}
         self._cond = threading.Condition()
         self._pending: set[str] = set()
         self._last_event = 0.0
@@ -151,6 +166,7 @@ class MemoryWatcher:
         self._dispatcher.start()
         if not self._force_polling:
             observer = None
+            self._watches.clear()
             try:
                 observer = self._observer_factory() if self._observer_factory else self._native_observer(self._descend)
                 self._schedule(observer)
@@ -169,6 +185,7 @@ class MemoryWatcher:
                 log.info("memory watcher: %s on %d root(s)", self.mode, len(self._roots) + len(self._flat_roots))
                 return
         observer = PollingObserverVFS(os.stat, self._listdir, polling_interval=self._poll_interval)
+        self._watches.clear()
         self._schedule(observer)
         observer.start()
         self._observer = observer
@@ -183,6 +200,7 @@ class MemoryWatcher:
 
     def _stop(self) -> None:
         observer, self._observer = self._observer, None
+        self._watches.clear()
         if observer is not None:
             self._discard(observer)
         with self._cond:
@@ -206,25 +224,30 @@ class MemoryWatcher:
     def rebuild(self, roots_now: Callable[[], tuple[Sequence[Path], Sequence[Path]]]) -> None:
         """:meth:`reschedule` to the roots ``roots_now()`` gives once no other start, stop or rebuild
         runs, so rebuilds queued one after another end on the latest roots. It walks the tree: call
-        it off the event loop. With the same roots the pruned inotify watch is brought in line in
-        place (no moment without watches); new roots are watched afresh (events meanwhile are
-        missed)."""
+        it off the event loop. A root that stays keeps its watch (the pruned inotify watch is brought
+        in line in place: no moment without watches); a root that goes is unwatched; a new root is
+        watched from then on."""
         with self._lifecycle:
             roots, flat_roots = roots_now()
             self._reschedule(roots, flat_roots)
 
     def _reschedule(self, roots: Sequence[Path], flat_roots: Sequence[Path]) -> None:
-        same = [Path(r) for r in roots] == self._roots and [Path(r) for r in flat_roots] == self._flat_roots
         self._roots = [Path(r) for r in roots]
         self._flat_roots = [Path(r) for r in flat_roots]
         observer = self._observer
         if observer is None:
             return
+        wanted = set(self._wanted())
+        alive = {emitter.watch for emitter in list(observer.emitters) if emitter.is_alive()}
+        for key, (watch, identity) in list(self._watches.items()):
+            # A root that went or was replaced (its watch is on the old directory), or whose emitter
+            # ended (a polling emitter stops when its root vanishes): watched afresh below, if wanted.
+            if key not in wanted or watch not in alive or _identity(key[0]) != identity:
+                observer.unschedule(watch)
+                del self._watches[key]
         refresh = getattr(observer, "refresh", None)
-        if same and refresh is not None:
-            refresh()
-            return
-        observer.unschedule_all()
+        if refresh is not None:  # descend's answers may have changed; new roots are walked when scheduled
+            refresh([watch for watch, _identity in self._watches.values()])
         try:
             self._schedule(observer)
         except OSError as exc:
@@ -250,14 +273,25 @@ class MemoryWatcher:
         except (RuntimeError, OSError):  # never started, or already gone
             pass
 
-    def _schedule(self, observer: BaseObserver) -> None:
+    def _wanted(self) -> list[tuple[str, bool]]:
+        """(root, recursive) of each existing root, once (recursive first)."""
         seen: set[str] = set()
+        wanted: list[tuple[str, bool]] = []
         for root, recursive in [*((r, True) for r in self._roots), *((r, False) for r in self._flat_roots)]:
             key = os.fspath(root)
             if key in seen or not os.path.isdir(key):
                 continue
             seen.add(key)
-            observer.schedule(self._handler, key, recursive=recursive, event_filter=EVENT_FILTER)
+            wanted.append((key, recursive))
+        return wanted
+
+    def _schedule(self, observer: BaseObserver) -> None:
+        """Watch the roots not watched yet."""
+        for key, recursive in self._wanted():
+            if (key, recursive) not in self._watches:
+                identity = _identity(key)
+                watch = observer.schedule(self._handler, key, recursive=recursive, event_filter=EVENT_FILTER)
+                self._watches[(key, recursive)] = (watch, identity)
 
     def _listdir(self, path: str | None) -> Iterator[os.DirEntry[str]]:
         """Directory listing for the polling observer: only what the store cares about."""
