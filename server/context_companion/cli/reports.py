@@ -1,0 +1,132 @@
+"""The commands that print what an agent would get: ``instruction``, ``turn``, ``memory``, ``explain``,
+``compression-prompt``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .editor import TURN_MEMORY_SEPARATOR, OneShot, editor_files, workspace_arg
+from .output import fail, warn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def cmd_instruction(args: argparse.Namespace) -> int:
+    shot = OneShot(args)
+    instruction = shot.start()
+    for warning in instruction.warnings:
+        warn(args, warning)
+    if args.instruction_only and not args.json:
+        sys.stdout.write(instruction.text)  # the bytes of the JSON text: no newline added (README)
+        return 0
+    memory = shot.turn(editor=False)
+    if args.json:
+        out = instruction.to_wire()
+        out["environmentPlacement"] = instruction.environment_placement
+        if instruction.initial_message is not None:
+            out["initialMessage"] = instruction.initial_message
+        out["memoryUpdates"] = list(memory.memory_updates)
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    sys.stdout.write(instruction_with_turn_memory(instruction.text, memory.text))
+    return 0
+
+
+def instruction_with_turn_memory(instruction: str, memory: str | None) -> str:
+    """``instruction``'s plain text: the instruction, then (when there is any) the memory that
+    comes with the first turn, under :data:`TURN_MEMORY_SEPARATOR`."""
+    if not memory:
+        return instruction + "\n"
+    return f"{instruction}\n\n{TURN_MEMORY_SEPARATOR}\n\n{memory}\n"
+
+
+def cmd_turn(args: argparse.Namespace) -> int:
+    shot = OneShot(args)
+    instruction = shot.start()
+    for warning in instruction.warnings:
+        warn(args, warning)
+    turn = shot.turn()
+    if args.json:
+        sys.stdout.write(json.dumps(turn.to_wire(), indent=2, ensure_ascii=False) + "\n")
+    elif turn.text:
+        sys.stdout.write(turn.text + "\n")
+    return 0
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    shot = OneShot(args)
+    companion = shot.companion
+    if args.json:
+        from ..workspace.commands import memory_payload
+
+        sys.stdout.write(json.dumps(memory_payload(companion), indent=2, ensure_ascii=False) + "\n")
+        return 0
+    result = companion.show_memory()
+    with_turn = companion.turn_delivered()
+    if not result.files:
+        sys.stdout.write("No memory files found.\n")
+        return 0
+    width = max((len(f.path) for f in result.files), default=0)
+    for f in result.files:
+        mark = "+" if f.included else "-"
+        turn = f" ({COMES_WITH_TURN})" if f.path in with_turn else ""
+        sys.stdout.write(f"{mark} {f.path.ljust(width)}  {f.tier:<9} {f.tokens:>6} tokens  {f.reason}{turn}\n")
+    said = {f"{f.path}: {f.reason}" for f in result.files}  # a skip is on its file's row already
+    for w in result.warnings:
+        if w not in said:
+            sys.stdout.write(f"! {w}\n")
+    included = [f for f in result.files if f.included]
+    sys.stdout.write(
+        f"{len(included)} of {len(result.files)} files included, {companion.memory_tokens(result)} tokens\n"
+    )
+    return 0
+
+
+COMES_WITH_TURN = "comes with the turn"
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from ..memory.agents import agent_id, known_agents
+
+    agent = agent_id(args.agent)
+    if agent is None:
+        return fail(f"--agent {args.agent}: unknown agent; known agents: {known_agents()}")
+    from ..workspace.companion import Companion
+
+    workspace = workspace_arg(args.workspace)
+    companion = Companion.open([workspace])
+    open_paths, active = editor_files(args, workspace)
+    interactive = companion.snapshot.settings.profile.interactive
+    wire = companion.memory.explain(agent, open_paths, active, interactive=interactive).to_wire()
+    if args.json:
+        sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    sys.stdout.write(f"{wire['name']} ({', '.join(wire['docs'])})\n")
+    rows = [("+", f["path"], f["tier"], f["tokens"], f["why"]) for f in wire["files"]]
+    rows += [("?", f["path"], f["tier"], f["tokens"], f["why"]) for f in wire["listed"]]
+    rows += [("-", f["path"], "", None, f["reason"]) for f in wire["notLoaded"]]
+    width = max((len(r[1]) for r in rows), default=0)
+    for mark, path, tier, tokens, why in rows:
+        count = f"{tokens:>6} tokens" if tokens is not None else " " * 13
+        sys.stdout.write(f"{mark} {path.ljust(width)}  {tier:<9} {count}  {why}\n")
+    if not rows:
+        sys.stdout.write("No memory or rule files found.\n")
+    loaded = len(wire["files"])
+    sys.stdout.write(f"{loaded} file{'' if loaded == 1 else 's'} loaded, {wire['tokens']} tokens\n")
+    if wire["onlyAgent"]:
+        sys.stdout.write(f"loaded by {wire['name']}, not by Context Companion: {', '.join(wire['onlyAgent'])}\n")
+    if wire["onlyContextCompanion"]:
+        sys.stdout.write(
+            f"loaded by Context Companion, not by {wire['name']}: {', '.join(wire['onlyContextCompanion'])}\n"
+        )
+    return 0
+
+
+def cmd_compression_prompt(_: argparse.Namespace) -> int:
+    from ..prompt.compression import compression_prompt
+
+    sys.stdout.write(compression_prompt())
+    return 0
