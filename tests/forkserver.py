@@ -287,9 +287,11 @@ def _serve(path: str) -> _Child | None:
     assert threading.active_count() == 1, "the fork server must fork with one thread"
     parent = _Parent(path)
     child = parent.run()
-    if child is None:
+    if child is None:  # stopped: leave no socket (nor its private folder) behind
         with contextlib.suppress(OSError):
             os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(path))
     return child
 
 
@@ -344,6 +346,8 @@ def stop_parent() -> None:
         except subprocess.TimeoutExpired:
             _parent.kill()
             _parent.wait(10)
+        if _parent.stdout is not None:
+            _parent.stdout.close()
         if _socket_path is not None:
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.dirname(_socket_path))

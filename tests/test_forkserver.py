@@ -50,6 +50,11 @@ class Session:
             if message.get("id") == msg_id and "method" not in message:
                 return message
 
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if not stream.closed:
+                stream.close()
+
     def request(self, method: str, params: Any = None) -> Any:
         return self.answer(self.send(method, params))
 
@@ -111,6 +116,7 @@ def session_record(project: dict[str, Any], fork: bool) -> dict[str, Any]:
     }
     s.send("exit", request=False)
     seen["status"] = s.proc.wait(30)
+    s.close()
     seen["shutdown"].pop("id")
     assert not os.path.exists(f"/proc/{pid}"), "the exited server was reaped"
     return seen
@@ -144,6 +150,7 @@ def test_a_forked_server_ends_with_the_status_an_execd_one_ends_with(project, en
         else:
             s.proc.send_signal(getattr(signal, end))
         statuses.append(s.proc.wait(30))
+        s.close()
     assert statuses[1] == statuses[0]
     if end == "SIGKILL":
         assert statuses == [-signal.SIGKILL, -signal.SIGKILL]
