@@ -83,8 +83,11 @@ def _interpreter_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def forkable(argv: Sequence[str], env: Mapping[str, str] | None) -> bool:
-    """Whether a forked child would be this command started with this environment."""
-    if not enabled() or list(argv[:3]) != COMMAND or len(argv) < 4 or argv[3] not in FORKABLE_SUBCOMMANDS:
+    """Whether a forked child would be this command started with this environment (Linux: the
+    fork server checks its clients' uid with SO_PEERCRED)."""
+    if not enabled() or not sys.platform.startswith("linux"):
+        return False
+    if list(argv[:3]) != COMMAND or len(argv) < 4 or argv[3] not in FORKABLE_SUBCOMMANDS:
         return False
     return _interpreter_env(os.environ if env is None else env) == _interpreter_env(_parent_env())
 
@@ -299,15 +302,15 @@ def _serve(path: str) -> _Child | None:
 
 _lock = threading.Lock()
 _parent: subprocess.Popen[bytes] | None = None
-_parent_env_cache: dict[str, str] | None = None
 _socket_path: str | None = None
 
 
+# The fork server's environment: the test process's as it started (before any test changed it).
+_BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+
+
 def _parent_env() -> dict[str, str]:
-    global _parent_env_cache
-    if _parent_env_cache is None:
-        _parent_env_cache = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    return _parent_env_cache
+    return _BASE_ENV
 
 
 def _ensure_parent() -> str:
