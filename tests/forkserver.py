@@ -49,10 +49,8 @@ import threading
 import time
 from asyncio import base_subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "context_companion"]
 FORKABLE_SUBCOMMANDS = ("serve",)
 # What a default server start imports (they pull in the rest; _preload adds what is imported lazily
@@ -285,7 +283,9 @@ class _Child:
 
 
 def _serve(path: str) -> _Child | None:
-    sys.path.insert(0, str(REPO / "server"))
+    # Import as ``python -m context_companion`` from this empty folder would: the installed package
+    # (editable or not), not this script's folder.
+    sys.path[0] = os.getcwd()
     _preload()
     assert threading.active_count() == 1, "the fork server must fork with one thread"
     parent = _Parent(path)
