@@ -50,9 +50,10 @@ def test_without_an_editor_it_composes_from_disk_once(project: Path, runtime: Pa
     assert out.returncode == 0 and out.stderr == b"", out.stderr
     text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert text.splitlines()[2] == (
-        "(No editor is connected for this folder: this is the memory on disk for the project itself; memory "
-        "for the files open in an editor is not included.)"
+        "(No editor is connected for this folder: this is the memory on disk for the project as a whole; memory "
+        "that applies only to particular files is not included.)"
     )
+    assert " I " not in text and "open in the editor" not in text and "active file" not in text
     assert "Run make check." in text and "Always: be kind." in text
     assert "Claude: small diffs." not in text and "Python only." not in text and "Package memory." not in text
     state = runtime / "context-companion" / "hook-sessions.json"

@@ -105,6 +105,8 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     start: Any, project: Path, runtime: Path
 ) -> None:
     """Also in a folder whose path has a space, non-ASCII letters and '#' (editors percent-encode it)."""
+    conventions = "".join(f"Convention {i}: name things for what they hold, not for their type.\n" for i in range(8))
+    (project / "AGENTS.md").write_text("# Team\nRun make check before committing.\n" + conventions)
     h = await start(project)
     app = h.open("api/app.py")
     h.cursor(app, 0, 0)
@@ -121,18 +123,31 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
         "API folder: keep handlers thin.",
     ):
         assert first.count(text) == 1, first
-    assert first.index("API folder: keep handlers thin.") < first.index("Run make check before committing.")
+    # The root memory it lacks first, then the active file's folder and the rules matching it.
+    assert first.index("Run make check before committing.") < first.index("API folder: keep handlers thin.")
     assert "prefer small diffs" not in first  # CLAUDE.md: Claude Code reads and tracks it itself
     assert "Web folder" not in first and "hunter2" not in first and "<" not in first
     assert "No editor is connected" not in first
+    # It speaks as the system, names the editor's active file, and says per file why it applies.
+    assert first.splitlines()[0].startswith("Context Companion: project memory and rules")
+    assert first.splitlines()[2] == "The editor's active file is api/app.py."
+    assert " I " not in first and ".env" not in first
+    assert "--- Context from: api/AGENTS.md (applies: active file api/app.py is under api/) ---" in first
+    assert "--- Context from: AGENTS.md (applies: always: project memory) ---" in first
+    assert "--- Context from: .cursor/rules/api.mdc (applies: glob 'api/**' matches api/app.py) ---" in first
 
     nothing(hook("claude-code", "UserPromptSubmit", "s1", project))  # nothing changed: zero bytes
 
-    (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n")
+    (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n" + conventions)
     await seen(h, "AGENTS.md", "make lint")
     edited = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
-    assert "Run make lint before committing." in edited
-    assert "API folder" not in edited and "Type every" not in edited
+    # The change itself, marked as replacing the copy given earlier, with line numbers.
+    assert "--- Changed on disk: AGENTS.md (applies: always: project memory)." in edited
+    assert "replace the same lines of the copy given earlier" in edited
+    assert (
+        "@@ -1,3 +1,3 @@\n # Team\n-Run make check before committing.\n+Run make lint before committing.\n Convention 0"
+    ) in edited
+    assert "API folder" not in edited and "Type every" not in edited and "Convention 5" not in edited
 
     (project / ".cursor" / "rules" / "api.mdc").unlink()
     await seen(h, ".cursor/rules/api.mdc", None)
@@ -145,8 +160,14 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     await synced(h)
     moved = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
     assert "Web folder: no inline styles." in moved
-    assert "api/AGENTS.md no longer applies" in moved
+    assert moved.splitlines()[2] == "The editor's active file is web/page.py."
+    # A closed tab takes nothing back: the agent may still be working on api/ files.
+    assert "api/AGENTS.md" not in moved and "no longer applies" not in moved
     assert "Type every Python function." not in moved  # still applies (web/page.py), already given
+    # Back to api/: api/AGENTS.md is unchanged and the agent has it: nothing new.
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
 
     # A compacted history lost what was delivered: the next prompt has it all again.
     nothing(hook("claude-code", "SessionStart", "s1", project, source="compact"))
@@ -197,12 +218,14 @@ async def test_large_memory_stays_under_the_limit_active_folder_first(start: Any
     await synced(h)
     await announcement(runtime)
     text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
-    assert len(text) < 10_000
+    assert len(text) <= 10_000
     assert "API folder: keep handlers thin." in text and "API handlers return JSON." in text
     last = text.splitlines()[-1]
-    assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: ")
-    assert str(project / "AGENTS.md") in last
+    assert last == f"Left out to stay under 10,000 characters; read these files yourself: {project / 'AGENTS.md'}"
     nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
+    # Gemini CLI takes 30,000 characters whole: the same root memory (19,207 characters) goes in.
+    gemini = context(hook("gemini-cli", "BeforeAgent", "g1", project), "gemini-cli")
+    assert "Root line that is fairly long" in gemini and "Left out" not in gemini and len(gemini) <= 30_000
 
 
 async def test_channel_refuses_a_wrong_token_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:

@@ -17,7 +17,7 @@ from .model import MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
 from .reading import cut_at_line, read_text_file
 from .render import Rendered
-from .rules import describe_globs
+from .rules import ParsedRule, describe_globs
 from .wording import (
     LISTING_FOOTER,
     LISTING_HEADER,
@@ -180,7 +180,8 @@ class _Accounts:
         if self.index is not None and any(p in self.included_real for p, _d in r.imported):
             # An import repeats a file already in the instruction: render without it.
             r = self.rendered[entry.abs_path] = self.index.without_seen(entry, tuple(self.included_real.items()))
-        if not r.block:
+        if not r.block or (r.repeats and only_headings(r.content)):
+            # Nothing of its own is left (a title and imports of files already included): not a block.
             if r.repeats:
                 firsts = list(dict.fromkeys(d for _p, d in r.repeats))
                 self.duplicates[entry.abs_path] = firsts[0]
@@ -199,6 +200,11 @@ class _Accounts:
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
         return True, reason
+
+
+def only_headings(content: str) -> bool:
+    """Whether ``content`` says nothing but Markdown headings (a title left once its imports are gone)."""
+    return all(not line.strip() or line.lstrip().startswith("#") for line in content.splitlines())
 
 
 def normalised_body(content: str) -> str:
@@ -336,9 +342,20 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
         on_demand = e.tier == "jit" or (e.tier == "rule" and rule is not None and rule.mode == "globs")
         jit, hit = activity.jit.get(e.abs_path), activity.rules.get(e.abs_path)
         for_active = (jit is not None and jit[1]) or (hit is not None and hit[2])
-        content = acc.rendered[e.abs_path].content
-        out.append(MemoryBlock(e.display, e.abs_path, e.tier, included, reason, content, on_demand, for_active))
+        rendered = acc.rendered[e.abs_path]
+        key = e.rendered.key or e.rendered.real or e.abs_path
+        scope = e.rel_dir if e.tier == "jit" else _scope(rule) if rule is not None else ""
+        out.append(
+            MemoryBlock(
+                e.display, e.abs_path, e.tier, included, reason, rendered.content, on_demand, for_active, key, scope
+            )
+        )
     return tuple(out)
+
+
+def _scope(rule: ParsedRule) -> str:
+    """What decides when a rule applies, as its own text says it (mode, globs, regexes)."""
+    return "|".join([rule.mode, *rule.globs, *(r.pattern for r in rule.regexes), *rule.exclude_agent])
 
 
 def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..memory import MemoryBlock
+from ..memory.compose import normalised_body, only_headings
 from ..memory.explain import Explanation
 from ..memory.wording import render_block
 
@@ -123,8 +124,71 @@ def lacking(
     for explanation in explanations:
         for path, how in explanation.reading_of().items():
             reading.setdefault(path, how)
+    # A sub-folder file the agent read at start because it runs below that folder applies to its session,
+    # whether or not an open file is there: an edit of it must reach the agent.
+    for path, how in reading.items():
+        block = every.get(path)
+        if how == AT_START and path not in applies and block is not None and block.tier == "jit":
+            if block.content.strip() and not excluded(block) and not block.reason.startswith("skipped"):
+                applies[path] = replace(block, included=True, reason="read by the agent at start (it runs there)")
+    applies = _one_per_twins(every, applies, reading)
     read = tuple(dict.fromkeys(item.path for e in explanations for item in e.loads))
     return Lacking(every, applies, reading, read)
+
+
+_RANK = {TRACKED: 0, AT_START: 1}
+
+
+def _one_per_twins(
+    every: Mapping[str, MemoryBlock], applies: dict[str, MemoryBlock], reading: dict[str, str]
+) -> dict[str, MemoryBlock]:
+    """Copies of one text (a symlink, a hard link, or the same text after imports, e.g. one rule kept in
+    two vendors' folders) are one file: when the agent reads any copy itself, that copy stands for all of
+    them (each gets its reading, so none is sent for it) and is the one delivered when its reading asks for
+    it. ``reading`` is completed in place; the new ``applies`` keeps the composition's order."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    firsts: dict[str, str] = {}
+    for path, block in every.items():
+        if not block.content.strip():
+            continue
+        find(path)
+        keys = ["f:" + block.file_key]
+        if not only_headings(block.content):  # a title left once imports are gone says nothing of its own
+            keys.append("t:" + normalised_body(block.content))
+        for key in keys:
+            other = firsts.setdefault(key, path)
+            if other != path:
+                parent[find(path)] = find(other)
+    groups: dict[str, list[str]] = {}
+    for path in parent:
+        groups.setdefault(find(path), []).append(path)
+    stand_in: dict[str, str] = {}  # path → the agent's own copy standing for it
+    for members in groups.values():
+        own = [m for m in members if m in reading and reading[m]]
+        if len(members) < 2 or not own:
+            continue
+        mine = min(own, key=lambda m: _RANK.get(reading[m], 2))
+        for m in members:
+            if m != mine:
+                reading[m] = reading[mine]
+                stand_in[m] = mine
+    if not stand_in:
+        return applies
+    out: dict[str, MemoryBlock] = {}
+    for path, block in applies.items():
+        mine = stand_in.get(path)
+        if mine is None:
+            out.setdefault(path, block)
+        elif mine not in applies and mine in every:
+            out.setdefault(mine, replace(every[mine], included=True, reason=block.reason))
+    return out
 
 
 def agent_memory(agent: str, lacks: Lacking, count: Callable[[str], int]) -> AgentMemory:
