@@ -143,7 +143,7 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     edited = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
     # The change itself, marked as replacing the copy given earlier, with line numbers.
     assert "--- Changed on disk: AGENTS.md (applies: always: project memory)." in edited
-    assert "replace the same lines of the copy given earlier" in edited
+    assert "replace the same lines of the earlier copy" in edited
     assert (
         "@@ -1,3 +1,3 @@\n # Team\n-Run make check before committing.\n+Run make lint before committing.\n Convention 0"
     ) in edited

@@ -150,6 +150,7 @@ class _Accounts:
     text_twins: set[str] = field(default_factory=set)  # displays another file repeated the text of
     body_owner: dict[str, str] = field(default_factory=dict)  # normalised text → abs path of its inclusion
     warned: set[str] = field(default_factory=set)  # file keys whose warnings were told
+    imported_by: dict[str, str] = field(default_factory=dict)  # file key → display of the first file importing it
 
     def consider(self, entry: Entry, wants: bool, reason: str) -> None:
         if entry.abs_path in self.verdicts:
@@ -199,7 +200,20 @@ class _Accounts:
         self.included_real[key] = entry.display
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
+            self.imported_by.setdefault(p, entry.display)
         return True, reason
+
+    def imported_shadows(self) -> None:
+        """A file another one hides (``AGENTS.override.md`` beside ``AGENTS.md``) whose text still comes in
+        through an included file's import says so: its reason is that import, not the file that hides it."""
+        for entry in self.order:
+            included, reason = self.verdicts[entry.abs_path]
+            shadow = self.shadows.get((entry.abs_path, entry.tier))
+            r = entry.rendered
+            importer = self.imported_by.get(r.key or r.real or entry.abs_path)
+            if not included and shadow is not None and importer is not None and reason == reason_shadowed(shadow):
+                why = f"imported by {importer} ({shadow} takes its place as a file of its own)"
+                self.verdicts[entry.abs_path] = (False, why)
 
 
 def only_headings(content: str) -> bool:
@@ -267,6 +281,7 @@ def compose_traced(
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
+    acc.imported_shadows()
     acc.order.sort(key=folder_rank)
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
@@ -335,6 +350,7 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
+    acc.imported_shadows()
     out = []
     for e in acc.order:
         included, reason = acc.verdicts[e.abs_path]

@@ -128,9 +128,11 @@ def lacking(
     # whether or not an open file is there: an edit of it must reach the agent.
     for path, how in reading.items():
         block = every.get(path)
-        if how == AT_START and path not in applies and block is not None and block.tier == "jit":
-            if block.content.strip() and not excluded(block) and not block.reason.startswith("skipped"):
-                applies[path] = replace(block, included=True, reason="read by the agent at start (it runs there)")
+        if block is None or how != AT_START or path in applies or block.tier != "jit" or not block.content.strip():
+            continue
+        if not excluded(block) and not block.reason.startswith("skipped"):
+            where = block.path.rsplit("/", 1)[0] + "/"
+            applies[path] = replace(block, included=True, reason=f"sub-folder memory of {where}, where the agent runs")
     applies = _one_per_twins(every, applies, reading)
     read = tuple(dict.fromkeys(item.path for e in explanations for item in e.loads))
     return Lacking(every, applies, reading, read)
@@ -171,7 +173,7 @@ def _one_per_twins(
         groups.setdefault(find(path), []).append(path)
     stand_in: dict[str, str] = {}  # path → the agent's own copy standing for it
     for members in groups.values():
-        own = [m for m in members if m in reading and reading[m]]
+        own = [m for m in members if reading.get(m)]
         if len(members) < 2 or not own:
             continue
         mine = min(own, key=lambda m: _RANK.get(reading[m], 2))
@@ -183,11 +185,11 @@ def _one_per_twins(
         return applies
     out: dict[str, MemoryBlock] = {}
     for path, block in applies.items():
-        mine = stand_in.get(path)
-        if mine is None:
+        copy = stand_in.get(path)
+        if copy is None:
             out.setdefault(path, block)
-        elif mine not in applies and mine in every:
-            out.setdefault(mine, replace(every[mine], included=True, reason=block.reason))
+        elif copy not in applies and copy in every:
+            out.setdefault(copy, replace(every[copy], included=True, reason=block.reason))
     return out
 
 

@@ -84,7 +84,12 @@ def hook_count(agent: str) -> Callable[[str], int]:
 
 
 def left_out_line(
-    paths: Sequence[str], limit: int, room: int | None = None, *, unit: str = "characters", count: Callable[[str], int] = len
+    paths: Sequence[str],
+    limit: int,
+    room: int | None = None,
+    *,
+    unit: str = "characters",
+    count: Callable[[str], int] = len,
 ) -> str:
     """The last line naming what did not fit; within ``room`` (in ``count``'s unit) it names as many
     paths as fit and counts the rest."""
@@ -237,7 +242,9 @@ def editor_line(active: str | None, open_files: Sequence[str]) -> str:
     others = [p for p in dict.fromkeys(open_files) if p != active]
     if active is None and not others:
         return NO_FILE_OPEN
-    named = ", ".join(others[:OPEN_NAMED]) + (f" and {len(others) - OPEN_NAMED} more" if len(others) > OPEN_NAMED else "")
+    named = ", ".join(others[:OPEN_NAMED]) + (
+        f" and {len(others) - OPEN_NAMED} more" if len(others) > OPEN_NAMED else ""
+    )
     if active is None:
         return f"Open in the editor: {named}."
     return f"The editor's active file is {active}" + (f"; also open: {named}." if others else ".")
@@ -255,7 +262,7 @@ def _changes(block: MemoryBlock, before: str) -> str | None:
         return None
     head = (
         f"--- Changed on disk: {block.path} (applies: {why_it_applies(block)}). These changed lines replace "
-        "the same lines of the copy given earlier (unified diff; line numbers of the old and the new text) ---"
+        "the same lines of the earlier copy (unified diff; line numbers of the old and the new text) ---"
     )
     return "\n".join([head, *lines, f"--- End of changes to: {block.path} ---"])
 
@@ -377,10 +384,13 @@ def _what_is_new(
         if state.left.get(path) == fp:
             continue  # named as left out, unchanged since
         twin = given_fps.get(fp)
-        if before is None and twin is not None:
-            twins.append((path, block))
+        if twin is not None and twin != path:
+            twins.append((path, block))  # the agent has this text already, as another file's
+            if before is not None:  # this file changed into a copy of that one: one line says so
+                note = f"{block.path} changed on disk: its text is now the one given earlier as {state.given[twin][0]}."
+                pieces.append(_Piece(0, path, block.path, (note,)))
             continue
-        whole = _block(block, "; changed on disk: this text replaces the copy given earlier" if before else "")
+        whole = _block(block, "; changed on disk: this text replaces the earlier copy" if before else "")
         old = state.texts.get(before[1]) if before is not None else None
         diff = _changes(block, old) if old is not None else None
         forms = (diff, whole) if diff is not None and count(diff) < count(whole) else (whole,)
@@ -393,21 +403,21 @@ def _what_is_new(
         if fp in now_fps:
             state.forget(path)  # a twin that still applies carries its text: nothing to take back
             continue
-        block = every.get(path)
-        if block is not None and _waits_on_open_files(block) and block.scope == state.scopes.get(path, block.scope):
+        was = every.get(path)
+        if was is not None and _waits_on_open_files(was) and was.scope == state.scopes.get(path, was.scope):
             continue  # the editor's files changed, not the file: the agent keeps what it was given
-        if block is None:
+        if was is None:
             reason = REASON_GONE
-        elif block.included:
-            reason = "it is empty now" if not block.content.strip() else "context.exclude leaves it out now"
+        elif was.included:
+            reason = "it is empty now" if not was.content.strip() else "context.exclude leaves it out now"
         else:
-            reason = block.reason.removeprefix("not included: ") or "it changed"
+            reason = was.reason.removeprefix("not included: ") or "it changed"
         pieces.append(_Piece(0, path, display, (removal_notice(display, reason),), retract=True))
         changing.add(path)
     for path, block in twins:
         twin = given_fps[fingerprint(block.content)]
         if twin in changing:
-            was = state.given[twin][0]
-            note = f"{block.path} applies too ({why_it_applies(block)}): its text is the one given earlier as {was}."
+            name = state.given[twin][0]
+            note = f"{block.path} applies too ({why_it_applies(block)}): its text is the one given earlier as {name}."
             pieces.append(_Piece(0, path, block.path, (note,)))
     return pieces, twins
