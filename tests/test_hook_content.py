@@ -26,7 +26,9 @@ SECTION = (
     "it holds.\n"
 )
 ROOT_AGENTS = "# Working in this monorepo\n\n" + "".join(f"## Part {i}\n\n{SECTION}\n" for i in range(24))
-OVERVIEW = "# Layout\n\nFront end in packages/front-end, back end in packages/back-end, shared code in packages/shared.\n"
+OVERVIEW = (
+    "# Layout\n\nFront end in packages/front-end, back end in packages/back-end, shared code in packages/shared.\n"
+)
 API = "# API handlers\n\nEvery handler checks permissions first and returns typed errors.\n"
 
 

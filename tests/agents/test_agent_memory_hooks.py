@@ -333,7 +333,7 @@ BIG_SECTION = (
 )
 MIRRORED = {
     "AGENTS.md": f"# Project\n\n{BIG_START}: build with make.\n\n"
-    + "".join(f"## Section {i}\n\n{BIG_SECTION}\n" for i in range(40))
+    + "".join(f"## Section {i}\n\n{BIG_SECTION}\n" for i in range(43))
     + f"{BIG_END}: that is all.\n",
     ".cursor/rules/house.mdc": f"---\ndescription: house style\nalwaysApply: true\n---\n{MIRROR_ALWAYS}: plain words.\n",
     ".claude/rules/house.md": f"{MIRROR_ALWAYS}: plain words.\n",
