@@ -198,3 +198,30 @@ def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_res
         f" and {300 - len(first.files) - last.count('/AGENTS.md')} more (context-companion memory lists them)"
     )
     assert deliver(state, lacking(blocks), limit=9_500).text == ""  # named once: not again until it changes
+
+
+def test_a_changed_file_too_large_to_send_says_it_changed_and_the_state_round_trips() -> None:
+    """A changed file whose change and whole text are both over the agent's limit is named in the last line as
+    changed, once; the state (with its texts, scopes and left-out files) survives the state file, and a state
+    file written before those existed still loads."""
+    from context_companion.memory.model import MemoryBlock
+    from context_companion.workspace.agent_memory import lacking
+    from context_companion.workspace.hooks import HookState, deliver
+
+    def root(text: str) -> list[MemoryBlock]:
+        return [MemoryBlock("AGENTS.md", "/ws/AGENTS.md", "workspace", True, "workspace memory", text, False)]
+
+    state = HookState()
+    first = deliver(state, lacking(root("old line\n" * 1000)), limit=10_000)
+    assert first.files == ("AGENTS.md",) and first.size == len(first.text) <= 10_000
+    kept = HookState.from_json(json.loads(json.dumps(state.to_json())))
+    assert kept == state and kept.texts  # the text given is kept to diff a later change against
+    changed = deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000)
+    assert changed.files == () and changed.left_out == ("/ws/AGENTS.md",)
+    assert changed.text.splitlines()[-1] == (
+        "Left out to stay under 10,000 characters; read these files yourself: "
+        "/ws/AGENTS.md (changed on disk since it was given)"
+    )
+    assert deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000).text == ""
+    old = HookState.from_json({"given": {"/ws/AGENTS.md": ["AGENTS.md", "f1"]}, "started": True})
+    assert (old.given, old.started, old.left, old.texts) == ({"/ws/AGENTS.md": ("AGENTS.md", "f1")}, True, {}, {})

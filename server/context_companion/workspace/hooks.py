@@ -65,9 +65,10 @@ FROM_DISK = (
 NO_FILE_OPEN = "No file is open in the editor."
 OPEN_NAMED = 5  # open files named besides the active one; the rest are counted
 
-# What a state keeps of the texts it was given, to send a later change as its changed lines.
-MAX_KEPT_TEXT = 32_000  # characters of one file
-MAX_KEPT_TEXTS = 96_000  # characters of all of one session's files
+# What a state keeps of the texts it was given, to send a later change as its changed lines (the state file of
+# the hook without an editor holds up to 256 sessions: at most ~8 MB of texts; a file not kept is sent whole).
+MAX_KEPT_TEXT = 16_000  # characters of one file
+MAX_KEPT_TEXTS = 32_000  # characters of all of one session's files
 
 
 def fingerprint(content: str) -> str:
