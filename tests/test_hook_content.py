@@ -247,13 +247,23 @@ def test_two_claude_md_importing_their_own_agents_md_compare_after_imports(tmp_p
             "web/CLAUDE.md": "# Claude\n@AGENTS.md\n",
             "api/AGENTS.md": "API-RULES: handlers stay thin.\n",
             "api/CLAUDE.md": "# Claude\n@AGENTS.md\n",
+            "web/docs/CLAUDE.md": "# Claude\nAsk before adding a dependency.\n@AGENTS.md\n",
+            "web/docs/AGENTS.md": "DOCS-WEB: one page per topic.\n",
+            "api/docs/CLAUDE.md": "# Claude\nAsk before adding a dependency.\n@AGENTS.md\n",
+            "api/docs/AGENTS.md": "DOCS-API: one page per endpoint.\n",
+            "web/docs/a.md": "x\n",
+            "api/docs/b.md": "y\n",
             "web/page.ts": "x\n",
             "api/app.ts": "y\n",
         },
     )
-    out = cli("memory", "--workspace", str(root), "--json", "-q", "--open", "web/page.ts", "api/app.ts", cwd=root)
+    opened = ("web/page.ts", "api/app.ts", "web/docs/a.md", "api/docs/b.md")
+    out = cli("memory", "--workspace", str(root), "--json", "-q", "--open", *opened, cwd=root)
     reasons = {f["path"]: f["reason"] for f in json.loads(out.stdout)["files"]}
     assert reasons["web/CLAUDE.md"] == "not included: only repeats web/AGENTS.md"
     assert reasons["api/CLAUDE.md"] == "not included: only repeats api/AGENTS.md"
+    # The same own line, importing different files: two different texts, neither a copy of the other.
+    assert reasons["web/docs/CLAUDE.md"] == "open file web/docs/a.md is under web/docs/"
+    assert reasons["api/docs/CLAUDE.md"] == "active file api/docs/b.md is under api/docs/"
     claude = explain("claude-code", root, "web/page.ts", "api/app.ts")
     assert {f["path"] for f in claude["files"]} >= {"web/CLAUDE.md", "api/CLAUDE.md", "web/AGENTS.md", "api/AGENTS.md"}

@@ -188,7 +188,8 @@ class _Accounts:
                 self.duplicates[entry.abs_path] = firsts[0]
                 return False, f"not included: only repeats {', '.join(firsts)}"
             return False, REASON_EMPTY
-        body = normalised_body(r.content)
+        # Texts compare after imports: two files holding the same line and `@AGENTS.md` of their own folders differ.
+        body = normalised_body(entry.rendered.content if r is not entry.rendered else r.content)
         copy_of = self.included_bodies.get(body)
         if copy_of is not None:
             # Generated copies of one rule in several formats: the text goes in once.
