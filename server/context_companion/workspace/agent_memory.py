@@ -173,7 +173,7 @@ def _one_per_twins(
         groups.setdefault(find(path), []).append(path)
     stand_in: dict[str, str] = {}  # path → the agent's own copy standing for it
     for members in groups.values():
-        own = [m for m in members if reading.get(m)]
+        own = [m for m in members if m in reading]
         if len(members) < 2 or not own:
             continue
         mine = min(own, key=lambda m: _RANK.get(reading[m], 2))
