@@ -415,6 +415,17 @@ const PIP_TIMEOUT_MS = 15 * 60_000;
  * write one environment; a finished environment of an older version (or an older build) is removed.
  */
 export async function installBundledServer(deps: InstallDeps, options: InstallOptions): Promise<InstallResult> {
+  try {
+    return await installUnderLock(deps, options);
+  } catch (err) {
+    // the storage folder cannot be written, a marker cannot be saved, ...: one line, never a stack
+    const why = err instanceof Error ? err.message : String(err);
+    deps.log(`Installing the server failed: ${why}`);
+    return { kind: 'failed', problem: 'install', message: `Installing the server failed: ${why}` };
+  }
+}
+
+async function installUnderLock(deps: InstallDeps, options: InstallOptions): Promise<InstallResult> {
   const { root, wheel, platform } = options;
   fs.mkdirSync(root, { recursive: true });
   let lock: Lock;

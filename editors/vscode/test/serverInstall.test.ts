@@ -327,6 +327,19 @@ describe('installBundledServer with scripted processes', () => {
   });
 });
 
+describe('a storage folder that cannot be written', () => {
+  it('fails in one line instead of throwing', async () => {
+    const file = path.join(tmp('root'), 'not-a-folder');
+    fs.writeFileSync(file, '');
+    const wheel = fakeWheel(tmp('ext'));
+    const { run } = scripted({ pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 12, 0]) } });
+    const result = await installBundledServer({ run, ...quiet }, { root: path.join(file, 'server'), wheel, foundPython: ['python3'], platform: 'linux' });
+    assert.equal(result.kind, 'failed');
+    assert.match((result as { message: string }).message, /^Installing the server failed: ENOTDIR/);
+    assert.doesNotMatch((result as { message: string }).message, /\n/);
+  });
+});
+
 describe('two windows at once', () => {
   it('install once: the second waits for the first and uses its environment', async () => {
     const root = tmp('root');
