@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { CONNECT_AGENT_HOOKS } from '../src/agentHooks';
 import { PaletteCommand, ServerCommand } from '../src/protocol';
 import { CLIENT_ONLY_KEYS, SECTION, serverSettingKeys } from '../src/settingsPayload';
@@ -132,9 +132,15 @@ describe('package.json: the server the extension carries', () => {
 });
 
 describe('scripts/server-wheel.mjs', () => {
+  const made: string[] = [];
+  after(() => {
+    for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+  });
   /** A copy of the extension folder's package.json and the script, at <tmp>/editors/vscode (no repository around it). */
   function layout(version: string): string {
-    const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-wheel-script-')), 'editors', 'vscode');
+    const top = fs.mkdtempSync(path.join(os.tmpdir(), 'cc-wheel-script-'));
+    made.push(top);
+    const dir = path.join(top, 'editors', 'vscode');
     fs.mkdirSync(path.join(dir, 'scripts'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ version }));
     fs.copyFileSync(path.join(root, 'scripts', 'server-wheel.mjs'), path.join(dir, 'scripts', 'server-wheel.mjs'));

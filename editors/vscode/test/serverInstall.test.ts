@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { bundledPlan, cliCommandLine } from '../src/launch';
 import {
   acquireLock,
@@ -28,7 +28,15 @@ import {
   wheelVersion,
 } from '../src/serverInstall';
 
-const tmp = (name: string): string => fs.mkdtempSync(path.join(os.tmpdir(), `cc-install-${name}-`));
+const made: string[] = [];
+const tmp = (name: string): string => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cc-install-${name}-`));
+  made.push(dir);
+  return dir;
+};
+after(() => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
 const ok = (stdout = ''): RunResult => ({ exitCode: 0, stdout, stderr: '' });
 const fail = (stderr: string, exitCode = 1): RunResult => ({ exitCode, stdout: '', stderr });
 const missing: RunResult = { spawnError: 'ENOENT', exitCode: null, stdout: '', stderr: '' };
