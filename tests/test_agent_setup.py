@@ -463,3 +463,38 @@ def test_the_short_names_users_type_set_up_the_agent_by_its_id(
     assert f"{EXE} hook --agent {agent}" in (ws / file).read_text()
     bad = setup(ws, env, "vim")
     assert bad.returncode == 2 and "claude-code" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_an_agent_whose_hooks_are_flat_is_one_more_entry_in_the_table() -> None:
+    """The next agents (GitHub Copilot CLI's `.github/hooks/*.json`: `{"version": 1, "hooks": {"userPromptSubmitted":
+    [{"type": "command", "bash": ...}]}}`) differ only in data: the same merge and removal serve them."""
+    from context_companion.agent_setup import AgentHooks, jsonc, merged, removed
+
+    flat = AgentHooks(
+        "copilot-cli",
+        "GitHub Copilot CLI",
+        ("sessionStart", "userPromptSubmitted"),
+        ".github/hooks/context-companion.json",
+        None,
+        ".copilot",
+        "hooks.json",
+        comments=False,
+        shared=True,
+        reads="Copilot CLI reads this file as plain JSON",
+        grouped=False,
+        command_key="bash",
+        handler_fields=(("type", "command"), ("timeoutSec", 10)),
+        file_fields=(("version", 1),),
+    )
+    command = "context-companion hook --agent copilot-cli"
+    path = Path("hooks.json")
+    mine = {"type": "command", "bash": "./notify.sh"}
+    text = json.dumps({"version": 1, "hooks": {"userPromptSubmitted": [mine]}}, indent=2) + "\n"
+    done = merged(path, flat, text, command)
+    ours_entry = {"type": "command", "timeoutSec": 10, "bash": command}
+    assert jsonc.parse(done).root.python() == {
+        "version": 1,
+        "hooks": {"userPromptSubmitted": [mine, ours_entry], "sessionStart": [ours_entry]},
+    }
+    assert merged(path, flat, done, command) == done
+    assert removed(path, flat, done) == text

@@ -62,6 +62,19 @@ class AgentHooks:
     comments: bool  # the agent reads // and /* */ comments in this file
     shared: bool  # teams commit the project file (a machine's path in it would reach teammates)
     reads: str  # how the agent reads the file, said when one is refused
+    # The shape of its hooks: Claude Code's (``hooks.<event>`` is a list of groups, each with a
+    # ``hooks`` list of handlers) or flat (``hooks.<event>`` is the list of handlers).
+    grouped: bool = True
+    command_key: str = "command"  # the handler's field that holds the command
+    handler_fields: tuple[tuple[str, Any], ...] = (("type", "command"),)  # the rest of a new handler
+    file_fields: tuple[tuple[str, Any], ...] = ()  # what a file setup creates holds besides ``hooks``
+
+    def handler(self, command: str) -> dict[str, Any]:
+        return {**dict(self.handler_fields), self.command_key: command}
+
+    def entry(self, command: str) -> dict[str, Any]:
+        """What setup adds to an event's list."""
+        return {"hooks": [self.handler(command)]} if self.grouped else self.handler(command)
 
 
 AGENT_HOOKS = {
@@ -257,37 +270,52 @@ def _text(path: Path, data: bytes | None) -> str | None:
     return text if text.strip() else None
 
 
-def _ours(doc: jsonc.Document, agent: AgentHooks, events: tuple[str, ...] | None) -> list[tuple[str, int, int]]:
-    """Our handlers as (event, group, handler) positions, in file order (``events`` None: all events)."""
+Found = tuple[str, int, int]  # (event, entry, handler in the entry's group; -1 when flat)
+
+
+def _handlers(agent: AgentHooks, entry: jsonc.Node) -> list[jsonc.Node]:
+    if not agent.grouped:
+        return [entry]
+    handlers = entry.get("hooks") if entry.kind == "object" else None
+    return handlers.children if handlers is not None and handlers.kind == "array" else []
+
+
+def _ours(doc: jsonc.Document, agent: AgentHooks, events: tuple[str, ...] | None) -> list[Found]:
+    """Our handlers, in file order (``events`` None: in every event)."""
     found = []
     hooks = doc.root.get("hooks")
     if hooks is None or hooks.kind != "object":
         return []
-    for event, groups in zip(hooks.keys, hooks.children, strict=True):
-        if (events is not None and event not in events) or groups.kind != "array":
+    for event, entries in zip(hooks.keys, hooks.children, strict=True):
+        if (events is not None and event not in events) or entries.kind != "array":
             continue
-        for g, group in enumerate(groups.children):
-            handlers = group.get("hooks") if group.kind == "object" else None
-            if handlers is None or handlers.kind != "array":
-                continue
-            for h, handler in enumerate(handlers.children):
-                command = handler.get("command") if handler.kind == "object" else None
+        for g, entry in enumerate(entries.children):
+            for h, handler in enumerate(_handlers(agent, entry)):
+                command = handler.get(agent.command_key) if handler.kind == "object" else None
                 if command is not None and is_ours(command.value, agent.id):
-                    found.append((event, g, h))
+                    found.append((event, g, h if agent.grouped else -1))
     return found
 
 
-def _take_out(doc: jsonc.Document, event: str, g: int, h: int) -> list[jsonc.Edit]:
+def _handler(doc: jsonc.Document, agent: AgentHooks, at: Found) -> jsonc.Node:
+    event, g, h = at
+    hooks = doc.root.get("hooks")
+    assert hooks is not None
+    entries = hooks.get(event)
+    assert entries is not None
+    return _handlers(agent, entries.children[g])[max(h, 0)]
+
+
+def _take_out(doc: jsonc.Document, agent: AgentHooks, at: Found) -> list[jsonc.Edit]:
     """Edits that take our handler out, with the group, event and ``hooks`` it leaves empty."""
+    event, g, h = at
     root = doc.root
     hooks = root.get("hooks")
     assert hooks is not None
     groups = hooks.get(event)
     assert groups is not None
-    group = groups.children[g]
-    handlers = group.get("hooks")
-    assert handlers is not None
-    if len(handlers.children) > 1:
+    handlers = groups.children[g].get("hooks") if agent.grouped else None
+    if handlers is not None and len(handlers.children) > 1:
         return jsonc.remove(doc, handlers, h)
     if len(groups.children) > 1:
         return jsonc.remove(doc, groups, g)
@@ -299,7 +327,6 @@ def _take_out(doc: jsonc.Document, event: str, g: int, h: int) -> list[jsonc.Edi
 def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
     """``text`` with our hook in each of the agent's events: an older form of ours gets the new
     command, a second copy goes, a missing one is added after the user's."""
-    ours = {"type": "command", "command": command}
     for event in agent.events:
         for _ in range(10_000):  # one change a pass; a pass that adds ours is the last for this event
             doc = parse(path, agent, text)
@@ -308,14 +335,14 @@ def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
             found = _ours(doc, agent, (event,))
             last = True
             if hooks is None:
-                edits = jsonc.add_member(doc, doc.root, "hooks", {event: [{"hooks": [ours]}]})
+                edits = jsonc.add_member(doc, doc.root, "hooks", {event: [agent.entry(command)]})
             elif groups is None:
-                edits = jsonc.add_member(doc, hooks, event, [{"hooks": [ours]}])
+                edits = jsonc.add_member(doc, hooks, event, [agent.entry(command)])
             elif not found:
-                edits = jsonc.add_item(doc, groups, {"hooks": [ours]})
+                edits = jsonc.add_item(doc, groups, agent.entry(command))
             else:
                 last = False
-                edits = _update(doc, groups, found, command)
+                edits = _update(doc, agent, found, command)
                 if not edits:
                     break
             text = jsonc.apply(text, edits)
@@ -324,23 +351,18 @@ def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
     return text
 
 
-def _update(
-    doc: jsonc.Document, groups: jsonc.Node, found: list[tuple[str, int, int]], command: str
-) -> list[jsonc.Edit]:
-    """The next edit that leaves one handler of ours, with today's command (none: it is so)."""
+def _update(doc: jsonc.Document, agent: AgentHooks, found: list[Found], command: str) -> list[jsonc.Edit]:
+    """The next edit that leaves one handler of ours, with today's command and the fields a new
+    one has (a field the user changed is theirs); none when it is so."""
     if len(found) > 1:
-        return _take_out(doc, *found[-1])
-    _, g, h = found[0]
-    handlers = groups.children[g].get("hooks")
-    assert handlers is not None
-    handler = handlers.children[h]
-    current, kind = handler.get("command"), handler.get("type")
+        return _take_out(doc, agent, found[-1])
+    handler = _handler(doc, agent, found[0])
+    current = handler.get(agent.command_key)
     if current is not None and current.value != command:
         return jsonc.replace(doc, current, command)
-    if kind is None:
-        return jsonc.add_member(doc, handler, "type", "command")
-    if kind.value != "command":
-        return jsonc.replace(doc, kind, "command")
+    for key, value in agent.handler_fields:
+        if handler.get(key) is None:
+            return jsonc.add_member(doc, handler, key, value)
     return []
 
 
@@ -351,7 +373,7 @@ def removed(path: Path, agent: AgentHooks, text: str) -> str:
         found = _ours(doc, agent, None)
         if not found:
             break
-        text = jsonc.apply(text, _take_out(doc, *found[0]))
+        text = jsonc.apply(text, _take_out(doc, agent, found[0]))
     return text
 
 
@@ -406,8 +428,9 @@ def _within(folder: Path, root: str) -> bool:
     return str(folder) == root or str(folder).startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _is_empty_object(doc: jsonc.Document) -> bool:
-    return doc.root.kind == "object" and not doc.root.children and not doc.comments
+def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool:
+    """The file holds what a file setup creates holds before the hooks (``{}``), and no comment."""
+    return doc.root.python() == dict(agent.file_fields) and not doc.comments
 
 
 def run(args: argparse.Namespace, home: Path | None = None) -> int:
@@ -443,11 +466,12 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
             return 0
         assert new_text is not None
         # A file that held nothing but ours goes, unless a record says it was there before setup.
-        delete = _is_empty_object(jsonc.parse(new_text, comments=agent.comments)) and (
+        delete = _only_what_setup_starts_with(jsonc.parse(new_text, comments=agent.comments), agent) and (
             record is None or record.get("createdFile") is not False
         )
     else:
-        new_text = merged(path, agent, old_text if old_text is not None else "{}", command)
+        start = jsonc.render(dict(agent.file_fields), "") if old_text is None else old_text
+        new_text = merged(path, agent, start, command)
         if old_text is None:
             new_text += "\n"
         if new_text == old_text:
@@ -487,8 +511,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
 
 
 def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
-    ours = {"type": "command", "command": command}
-    return {"hooks": {event: [{"hooks": [ours]}] for event in agent.events}}
+    return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
 
 
 def _portability_note(agent: AgentHooks, path: Path, command: str, portable: bool, user: bool) -> None:
