@@ -107,11 +107,15 @@ def test_other_events_print_nothing(project: Path, runtime: Path) -> None:
     assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
 
 
-def _announce(directory: Path, pid: int, port: int, folders: list[str], mtime: float) -> None:
+def _announce(
+    directory: Path, pid: int, port: int, folders: list[str], mtime: float, start: int | str | None = "real"
+) -> None:
+    from context_companion.procs import process_start_time
+
     path = directory / f"hook-{pid}-{port}.json"
-    path.write_text(
-        json.dumps({"pid": pid, "port": port, "transport": "agent-hook", "token": "t", "workspaceFolders": folders})
-    )
+    started = process_start_time(pid) if start == "real" else start
+    raw = {"pid": pid, "startTime": started, "port": port, "transport": "agent-hook", "token": "t"}
+    path.write_text(json.dumps({**raw, "workspaceFolders": folders}))
     path.chmod(0o600)
     os.utime(path, (mtime, mtime))
 
@@ -129,10 +133,33 @@ server.kill()
 """
 
 
+def _stranger() -> int:
+    """A live process of another user: init when the tests do not run as root, else a process started
+    as nobody (65534)."""
+    if os.getuid() != 0:
+        return 1
+    proc = subprocess.Popen(["sleep", "60"], user=65534, group=65534)
+    _STRANGERS.append(proc)
+    return proc.pid
+
+
+_STRANGERS: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_strangers_left() -> Any:
+    yield
+    while _STRANGERS:
+        proc = _STRANGERS.pop()
+        proc.kill()
+        proc.wait()
+
+
 def test_the_server_chosen_is_the_editor_whose_terminal_runs_the_agent(tmp_path: Path) -> None:
     """Two editors' servers hold the folder: the hook takes the one that shares its nearest ancestor
     process (the editor whose terminal runs the agent), even when the other one is newer; a server
-    of another folder or a dead one never."""
+    of another folder or a dead one never, nor one whose pid now names another process (another
+    start time: the pid was reused) or another user's process."""
     directory = tmp_path / "cc"
     directory.mkdir(mode=0o700)
     folder = tmp_path / "proj"
@@ -150,6 +177,10 @@ def test_the_server_chosen_is_the_editor_whose_terminal_runs_the_agent(tmp_path:
         _announce(directory, other.pid, 2, [str(folder)], 200.0)  # newer
         _announce(directory, os.getpid(), 3, [str(tmp_path / "elsewhere")], 300.0)
         _announce(directory, 2**22 + 7, 4, [str(folder)], 400.0)  # no such process
+        _announce(directory, other.pid, 5, [str(folder)], 500.0, start=12345)  # the pid, reused since
+        _announce(directory, other.pid, 6, [str(folder)], 600.0, start=None)  # no start time: never believed
+        stranger = _stranger()
+        _announce(directory, stranger, 7, [str(folder)], 700.0)  # another user's process
         editor.stdin.write("\n")
         editor.stdin.flush()
         assert json.loads(editor.stdout.readline()) == [1, 2]

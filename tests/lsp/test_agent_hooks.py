@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -14,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_runner import run_hook
+from context_companion.procs import process_start_time
+from hook_runner import Channel, ask_channel, run_hook
 from lsp_harness import Harness
 
 PROMPT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini-cli": "BeforeAgent"}
@@ -205,27 +205,43 @@ async def test_large_memory_stays_under_the_limit_active_folder_first(start: Any
     nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
 
 
-async def test_channel_refuses_a_wrong_token_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
+async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
     h = await start(project)
     await synced(h)
     entry = await announcement(runtime)
+    assert entry["startTime"] == process_start_time(h.server_pid)
 
-    def ask(data: bytes) -> dict[str, Any]:
-        with socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) as sock:
-            sock.sendall(data)
-            answer: dict[str, Any] = json.loads(sock.makefile("rb").readline())
-            return answer
+    def refused(*lines: bytes) -> dict[str, Any]:
+        channel = Channel(entry["port"])
+        try:
+            for line in lines:
+                channel.send_raw(line)
+            return channel.receive()
+        finally:
+            channel.close()
 
     request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "x", "cwd": str(project)}
-    assert ask(json.dumps({"token": "nope", "request": request}).encode() + b"\n") == {
-        "error": "token: wrong or missing"
+    # The first version's request (the token first) is refused: the server never asks for the token.
+    assert refused(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n") == {
+        "error": "this hook speaks an older protocol (it sends the token first): update context-companion"
     }
-    assert ask(b"x" * (70 * 1024) + b"\n") == {"error": "the request is larger than 64 KiB"}
-    bad = {"token": entry["token"], "request": {**request, "agent": "vim"}}
-    assert ask(json.dumps(bad).encode() + b"\n") == {
-        "error": "request.agent: expected one of claude-code, gemini-cli, codex"
+    assert refused(b'{"hello": "context-companion-hook", "version": 2, "nonce": "xyz"}\n') == {
+        "error": "nonce: expected 32 to 128 hexadecimal characters"
     }
-    good = ask(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n")
+    channel = Channel(entry["port"])
+    greeting = channel.greet()
+    assert "text" not in greeting and set(greeting) == {"nonce", "proof"}  # nothing said before the hook's proof
+    assert channel.request("not the token", request, greeting) == {"error": "proof: wrong or missing"}
+    channel.close()
+    channel = Channel(entry["port"])
+    channel.greet()
+    channel.send_raw(b"x" * (70 * 1024) + b"\n")
+    with pytest.raises((AssertionError, ConnectionError)):
+        channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
+    channel.close()
+    bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
+    assert bad == {"error": "request.agent: expected one of claude-code, gemini-cli, codex"}
+    good = ask_channel(entry["port"], entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
 

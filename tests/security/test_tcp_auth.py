@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+from context_companion.procs import process_start_time
 from sockets_support import frame, initialize, read_frames, read_one
 
 UNAUTHORIZED = -32001
@@ -48,7 +49,8 @@ def test_discovery_file_is_private_holds_the_token_and_goes_away_on_exit(start, 
     path = server.discovery_files()[0]
     assert stat.S_IMODE((runtime / "context-companion").stat().st_mode) == 0o700
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert set(info) == {"pid", "port", "transport", "workspaceFolders", "token"}
+    assert set(info) == {"pid", "startTime", "port", "transport", "workspaceFolders", "token"}
+    assert info["startTime"] == process_start_time(server.proc.pid)  # readers believe the file only while they match
     assert info["pid"] == server.proc.pid and info["transport"] == "tcp" and info["workspaceFolders"] == []
     assert len(info["token"]) >= 40
     assert path.name == f"server-{server.proc.pid}-{info['port']}.json"
