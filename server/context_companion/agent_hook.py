@@ -304,8 +304,10 @@ def ask(server: dict[str, Any], request: dict[str, str], deadline: float) -> Ans
         connection.send({"hello": HELLO, "version": VERSION, "nonce": mine})
         greeting = connection.receive(MAX_LINE)
         theirs = greeting.get("nonce")
-        if not isinstance(theirs, str) or not proofs.valid_nonce(theirs) or not proofs.check(
-            greeting.get("proof"), token, proofs.HOOK_SERVER, mine, theirs
+        if (
+            not isinstance(theirs, str)
+            or not proofs.valid_nonce(theirs)
+            or not proofs.check(greeting.get("proof"), token, proofs.HOOK_SERVER, mine, theirs)
         ):
             if isinstance(greeting.get("error"), str):
                 raise OSError(f"the editor's server refused the greeting: {greeting['error']}")

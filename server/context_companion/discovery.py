@@ -35,11 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from .procs import APP_NAME as APP_NAME  # re-exported: these lived here first
-from .procs import is_own_process
+from .procs import is_own_process, read_private_json
 from .procs import pid_alive as pid_alive
 from .procs import proc_stat_field as proc_stat_field
 from .procs import process_start_time as process_start_time
-from .procs import read_private_json
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -288,3 +290,85 @@ async def test_the_hook_path_imports_nothing_heavy_when_a_server_answers(
     modules = set(json.loads(line.removeprefix("sys.modules at exit: ")))
     loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("context_companion.workspace"))
     assert loaded == []
+
+
+async def test_a_delivery_counts_only_once_the_hook_has_it(start: Any, project: Path, runtime: Path) -> None:
+    """The server commits what it answered only when the hook acknowledges it: an answer the hook never
+    took (it gave up, its deadline passed) is sent again at the next prompt, never lost."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "acks", "cwd": str(project)}
+    first = ask_channel(entry["port"], entry["token"], request, ack=False)
+    assert "API folder: keep handlers thin." in first["text"] and first["delivery"]
+    again = ask_channel(entry["port"], entry["token"], request)  # not acknowledged: not committed
+    assert again["text"] == first["text"]
+    assert ask_channel(entry["port"], entry["token"], request)["text"] == ""  # acknowledged: delivered
+    # An answer the server cannot give within the hook's budget is not given (and nothing is committed).
+    other = {**request, "sessionId": "late"}
+    channel = Channel(entry["port"])
+    late = channel.request(entry["token"], other, channel.greet(), budget_ms=0)
+    channel.close()
+    assert late == {"error": "the editor's server could not answer within the hook's deadline"}
+    assert "API folder: keep handlers thin." in ask_channel(entry["port"], entry["token"], other)["text"]
+
+
+async def test_a_server_stopped_for_seconds_loses_no_delivery(start: Any, project: Path, runtime: Path) -> None:
+    """The editor's server stops (SIGSTOP: a long pause, a swap storm) while a hook asks: the hook gives
+    up after its deadline and prints the memory from disk; the server, once it runs again, has not
+    recorded the open files' memory as delivered, so the next prompt gets it."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    os.kill(h.server_pid, signal.SIGSTOP)
+    try:
+        stopped = context(hook("claude-code", "UserPromptSubmit", "paused", project), "claude-code")
+    finally:
+        os.kill(h.server_pid, signal.SIGCONT)
+    assert stopped.splitlines()[2].startswith("(No editor is connected for this folder")
+    assert "API folder: keep handlers thin." not in stopped
+    await synced(h)  # the server ran the stale exchange by now
+    after = context(hook("claude-code", "UserPromptSubmit", "paused", project), "claude-code")
+    assert "API folder: keep handlers thin." in after and "No editor is connected" not in after
+    nothing(hook("claude-code", "UserPromptSubmit", "paused", project))
+
+
+async def test_an_agent_started_through_a_symlink_finds_the_editors_server(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    link = tmp_path / "link-to-proj"
+    link.symlink_to(project)
+    text = context(hook("gemini-cli", "BeforeAgent", "via-link", link / "api"), "gemini-cli")
+    assert "API folder: keep handlers thin." in text and "No editor is connected" not in text
+
+
+async def test_connections_that_never_prove_the_token_are_capped_and_logged_once(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Hundreds of connections that say nothing: past the cap the oldest waiting one is closed for each
+    new one, so the hook (which greets at once) still gets its answer, and the log gets one line, not one
+    per connection."""
+    log = tmp_path / "server.log"
+    h = await start(project, args=["--log-file", str(log)])
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    idle = [socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) for _ in range(200)]
+    try:
+        for sock in idle[:20]:  # the oldest, past the cap: closed by the server without a word
+            sock.settimeout(10)
+            assert sock.recv(1) == b""
+        text = context(hook("claude-code", "UserPromptSubmit", "crowd", project), "claude-code")
+        assert "API folder: keep handlers thin." in text
+    finally:
+        for sock in idle:
+            sock.close()
+    await synced(h)
+    refusals = [line for line in log.read_text().splitlines() if "agent hooks' channel: " in line]
+    assert len(refusals) == 1, refusals

@@ -17,7 +17,7 @@ JSON (docs/protocol.md, "Agent hooks"):
    session's state, so a hook that gave up waiting never loses what was meant for it.
 
 Lines are at most :data:`MAX_REQUEST` bytes and each must arrive within :data:`LINE_TIMEOUT` seconds;
-at most :data:`MAX_UNPROVEN` connections may wait before step 3 (more are closed at once); a wrong
+at most :data:`MAX_UNPROVEN` connections may wait before step 3 (a new one closes the oldest); a wrong
 proof is refused without a word about the state. No library beyond asyncio: nothing is loaded until a
 hook connects.
 """
@@ -30,11 +30,13 @@ import json
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import proofs
 from ..discovery import new_token
+from ..ratelimit import Sparse
 from .listener import Listener
 
 if TYPE_CHECKING:
@@ -54,7 +56,6 @@ MAX_BUDGET_MS = 60_000
 MAX_UNPROVEN = 16  # connections that have not proved the token yet
 AGENTS = ("claude-code", "gemini-cli", "codex")
 _FIELDS = ("agent", "event", "sessionId", "source", "cwd")
-_LOG_EVERY_S = 60.0  # refusals are logged at most once a minute (with a count)
 
 
 class HookSource(Protocol):
@@ -120,23 +121,6 @@ def parse_request(line: bytes, token: str, hook_nonce: str, server_nonce: str) -
     return fields, None if budget is None else budget / 1000
 
 
-class _Refusals:
-    """Counts refused connections and logs them at most once a minute: a flood of bad connections
-    (or the descriptor limit) must not fill the editor's log."""
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._last = 0.0
-
-    def note(self, why: str) -> None:
-        self._count += 1
-        now = time.monotonic()
-        if now - self._last >= _LOG_EVERY_S:
-            log.warning("agent hooks' channel: refused %d connection(s), the last: %s", self._count, why)
-            self._count = 0
-            self._last = now
-
-
 class HookChannel:
     """The loopback endpoint ``context-companion hook`` asks (see the module docstring)."""
 
@@ -146,8 +130,8 @@ class HookChannel:
         self._listener = Listener()
         self._server: asyncio.base_events.Server | None = None
         self._handlers: set[asyncio.Task[Any]] = set()
-        self._unproven = 0
-        self._refusals = _Refusals()
+        self._unproven: OrderedDict[object, asyncio.StreamWriter] = OrderedDict()  # not proved yet, oldest first
+        self._refusals = Sparse(log)  # a flood of bad connections must not fill the editor's log
         self.port = 0
 
     def start(self) -> int:
@@ -163,20 +147,23 @@ class HookChannel:
         self._server = await asyncio.start_server(self._handle, sock=sock, limit=MAX_REQUEST)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._unproven >= MAX_UNPROVEN:
-            self._refusals.note(f"more than {MAX_UNPROVEN} connections waiting to prove the token")
-            writer.close()
-            return
+        if len(self._unproven) >= MAX_UNPROVEN:
+            # The oldest waiting connection goes, not the new one: a real hook greets at once, so a crowd
+            # of silent connections cannot keep it out (it would then get only the memory on disk).
+            _task, oldest = self._unproven.popitem(last=False)
+            oldest.transport.abort()
+            self._refusals.warning(
+                "agent hooks' channel: closed a connection: more than %d were waiting to prove the token",
+                MAX_UNPROVEN,
+            )
         task = asyncio.current_task()
+        key = object()
+        self._unproven[key] = writer
         if task is not None:
             self._handlers.add(task)
-        self._unproven += 1
-        waiting = [True]  # until the hook proves the token
 
         def proven() -> None:
-            if waiting[0]:
-                waiting[0] = False
-                self._unproven -= 1
+            self._unproven.pop(key, None)
 
         try:
             await self._exchange(reader, writer, proven)
@@ -205,7 +192,7 @@ class HookChannel:
         try:
             hook_nonce = parse_hello(await self._line(reader))
         except RequestError as exc:
-            self._refusals.note(str(exc))
+            self._refusals.warning("agent hooks' channel: refused a connection: %s", exc)
             await self._send(writer, {"error": str(exc)})
             return
         server_nonce = proofs.new_nonce()
@@ -214,7 +201,7 @@ class HookChannel:
         try:
             fields, budget = parse_request(await self._line(reader), self.token, hook_nonce, server_nonce)
         except RequestError as exc:
-            self._refusals.note(str(exc))
+            self._refusals.warning("agent hooks' channel: refused a connection: %s", exc)
             await self._send(writer, {"error": str(exc)})
             return
         proven()

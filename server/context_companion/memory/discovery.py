@@ -107,7 +107,9 @@ class FolderIndex:
         self._warnings = None
 
 
-def index_folder(folder: str, settings: MemorySettings, names: Sequence[str], *, walk_below: bool = True) -> FolderIndex:
+def index_folder(
+    folder: str, settings: MemorySettings, names: Sequence[str], *, walk_below: bool = True
+) -> FolderIndex:
     """Walk ``folder`` once; record memory files below its root and every directory entered.
 
     ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
