@@ -34,6 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
 from ..ratelimit import Sparse
+from .envelope import parse
 from .framing import (
     MAX_BODY,
     ExitHere,
@@ -190,7 +191,7 @@ async def _first_message(frames: FrameReader, auth: Auth) -> tuple[dict[str, Any
     if body is None:
         return None, None, "closed before initialize"
     try:
-        data = json.loads(body)
+        data = parse(body)  # an over-long integer id still gets its answer
     except (ValueError, RecursionError):
         return None, None, "the first message must be an initialize request (got something that is not JSON)"
     msg_id = data.get("id") if isinstance(data, dict) else None
