@@ -78,6 +78,24 @@ def test_gemini_names_its_own_event(project: Path, runtime: Path) -> None:
     assert "Claude: small diffs." in out["hookSpecificOutput"]["additionalContext"]
 
 
+def test_gemini_settings_with_comments_keep_agents_md_out_of_the_gemini_hook(project: Path, runtime: Path) -> None:
+    """Gemini CLI reads AGENTS.md itself when its settings name it, comments or not: not sent twice."""
+    without = json.loads(hook("gemini-cli", prompt("plain", project, "BeforeAgent"), runtime).stdout)
+    assert "Run make check." in without["hookSpecificOutput"]["additionalContext"]
+
+    (project / ".gemini").mkdir()
+    settings = project / ".gemini" / "settings.json"
+    settings.write_text('{\n  // ours\n  "context": {"fileName": ["AGENTS.md", "GEMINI.md"]} /* both */\n}\n')
+    named = json.loads(hook("gemini-cli", prompt("named", project, "BeforeAgent"), runtime).stdout)
+    text = named["hookSpecificOutput"]["additionalContext"]
+    assert "Run make check." not in text and "Claude: small diffs." in text
+
+    settings.unlink()
+    os.mkfifo(settings)  # never opened for writing: reading it must not wait
+    stalled = hook("gemini-cli", prompt("fifo", project, "BeforeAgent"), runtime)
+    assert stalled.returncode == 0 and b"Run make check." in stalled.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "data", "error"),
     [
