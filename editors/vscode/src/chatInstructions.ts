@@ -23,6 +23,7 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';
+import { pidAlive, type ProcessProbe, type ProcessState, probeProcess } from './processes';
 import { ServerCommand } from './protocol';
 
 export const SLOT_COUNT = 8;
@@ -95,14 +96,7 @@ const READ_ONLY = new Set(['EACCES', 'EPERM', 'EROFS']);
 const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV', 'EINVAL']);
 const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
 
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return code(err) === 'EPERM'; // alive, another user's
-  }
-}
+export { pidAlive, type ProcessProbe, type ProcessState, probeProcess };
 
 /**
  * Who holds a slot: an extension host's pid and its process start time (`/proc/<pid>/stat` field 22, clock
@@ -111,28 +105,6 @@ export function pidAlive(pid: number): boolean {
 export interface Owner {
   pid: number;
   startTime: number | null;
-}
-
-/** A process now: gone, or alive with its start time (`null` where the system cannot tell). */
-export type ProcessState = { alive: false } | { alive: true; startTime: number | null };
-export type ProcessProbe = (pid: number) => ProcessState;
-
-/**
- * {@link ProcessProbe} of this machine: `/proc/<pid>/stat` where it can be read (a zombie counts as gone); else
- * (no `/proc`, or another user's process hidden by `hidepid`) the pid alone, by signal 0.
- */
-export function probeProcess(pid: number): ProcessState {
-  let stat: string;
-  try {
-    stat = nodeFs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return pidAlive(pid) ? { alive: true, startTime: null } : { alive: false };
-  }
-  // Fields after the command name (which may hold spaces and parentheses): 3 (state) … 22 (starttime).
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  if (fields[0] === 'Z' || fields[0] === 'X') return { alive: false };
-  const startTime = Number(fields[22 - 3]);
-  return { alive: true, startTime: Number.isSafeInteger(startTime) && startTime >= 0 ? startTime : null };
 }
 
 /** This process (or `pid`) as a lock names it. */
