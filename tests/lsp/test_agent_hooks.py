@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_runner import run_hook
+from context_companion.procs import process_start_time
+from hook_runner import Channel, ask_channel, run_hook
 from lsp_harness import Harness
 
 PROMPT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini-cli": "BeforeAgent"}
@@ -228,27 +230,43 @@ async def test_large_memory_stays_under_the_limit_active_folder_first(start: Any
     assert "Root line that is fairly long" in gemini and "Left out" not in gemini and len(gemini) <= 30_000
 
 
-async def test_channel_refuses_a_wrong_token_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
+async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
     h = await start(project)
     await synced(h)
     entry = await announcement(runtime)
+    assert entry["startTime"] == process_start_time(h.server_pid)
 
-    def ask(data: bytes) -> dict[str, Any]:
-        with socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) as sock:
-            sock.sendall(data)
-            answer: dict[str, Any] = json.loads(sock.makefile("rb").readline())
-            return answer
+    def refused(*lines: bytes) -> dict[str, Any]:
+        channel = Channel(entry["port"])
+        try:
+            for line in lines:
+                channel.send_raw(line)
+            return channel.receive()
+        finally:
+            channel.close()
 
     request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "x", "cwd": str(project)}
-    assert ask(json.dumps({"token": "nope", "request": request}).encode() + b"\n") == {
-        "error": "token: wrong or missing"
+    # The first version's request (the token first) is refused: the server never asks for the token.
+    assert refused(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n") == {
+        "error": "this hook speaks an older protocol (it sends the token first): update context-companion"
     }
-    assert ask(b"x" * (70 * 1024) + b"\n") == {"error": "the request is larger than 64 KiB"}
-    bad = {"token": entry["token"], "request": {**request, "agent": "vim"}}
-    assert ask(json.dumps(bad).encode() + b"\n") == {
-        "error": "request.agent: expected one of claude-code, gemini-cli, codex"
+    assert refused(b'{"hello": "context-companion-hook", "version": 2, "nonce": "xyz"}\n') == {
+        "error": "nonce: expected 32 to 128 hexadecimal characters"
     }
-    good = ask(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n")
+    channel = Channel(entry["port"])
+    greeting = channel.greet()
+    assert "text" not in greeting and set(greeting) == {"nonce", "proof"}  # nothing said before the hook's proof
+    assert channel.request("not the token", request, greeting) == {"error": "proof: wrong or missing"}
+    channel.close()
+    channel = Channel(entry["port"])
+    channel.greet()
+    channel.send_raw(b"x" * (70 * 1024) + b"\n")
+    with pytest.raises((AssertionError, ConnectionError)):
+        channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
+    channel.close()
+    bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
+    assert bad == {"error": "request.agent: expected one of claude-code, gemini-cli, codex"}
+    good = ask_channel(entry["port"], entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
 
@@ -389,3 +407,85 @@ async def test_what_was_left_out_or_closed_is_never_taken_back(start: Any, monor
     back = context(hook("claude-code", "UserPromptSubmit", "c", monorepo), "claude-code")
     assert back.count("no longer applies") == 1 and ".cursor/rules/small-03.mdc no longer applies" in back
     assert "AGENTS.md" not in back
+
+
+async def test_a_delivery_counts_only_once_the_hook_has_it(start: Any, project: Path, runtime: Path) -> None:
+    """The server commits what it answered only when the hook acknowledges it: an answer the hook never
+    took (it gave up, its deadline passed) is sent again at the next prompt, never lost."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "acks", "cwd": str(project)}
+    first = ask_channel(entry["port"], entry["token"], request, ack=False)
+    assert "API folder: keep handlers thin." in first["text"] and first["delivery"]
+    again = ask_channel(entry["port"], entry["token"], request)  # not acknowledged: not committed
+    assert again["text"] == first["text"]
+    assert ask_channel(entry["port"], entry["token"], request)["text"] == ""  # acknowledged: delivered
+    # An answer the server cannot give within the hook's budget is not given (and nothing is committed).
+    other = {**request, "sessionId": "late"}
+    channel = Channel(entry["port"])
+    late = channel.request(entry["token"], other, channel.greet(), budget_ms=0)
+    channel.close()
+    assert late == {"error": "the editor's server could not answer within the hook's deadline"}
+    assert "API folder: keep handlers thin." in ask_channel(entry["port"], entry["token"], other)["text"]
+
+
+async def test_a_server_stopped_for_seconds_loses_no_delivery(start: Any, project: Path, runtime: Path) -> None:
+    """The editor's server stops (SIGSTOP: a long pause, a swap storm) while a hook asks: the hook gives
+    up after its deadline and prints the memory from disk; the server, once it runs again, has not
+    recorded the open files' memory as delivered, so the next prompt gets it."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    os.kill(h.server_pid, signal.SIGSTOP)
+    try:
+        stopped = context(hook("claude-code", "UserPromptSubmit", "paused", project), "claude-code")
+    finally:
+        os.kill(h.server_pid, signal.SIGCONT)
+    assert stopped.splitlines()[2].startswith("(No editor is connected for this folder")
+    assert "API folder: keep handlers thin." not in stopped
+    await synced(h)  # the server ran the stale exchange by now
+    after = context(hook("claude-code", "UserPromptSubmit", "paused", project), "claude-code")
+    assert "API folder: keep handlers thin." in after and "No editor is connected" not in after
+    nothing(hook("claude-code", "UserPromptSubmit", "paused", project))
+
+
+async def test_an_agent_started_through_a_symlink_finds_the_editors_server(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    link = tmp_path / "link-to-proj"
+    link.symlink_to(project)
+    text = context(hook("gemini-cli", "BeforeAgent", "via-link", link / "api"), "gemini-cli")
+    assert "API folder: keep handlers thin." in text and "No editor is connected" not in text
+
+
+async def test_connections_that_never_prove_the_token_are_capped_and_logged_once(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Hundreds of connections that say nothing: past the cap the oldest waiting one is closed for each
+    new one, so the hook (which greets at once) still gets its answer, and the log gets one line, not one
+    per connection."""
+    log = tmp_path / "server.log"
+    h = await start(project, args=["--log-file", str(log)])
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    idle = [socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) for _ in range(200)]
+    try:
+        for sock in idle[:20]:  # the oldest, past the cap: closed by the server without a word
+            sock.settimeout(10)
+            assert sock.recv(1) == b""
+        text = context(hook("claude-code", "UserPromptSubmit", "crowd", project), "claude-code")
+        assert "API folder: keep handlers thin." in text
+    finally:
+        for sock in idle:
+            sock.close()
+    await synced(h)
+    refusals = [line for line in log.read_text().splitlines() if "agent hooks' channel: " in line]
+    assert len(refusals) == 1, refusals

@@ -107,19 +107,25 @@ class FolderIndex:
         self._warnings = None
 
 
-def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) -> FolderIndex:
+def index_folder(
+    folder: str, settings: MemorySettings, names: Sequence[str], *, walk_below: bool = True
+) -> FolderIndex:
     """Walk ``folder`` once; record memory files below its root and every directory entered.
 
     ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
     :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
     ``AGENTS.override.md`` is found exactly like the root's. The walk stops at
-    ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`)."""
+    ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`). ``walk_below``
+    False lists the folder itself and nothing below it (``context-companion hook`` without an editor
+    delivers no sub-folder memory: the walk of a big folder would cost it seconds a prompt)."""
     index = FolderIndex()
-    budget = WalkBudget(settings.max_walk_directories, settings.max_walk_files)
+    budget = WalkBudget(settings.max_walk_directories if walk_below else 1, settings.max_walk_files)
     listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget)
     _record(index, listings, frozenset(names))
-    if budget.left_out:
+    if budget.left_out and walk_below:
         _left_out(index, folder, budget)
+    for rel in budget.left_out:
+        index.verdicts[rel] = False
     return index
 
 

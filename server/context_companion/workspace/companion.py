@@ -40,10 +40,12 @@ from .hooks import (
     RESET_SOURCES,
     SESSION_START,
     Delivery,
+    HookOutcome,
     HookRequest,
     HookSessions,
     deliver,
     hook_count,
+    working_copy,
 )
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
@@ -92,9 +94,13 @@ class Companion:
         tokenizer: Tokenizer | None = None,
         home: Path | None = None,
         today: Callable[[], date] = date.today,
+        walk_below: bool = True,
     ) -> None:
+        """``walk_below`` False: the folders' own memory and rules only, no walk below them (the hook's
+        disk path: no open files, so no sub-folder memory to find)."""
         self.snapshot = snapshot
         self.home = home
+        self.walk_below = walk_below
         self.tokenizer = tokenizer or make_tokenizer(snapshot.settings)
         self.memory = self._new_store(snapshot, self.tokenizer)
         self.engine = InstructionEngine(
@@ -129,6 +135,7 @@ class Companion:
             global_dir=snapshot.user_dir,
             home=self.home,
             exclude=snapshot.settings.context.exclude,
+            walk_below=self.walk_below,
         )
 
     def load(self) -> None:
@@ -457,19 +464,29 @@ class Companion:
         return self.memory.explain(agent, paths, active, interactive=interactive)
 
     def agent_hook(self, request: HookRequest, *, from_disk: bool = False) -> Delivery:
-        """What an agent's hook adds to its next request (``context-companion hook``; see :mod:`.hooks`).
+        """What an agent's hook adds to its next request, committed at once (see :meth:`hook_outcome`)."""
+        outcome = self.hook_outcome(request, from_disk=from_disk)
+        self.hooks.commit(outcome)
+        return outcome.delivery
+
+    def hook_outcome(self, request: HookRequest, *, from_disk: bool = False) -> HookOutcome:
+        """What an agent's hook adds to its next request (``context-companion hook``; see :mod:`.hooks`),
+        with the session state it leads to, to commit once the hook has it (``self.hooks.commit``).
 
         ``SessionStart`` with a ``startup``, ``clear`` or ``compact`` source forgets what the session
-        was given (its history starts afresh) and adds nothing; the prompt event delivers."""
+        was given (its history starts afresh) at once (forgetting too early only sends something again)
+        and adds nothing; the prompt event delivers."""
         if request.event == SESSION_START:
             if request.source in RESET_SOURCES:
                 self.hooks.reset(request.agent, request.session_id)
-            return Delivery("")
+            return HookOutcome(Delivery(""))
         if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
-            return Delivery("")
+            return HookOutcome(Delivery(""))
         active, open_files = self._editor_files()
-        return deliver(
-            self.hooks.get(request.agent, request.session_id),
+        base = self.hooks.peek(request.agent, request.session_id)
+        state = working_copy(base)
+        delivery = deliver(
+            state,
             self.lacking(request.agent, cwd=request.cwd or None),
             limit=HOOK_LIMITS[request.agent],
             count=hook_count(request.agent),
@@ -478,6 +495,7 @@ class Companion:
             active=active,
             open_files=open_files,
         )
+        return HookOutcome(delivery, (request.agent, request.session_id), base, state)
 
     def _editor_files(self) -> tuple[str | None, list[str]]:
         """The editor's active file and open files as a hook's text names them: relative to their workspace

@@ -190,6 +190,23 @@ class Delivery:
     unit: str = "characters"
 
 
+@dataclass(frozen=True, slots=True)
+class HookOutcome:
+    """A delivery and the session state it leads to, not yet committed: the state changes only once
+    the hook has received the delivery (:meth:`HookSessions.commit`), so a hook that gave up waiting
+    (a server stopped for seconds, a deadline passed) never loses what was meant for it."""
+
+    delivery: Delivery
+    key: tuple[str, str] | None = None  # (agent, session id); None: nothing to commit
+    base: HookState | None = None  # the session's state the delivery was computed from (None: none yet)
+    state: HookState | None = None  # the state once the hook has the delivery
+
+
+def working_copy(state: HookState | None) -> HookState:
+    """A copy of ``state`` to compute a delivery on (a fresh state for a session not known yet)."""
+    return HookState() if state is None else HookState.from_json(state.to_json())
+
+
 class HookSessions:
     """Hook states by (agent, session id), least recently used first, at most ``limit``."""
 
@@ -210,6 +227,24 @@ class HookSessions:
         else:
             self._by_key.move_to_end(key)
         return state
+
+    def peek(self, agent: str, session_id: str) -> HookState | None:
+        """The session's state, or None; nothing is created or reordered."""
+        return self._by_key.get((agent, session_id))
+
+    def commit(self, outcome: HookOutcome) -> bool:
+        """Make ``outcome``'s state the session's, unless the session moved on since the delivery was
+        computed (another hook of the session committed, or it was reset): then the next prompt
+        computes afresh. Returns whether it was committed."""
+        if outcome.key is None or outcome.state is None:
+            return False
+        if self._by_key.get(outcome.key) is not outcome.base:
+            return False
+        self._by_key[outcome.key] = outcome.state
+        self._by_key.move_to_end(outcome.key)
+        while len(self._by_key) > self.limit:
+            self._by_key.popitem(last=False)
+        return True
 
     def reset(self, agent: str, session_id: str) -> None:
         self._by_key.pop((agent, session_id), None)
