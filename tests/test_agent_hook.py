@@ -318,6 +318,18 @@ def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_bel
     listed = out.stderr.decode().split("LISTED ", 1)[1]
     directories = {Path(p) for p in json.loads(listed)}
     assert directories <= {folder, folder / ".cursor" / "rules", folder / ".cursor"}, sorted(directories)[:10]
+    # Started in a sub-folder: that folder is listed too (its memory was read at start), still no walk.
+    inner = folder / "d007"
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_LISTINGS, str(folder)],
+        input=json.dumps(prompt("s2", inner, "BeforeAgent")).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    listed = out.stderr.decode().split("LISTED ", 1)[1]
+    directories = {Path(p) for p in json.loads(listed)}
+    assert inner in directories and folder / "d008" not in directories and len(directories) <= 4, sorted(directories)
 
 
 def test_the_state_lock_is_not_held_while_the_memory_is_composed(

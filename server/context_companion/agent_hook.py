@@ -421,9 +421,13 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
 
     key = [request["agent"], request["sessionId"]]
     stored = locked(lambda: read_private_json(path))
-    # The project's own folder, never a walk below it: the root memory and the rules that need no open file
-    # are all the disk path delivers, and a walk of a big folder (``/tmp``, ``/``) would cost seconds a prompt.
-    companion = Companion(WorkspaceSnapshot.resolve([folder]), tokenizer=Tokenizer(ESTIMATE), walk_below=False)
+    # The project's own folder and the folders down to where the agent runs, never a walk: the root memory, the
+    # rules that need no open file and the memory the agent read where it started are all the disk path delivers,
+    # and a walk of a big folder (``/tmp``, ``/``) would cost seconds a prompt.
+    rel = os.path.relpath(request["cwd"], folder)
+    parts = [] if rel == "." else rel.split(os.sep)
+    chain = tuple("/".join(parts[: i + 1]) for i in range(len(parts)))
+    companion = Companion(WorkspaceSnapshot.resolve([folder]), tokenizer=Tokenizer(ESTIMATE), walk_below=chain)
     companion.hooks = HookSessions.from_json(stored)
     hook_request = HookRequest(
         request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]

@@ -108,7 +108,7 @@ class FolderIndex:
 
 
 def index_folder(
-    folder: str, settings: MemorySettings, names: Sequence[str], *, walk_below: bool = True
+    folder: str, settings: MemorySettings, names: Sequence[str], *, walk_below: bool | Sequence[str] = True
 ) -> FolderIndex:
     """Walk ``folder`` once; record memory files below its root and every directory entered.
 
@@ -116,16 +116,36 @@ def index_folder(
     :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
     ``AGENTS.override.md`` is found exactly like the root's. The walk stops at
     ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`). ``walk_below``
-    False lists the folder itself and nothing below it (``context-companion hook`` without an editor
-    delivers no sub-folder memory: the walk of a big folder would cost it seconds a prompt)."""
+    other than True lists the folder itself and, of what is below it, only those sub-directories
+    (posix, relative, each one's parent first: the chain down to where an agent runs), never a walk:
+    ``context-companion hook`` without an editor delivers no other sub-folder's memory, and the walk of a
+    big folder would cost it seconds a prompt."""
     index = FolderIndex()
-    budget = WalkBudget(settings.max_walk_directories if walk_below else 1, settings.max_walk_files)
-    listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget)
-    _record(index, listings, frozenset(names))
-    if budget.left_out and walk_below:
-        _left_out(index, folder, budget)
+    if walk_below is True:
+        budget = WalkBudget(settings.max_walk_directories, settings.max_walk_files)
+        listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget)
+        _record(index, listings, frozenset(names))
+        if budget.left_out:
+            _left_out(index, folder, budget)
+        return index
+    budget = WalkBudget(1, settings.max_walk_files)
+    found = list(walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget))
     for rel in budget.left_out:
         index.verdicts[rel] = False
+    rules = found[0].rules if found else None
+    for rel in walk_below or ():
+        if rules is None or rules.is_ignored(rel, True):
+            break
+        one = WalkBudget(1, settings.max_walk_files)
+        below = list(
+            walk(Path(folder), max_patterns=settings.max_ignore_patterns, below=rel, parent_rules=rules, budget=one)
+        )
+        if not below:
+            break
+        found += below
+        rules = below[0].rules
+        index.verdicts.pop(rel, None)
+    _record(index, found, frozenset(names))
     return index
 
 

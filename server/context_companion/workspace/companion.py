@@ -94,10 +94,11 @@ class Companion:
         tokenizer: Tokenizer | None = None,
         home: Path | None = None,
         today: Callable[[], date] = date.today,
-        walk_below: bool = True,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
-        """``walk_below`` False: the folders' own memory and rules only, no walk below them (the hook's
-        disk path: no open files, so no sub-folder memory to find)."""
+        """``walk_below`` not True: the folders' own memory and rules, and of what is below them only the
+        sub-directories named (the hook's disk path: no open files, so no sub-folder memory to find but the
+        chain down to where the agent runs; see :func:`~..memory.discovery.index_folder`)."""
         self.snapshot = snapshot
         self.home = home
         self.walk_below = walk_below
