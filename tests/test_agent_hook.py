@@ -295,8 +295,9 @@ sys.exit(code)
 def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_below_it(
     tmp_path: Path, runtime: Path
 ) -> None:
-    """No ``.git`` above the agent's folder: the disk path takes the folder as the project, lists it and
-    its rule folders, and walks nothing below (in /tmp or / a walk cost 2.7-7.5 s a prompt)."""
+    """No ``.git`` above the agent's folder: the disk path takes the folder as the project, looks up its
+    memory and ignore files by name, lists only its rule folders, and walks nothing below (in /tmp or / a
+    walk cost 2.7-7.5 s a prompt)."""
     folder = tmp_path / "scratch"
     for i in range(300):
         (folder / f"d{i:03d}" / "deeper").mkdir(parents=True)
@@ -317,8 +318,8 @@ def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_bel
     assert "Scratch root memory." in text and "Always: be kind." in text and "sub 1" not in text
     listed = out.stderr.decode().split("LISTED ", 1)[1]
     directories = {Path(p) for p in json.loads(listed)}
-    assert directories <= {folder, folder / ".cursor" / "rules", folder / ".cursor"}, sorted(directories)[:10]
-    # Started in a sub-folder: that folder is listed too (its memory was read at start), still no walk.
+    assert directories <= {folder / ".cursor" / "rules", folder / ".cursor"}, sorted(directories)[:10]
+    # Started in a sub-folder (here its own project: no repository above it): still no walk.
     inner = folder / "d007"
     out = subprocess.run(
         [sys.executable, "-c", _COUNT_LISTINGS, str(folder)],
@@ -329,7 +330,7 @@ def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_bel
     )
     listed = out.stderr.decode().split("LISTED ", 1)[1]
     directories = {Path(p) for p in json.loads(listed)}
-    assert inner in directories and folder / "d008" not in directories and len(directories) <= 4, sorted(directories)
+    assert all(".cursor" in p.parts for p in directories), sorted(directories)
 
 
 def test_the_state_lock_is_not_held_while_the_memory_is_composed(
@@ -363,7 +364,7 @@ def test_the_state_lock_is_not_held_while_the_memory_is_composed(
     stdout = io.StringIO()
     agent_hook.run(["--agent", "codex"], io.BytesIO(json.dumps(prompt("locks", project)).encode()), stdout)
     assert "Always: be kind." in stdout.getvalue()
-    assert free == [True]
+    assert free and all(free)  # (composed twice: the second time to know the session is quiet)
     state = json.loads((runtime / "context-companion" / "hook-sessions.json").read_text())
     assert [s[:2] for s in state] == [["codex", "locks"]]  # merged back after the print
 

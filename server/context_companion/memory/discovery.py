@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,25 +129,43 @@ def index_folder(
         if budget.left_out:
             _left_out(index, folder, budget)
         return index
-    budget = WalkBudget(1, settings.max_walk_files)
-    found = list(walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget))
-    for rel in budget.left_out:
-        index.verdicts[rel] = False
-    rules = found[0].rules if found else None
+    # Not a walk, not even a listing: the ignore files and memory files are looked up by name (a listing of
+    # the folder would make the hook's record of what it read move with every file created there).
+    rules = IgnoreRules.for_root(Path(folder), max_patterns=settings.max_ignore_patterns)
+    index.dirs[""] = rules
     for rel in walk_below or ():
-        if rules is None or rules.is_ignored(rel, True):
+        directory = os.path.join(folder, *rel.split("/"))
+        if rules.is_ignored(rel, True) or not _real_dir(directory):
             break
-        one = WalkBudget(1, settings.max_walk_files)
-        below = list(
-            walk(Path(folder), max_patterns=settings.max_ignore_patterns, below=rel, parent_rules=rules, budget=one)
-        )
-        if not below:
-            break
-        found += below
-        rules = below[0].rules
-        index.verdicts.pop(rel, None)
-    _record(index, found, frozenset(names))
+        rules = rules.descend(rel, directory)
+        index.dirs[rel] = rules
+        for path, name in dir_candidates(directory, names):
+            if _file_entry(path):
+                rel_dir = posix_rel(os.path.dirname(path), folder)
+                governs = governed_dir(rel_dir, name)
+                file_rel = rel_dir + "/" + name
+                index.files.append(IndexedFile(path, file_rel, governs, rules.is_ignored(file_rel, False)))
     return index
+
+
+def _real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _file_entry(path: str) -> bool:
+    """Something a walk would list as a file: present, not a directory (a link to a file counts)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def posix_rel(path: str, folder: str) -> str:
+    rel = os.path.relpath(path, folder)
+    return "" if rel == "." else rel.replace(os.sep, "/")
 
 
 def _record(index: FolderIndex, listings: Iterable[DirListing], wanted: frozenset[str]) -> list[str]:
