@@ -50,9 +50,10 @@ def test_without_an_editor_it_composes_from_disk_once(project: Path, runtime: Pa
     assert out.returncode == 0 and out.stderr == b"", out.stderr
     text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert text.splitlines()[2] == (
-        "(No editor is connected for this folder: this is the memory on disk for the project itself; memory "
-        "for the files open in an editor is not included.)"
+        "(No editor is connected for this folder: this is the memory on disk for the project as a whole; memory "
+        "that applies only to particular files is not included.)"
     )
+    assert " I " not in text and "open in the editor" not in text and "active file" not in text
     assert "Run make check." in text and "Always: be kind." in text
     assert "Claude: small diffs." not in text and "Python only." not in text and "Package memory." not in text
     state = runtime / "context-companion" / "hook-sessions.json"
@@ -248,6 +249,33 @@ def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_res
     assert deliver(state, lacking(blocks), limit=9_500).text == ""  # named once: not again until it changes
 
 
+def test_a_changed_file_too_large_to_send_says_it_changed_and_the_state_round_trips() -> None:
+    """A changed file whose change and whole text are both over the agent's limit is named in the last line as
+    changed, once; the state (with its texts, scopes and left-out files) survives the state file, and a state
+    file written before those existed still loads."""
+    from context_companion.memory.model import MemoryBlock
+    from context_companion.workspace.agent_memory import lacking
+    from context_companion.workspace.hooks import HookState, deliver
+
+    def root(text: str) -> list[MemoryBlock]:
+        return [MemoryBlock("AGENTS.md", "/ws/AGENTS.md", "workspace", True, "workspace memory", text, False)]
+
+    state = HookState()
+    first = deliver(state, lacking(root("old line\n" * 1000)), limit=10_000)
+    assert first.files == ("AGENTS.md",) and first.size == len(first.text) <= 10_000
+    kept = HookState.from_json(json.loads(json.dumps(state.to_json())))
+    assert kept == state and kept.texts  # the text given is kept to diff a later change against
+    changed = deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000)
+    assert changed.files == () and changed.left_out == ("/ws/AGENTS.md",)
+    assert changed.text.splitlines()[-1] == (
+        "Left out to stay under 10,000 characters; read these files yourself: "
+        "/ws/AGENTS.md (changed on disk since it was given)"
+    )
+    assert deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000).text == ""
+    old = HookState.from_json({"given": {"/ws/AGENTS.md": ["AGENTS.md", "f1"]}, "started": True})
+    assert (old.given, old.started, old.left, old.texts) == ({"/ws/AGENTS.md": ("AGENTS.md", "f1")}, True, {}, {})
+
+
 _COUNT_LISTINGS = """
 import sys
 seen = []
@@ -267,8 +295,9 @@ sys.exit(code)
 def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_below_it(
     tmp_path: Path, runtime: Path
 ) -> None:
-    """No ``.git`` above the agent's folder: the disk path takes the folder as the project, lists it and
-    its rule folders, and walks nothing below (in /tmp or / a walk cost 2.7-7.5 s a prompt)."""
+    """No ``.git`` above the agent's folder: the disk path takes the folder as the project, looks up its
+    memory and ignore files by name, lists only its rule folders, and walks nothing below (in /tmp or / a
+    walk cost 2.7-7.5 s a prompt)."""
     folder = tmp_path / "scratch"
     for i in range(300):
         (folder / f"d{i:03d}" / "deeper").mkdir(parents=True)
@@ -289,7 +318,19 @@ def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_bel
     assert "Scratch root memory." in text and "Always: be kind." in text and "sub 1" not in text
     listed = out.stderr.decode().split("LISTED ", 1)[1]
     directories = {Path(p) for p in json.loads(listed)}
-    assert directories <= {folder, folder / ".cursor" / "rules", folder / ".cursor"}, sorted(directories)[:10]
+    assert directories <= {folder / ".cursor" / "rules", folder / ".cursor"}, sorted(directories)[:10]
+    # Started in a sub-folder (here its own project: no repository above it): still no walk.
+    inner = folder / "d007"
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_LISTINGS, str(folder)],
+        input=json.dumps(prompt("s2", inner, "BeforeAgent")).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    listed = out.stderr.decode().split("LISTED ", 1)[1]
+    directories = {Path(p) for p in json.loads(listed)}
+    assert all(".cursor" in p.parts for p in directories), sorted(directories)
 
 
 def test_the_state_lock_is_not_held_while_the_memory_is_composed(
@@ -323,7 +364,7 @@ def test_the_state_lock_is_not_held_while_the_memory_is_composed(
     stdout = io.StringIO()
     agent_hook.run(["--agent", "codex"], io.BytesIO(json.dumps(prompt("locks", project)).encode()), stdout)
     assert "Always: be kind." in stdout.getvalue()
-    assert free == [True]
+    assert free and all(free)  # (composed twice: the second time to know the session is quiet)
     state = json.loads((runtime / "context-companion" / "hook-sessions.json").read_text())
     assert [s[:2] for s in state] == [["codex", "locks"]]  # merged back after the print
 

@@ -11,7 +11,7 @@ The text comes from the editor's language server for the folder (:func:`ask_serv
 channel its discovery file announces: loopback, a token the server proves it holds before the hook
 reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
 memory of the editor's open files is there; with no server it is composed from disk
-(:func:`compose_from_disk`) and per-session state is kept in a small owner-only file.
+(:mod:`.hook_disk`) and per-session state is kept in a small owner-only file.
 
 Bounds: the hook input is read until a whole JSON object has arrived (:data:`STDIN_TIMEOUT_S`), the
 servers get :data:`SERVERS_BUDGET_S` in all, whatever they do (at most :data:`MAX_SERVERS` are
@@ -19,8 +19,8 @@ tried), then the memory comes from disk. A delivery counts only once this hook h
 server commits it when the hook acknowledges, the disk state is written after the print.
 
 This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``sys``, ``time``,
-``select`` and the light :mod:`.procs` and :mod:`.proofs` unless it has to compose from disk
-(``tests/lsp/test_lazy_imports.py``).
+``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
+:mod:`.hook_quiet`, unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import sys
 import time
 
 from . import proofs
-from .procs import ancestors, is_own_process, read_private_json, runtime_dir_fast
+from .procs import ancestors, is_own_process, read_private_json, runtime_folder
 
 AGENTS = ("claude-code", "gemini-cli", "codex")
 # The short names users type, as explain takes them (memory.agents.AGENT_ALIASES; not imported: this path stays light).
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from .hook_disk import DiskAnswer
+
 EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "BeforeAgent"})
 TRANSPORT = "agent-hook"
 HELLO = "context-companion-hook"  # bridges.hook_channel.HELLO / VERSION (not imported: this path stays light)
@@ -60,7 +62,6 @@ MAX_LINE = 4096  # the server's greeting
 STDIN_TIMEOUT_S = 3.0  # for the whole hook input (agents write it at once)
 SERVERS_BUDGET_S = 1.0  # for the editors' servers, all of them, whatever they do
 MAX_SERVERS = 2
-STATE_FILE = "hook-sessions.json"
 
 
 class HookFailure(Exception):
@@ -166,21 +167,6 @@ def _contains(folder: str, path: str) -> int:
     return -1
 
 
-def _runtime_dir() -> str | None:
-    """The user's runtime folder for our files, or None when there is none this user can trust
-    (``XDG_RUNTIME_DIR`` unset and the fallback folder made by another user: then no server could
-    announce itself there either)."""
-    directory = runtime_dir_fast()
-    if directory is not None:
-        return directory
-    from .discovery import runtime_dir
-
-    try:
-        return str(runtime_dir())
-    except OSError:
-        return None
-
-
 def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
     """The editors' servers whose workspace folders hold ``cwd``, best first: the one that shares the
     nearest ancestor process with this hook (the editor whose terminal runs the agent), then the
@@ -188,7 +174,7 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
     that started when the announcement says count (a file left by a killed server names a pid and a
     port that may be anyone's now)."""
     if directory is None:
-        directory = _runtime_dir()
+        directory = runtime_folder()
         if directory is None:
             return []
     try:
@@ -349,111 +335,6 @@ def ask_servers(
     return None
 
 
-def project_root(cwd: str) -> str:
-    """The repository holding ``cwd`` (the nearest folder above with ``.git``), else ``cwd``."""
-    current = cwd
-    while True:
-        if os.path.lexists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return cwd
-        current = parent
-
-
-def _state_dir() -> Any:
-    """Where the disk path keeps the sessions' state: the user's runtime folder, or, when there is none
-    this user can trust, a private folder in the user's state folder."""
-    from pathlib import Path
-
-    from .discovery import private_dir
-
-    directory = _runtime_dir()
-    if directory is not None:
-        try:
-            return private_dir(Path(directory))
-        except OSError:
-            pass
-    from platformdirs import user_state_dir
-
-    return private_dir(Path(user_state_dir("context-companion", appauthor=False)))
-
-
-class DiskAnswer:
-    """The delivery composed from disk, committed to the state file once printed."""
-
-    def __init__(self, text: str, commit: Any) -> None:
-        self.text = text
-        self._commit = commit
-
-    def printed(self) -> None:
-        self._commit()
-
-
-def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
-    """The delivery without an editor: the project's memory on disk (root memory, rules that need
-    no open file), with per-session state in ``<runtime dir>/context-companion/hook-sessions.json``.
-    The state file's lock is held only to read it and to merge this session's new state back: hooks
-    of other agents and projects never wait for this one's composition."""
-    import fcntl
-    from pathlib import Path
-
-    from .discovery import write_private
-    from .tokens import ESTIMATE, Tokenizer
-    from .workspace.companion import Companion
-    from .workspace.hooks import RESET_SOURCES, HookOutcome, HookRequest, HookSessions
-    from .workspace.snapshot import WorkspaceSnapshot
-
-    if not os.path.isdir(request["cwd"]):
-        raise HookFailure(f"cwd: {request['cwd']} is not a directory")
-    folder = Path(project_root(request["cwd"]))
-    directory = _state_dir()
-    path = directory / STATE_FILE
-    lock_path = directory / (STATE_FILE + ".lock")
-
-    def locked(work: Any) -> Any:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "rb") as lock:
-            fcntl.flock(
-                lock, fcntl.LOCK_EX
-            )  # hooks of several agents at once: one state file, read and written in turn
-            return work()
-
-    key = [request["agent"], request["sessionId"]]
-    stored = locked(lambda: read_private_json(path))
-    # The project's own folder, never a walk below it: the root memory and the rules that need no open file
-    # are all the disk path delivers, and a walk of a big folder (``/tmp``, ``/``) would cost seconds a prompt.
-    companion = Companion(WorkspaceSnapshot.resolve([folder]), tokenizer=Tokenizer(ESTIMATE), walk_below=False)
-    companion.hooks = HookSessions.from_json(stored)
-    hook_request = HookRequest(
-        request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]
-    )
-    outcome = companion.hook_outcome(hook_request, from_disk=True)
-    forgets = request["event"] == "SessionStart" and request["source"] in RESET_SOURCES
-    if outcome.key is None and not forgets:
-        return DiskAnswer(outcome.delivery.text, lambda: None)
-
-    def commit() -> None:
-        def merge() -> None:
-            now = HookSessions.from_json(read_private_json(path))
-            before = json.dumps(now.to_json()).encode("utf-8")
-            if outcome.key is None:  # a SessionStart that starts the history afresh
-                now.reset(request["agent"], request["sessionId"])
-            else:
-                base = now.peek(*key)
-                was = None if outcome.base is None else outcome.base.to_json()
-                if (None if base is None else base.to_json()) != was:
-                    return  # another hook of this session wrote first: the next prompt computes afresh
-                now.commit(HookOutcome(outcome.delivery, outcome.key, base, outcome.state))
-            after = json.dumps(now.to_json()).encode("utf-8")
-            if after != before or not os.path.exists(path):  # an unchanged prompt writes nothing
-                write_private(path, after)
-
-        locked(merge)
-
-    return DiskAnswer(outcome.delivery.text, commit)
-
-
 def _quiet_logging() -> list[str]:
     """Warnings of the composition are kept for the one stderr line, not printed each."""
     import logging
@@ -484,8 +365,15 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         request = {"agent": agent, **fields}
         answer: Answer | DiskAnswer | None = ask_servers(request, problems=problems)
         if answer is None:
-            warnings = _quiet_logging()
-            answer = compose_from_disk(request)
+            from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
+
+            answer = quiet_answer(request)  # nothing moved since this session was given everything
+            if answer is None:
+                warnings = _quiet_logging()
+                try:
+                    answer = compose_from_disk(request)
+                except DiskFailure as exc:
+                    raise HookFailure(str(exc)) from None
         if answer.text:
             output = {"hookSpecificOutput": {"hookEventName": fields["event"], "additionalContext": answer.text}}
             stdout.write(json.dumps(output, ensure_ascii=False) + "\n")

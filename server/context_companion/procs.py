@@ -132,3 +132,18 @@ def runtime_dir_fast() -> str | None:
         return None
     folder = os.path.join(base, APP_NAME)
     return folder if os.path.isdir(folder) else None
+
+
+def runtime_folder() -> str | None:
+    """The user's runtime folder for our files (:func:`runtime_dir_fast`, else platformdirs' answer), or None
+    when there is none this user can trust (``XDG_RUNTIME_DIR`` unset and the fallback folder made by
+    another user: then no server could announce itself there either)."""
+    directory = runtime_dir_fast()
+    if directory is not None:
+        return directory
+    from .discovery import runtime_dir
+
+    try:
+        return str(runtime_dir())
+    except OSError:
+        return None

@@ -113,6 +113,8 @@ def proves_token(url: str, token: str, timeout: float = 2.0) -> bool:
     from .. import proofs
 
     parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return False  # our endpoints listen on loopback only: anything else is not ours to ask
     nonce = proofs.new_nonce()
     probe = f"{parts.scheme}://{parts.netloc}{PROOF_PATH}?nonce={nonce}"
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy

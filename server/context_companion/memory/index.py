@@ -129,10 +129,10 @@ class MemoryIndex:
         global_dir: str,
         exclude: Sequence[str],
         *,
-        walk_below: bool = True,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
         self.settings = settings
-        self.walk_below = walk_below  # False: a folder's own files only, no JIT tier (see index_folder)
+        self.walk_below = walk_below  # not True: a folder's own files and the sub-directories named (see index_folder)
         self.exclude = exclude_matcher(tuple(exclude)).matches
         self.renderer = renderer
         self.home = home

@@ -69,11 +69,11 @@ class MemoryStore:
         global_dir: Path | None = None,
         home: Path | None = None,
         exclude: Sequence[str] | None = None,
-        walk_below: bool = True,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
         """``exclude``: ``context.exclude`` patterns; imports of matching files are refused (None: the
-        default patterns, so secrets stay out even when a caller passes nothing). ``walk_below`` False:
-        the folders' own memory and rules only, never a walk below them (no sub-folder memory)."""
+        default patterns, so secrets stay out even when a caller passes nothing). ``walk_below`` not True:
+        the folders' own memory and rules, and only the sub-directories named, never a walk (see index_folder)."""
         self.settings = settings
         self._count = count_tokens
         home_path = norm(home if home is not None else Path.home())

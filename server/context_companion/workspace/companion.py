@@ -35,6 +35,7 @@ from .agent_memory import AgentMemory, Lacking, agent_memory, lacking
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .hooks import (
     HOOK_LIMITS,
+    HOOK_UNITS,
     PROMPT_EVENTS,
     RESET_SOURCES,
     SESSION_START,
@@ -43,6 +44,7 @@ from .hooks import (
     HookRequest,
     HookSessions,
     deliver,
+    hook_count,
     working_copy,
 )
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
@@ -92,10 +94,11 @@ class Companion:
         tokenizer: Tokenizer | None = None,
         home: Path | None = None,
         today: Callable[[], date] = date.today,
-        walk_below: bool = True,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
-        """``walk_below`` False: the folders' own memory and rules only, no walk below them (the hook's
-        disk path: no open files, so no sub-folder memory to find)."""
+        """``walk_below`` not True: the folders' own memory and rules, and of what is below them only the
+        sub-directories named (the hook's disk path: no open files, so no sub-folder memory to find but the
+        chain down to where the agent runs; see :func:`~..memory.discovery.index_folder`)."""
         self.snapshot = snapshot
         self.home = home
         self.walk_below = walk_below
@@ -480,15 +483,39 @@ class Companion:
             return HookOutcome(Delivery(""))
         if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
             return HookOutcome(Delivery(""))
+        active, open_files = self._editor_files()
         base = self.hooks.peek(request.agent, request.session_id)
         state = working_copy(base)
         delivery = deliver(
             state,
             self.lacking(request.agent, cwd=request.cwd or None),
             limit=HOOK_LIMITS[request.agent],
+            count=hook_count(request.agent),
+            unit=HOOK_UNITS[request.agent],
             from_disk=from_disk,
+            active=active,
+            open_files=open_files,
         )
         return HookOutcome(delivery, (request.agent, request.session_id), base, state)
+
+    def _editor_files(self) -> tuple[str | None, list[str]]:
+        """The editor's active file and open files as a hook's text names them: relative to their workspace
+        folder, never a ``context.exclude`` file (a secret's name stays out too)."""
+        from ..exclusion import exclude_matcher
+
+        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
+        folders = list(self.snapshot.folders)
+
+        def shown(path: Path) -> str | None:
+            for folder in folders:
+                if path.is_relative_to(folder):
+                    rel = path.relative_to(folder).as_posix()
+                    return None if secret(rel) else rel
+            return None if secret(str(path)) else str(path)
+
+        paths, active = self._open_paths()
+        named = [n for n in (shown(p) for p in paths) if n is not None]
+        return (shown(active) if active is not None else None), named
 
     def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
         """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""
