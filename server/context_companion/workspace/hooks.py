@@ -45,9 +45,15 @@ from .updates import REASON_GONE, removal_notice
 # How much additionalContext each agent takes whole, in the unit it counts (measured with the real agents:
 # docs/agents.md). Claude Code 2.1.331 shows 10,000 characters inline (more becomes a short preview);
 # Gemini CLI 0.61.0 took 30,000 characters whole; Codex 0.169-0.171 keeps about 2,500 tokens counted as
-# UTF-8 bytes / 4 and cuts the middle of anything longer: 9,800 bytes leave it a margin.
-HOOK_LIMITS: dict[str, int] = {"claude-code": 10_000, "gemini-cli": 30_000, "codex": 9_800}
-HOOK_UNITS: dict[str, str] = {"claude-code": "characters", "gemini-cli": "characters", "codex": "bytes"}
+# UTF-8 bytes / 4 and cuts the middle of anything longer: 9,800 bytes leave it a margin. VS Code 1.139.1's own
+# agent (running a Claude Code hook: agent_hook.hook_runner) took 60,000 characters whole.
+HOOK_LIMITS: dict[str, int] = {"claude-code": 10_000, "gemini-cli": 30_000, "codex": 9_800, "vscode": 30_000}
+HOOK_UNITS: dict[str, str] = {
+    "claude-code": "characters",
+    "gemini-cli": "characters",
+    "codex": "bytes",
+    "vscode": "characters",
+}
 DEFAULT_HOOK_SESSIONS = 256
 
 PROMPT_EVENTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
