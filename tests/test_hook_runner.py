@@ -173,8 +173,11 @@ def test_vscode_running_the_claude_hook_without_our_extension_gets_only_what_its
     for _other_settings_file in range(2):  # the same prompt, the next hook entry: nothing new
         again = run_hook("claude-code", json.dumps(vscode_prompt(str(project))).encode(), env)
         assert (again.returncode, again.stdout, again.stderr) == (0, b"", b"")
+    # A new chat: SessionStart says nothing (and composes nothing), its first prompt gets the memory afresh.
     start = run_hook("claude-code", json.dumps(vscode_start(str(project))).encode(), env)
     assert (start.returncode, start.stdout, start.stderr) == (0, b"", b"")
+    other_chat = run_hook("claude-code", json.dumps(vscode_prompt(str(project), session="chat-2")).encode(), env)
+    assert "Write plain English" in json.loads(other_chat.stdout)["hookSpecificOutput"]["additionalContext"]
 
     (project / "GEMINI.md").write_text("Gemini: the cart moved to shop/basket.py.\n")
     changed = json.loads(run_hook("claude-code", json.dumps(vscode_prompt(str(project))).encode(), env).stdout)
@@ -262,3 +265,38 @@ def test_vscode_with_our_extension_gets_nothing_another_editors_server_does_not_
     else:
         text = json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
         assert all(t in text for t in VSCODE_LACKS) and not any(t in text for t in VSCODE_READS), text
+
+
+_RUN_AND_LIST_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+from context_companion.cli import main
+sys.exit(main())
+"""
+HEAVY = ("pydantic", "tiktoken", "watchdog", "lsprotocol", "pygls", "yaml", "context_companion.workspace")
+
+
+def test_vscode_chat_start_and_a_quiet_prompt_compose_nothing(project: Path, runtime: Path) -> None:
+    """VS Code runs each hook file's SessionStart at every new chat and each prompt hook before every request:
+    neither imports the domain when there is nothing to say (a new chat has nothing to forget)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+
+    def hook(payload: dict[str, Any]) -> tuple[str, set[str]]:
+        out = subprocess.run(
+            [sys.executable, "-c", _RUN_AND_LIST_MODULES, "hook", "--agent", "claude-code"],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        err = out.stderr.decode()
+        assert out.returncode == 0 and err.startswith("MODULES "), err
+        return out.stdout.decode(), set(json.loads(err.removeprefix("MODULES ")))
+
+    text, modules = hook(vscode_start(str(project)))
+    assert text == "" and not any(m.startswith(HEAVY) for m in modules), sorted(modules)
+    text, _ = hook(vscode_prompt(str(project)))
+    assert "Write plain English" in text
+    text, modules = hook(vscode_prompt(str(project)))
+    assert text == "" and not any(m.startswith(HEAVY) for m in modules), sorted(modules)

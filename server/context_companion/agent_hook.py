@@ -433,7 +433,9 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         if runner == VSCODE:
             # VS Code's own agent: our extension's chat instructions give its chat what it lacks; the editor's
             # server answers for the agent the hook was set up for, whose memory VS Code reads in part itself.
-            answer = Answer("") if runner_has_editor(fields["cwd"]) else None
+            # Its SessionStart ("source": "new") opens a chat with a new session id: nothing to forget or say.
+            quiet = fields["event"] == "SessionStart" or runner_has_editor(fields["cwd"])
+            answer = Answer("") if quiet else None
         else:
             answer = ask_servers(request, problems=problems)
         if answer is None:
