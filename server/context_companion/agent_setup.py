@@ -1,23 +1,32 @@
-"""``context-companion setup --agent claude-code|gemini-cli|codex``: write the agent's hooks.
+"""``context-companion setup --agent AGENT``: write the agent's hooks.
 
-Each agent runs ``context-companion hook --agent <id>`` at ``SessionStart`` and before every
-prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``), configured in its settings file:
+Each agent runs ``context-companion hook --agent <id>`` before every prompt (``UserPromptSubmit``;
+Gemini CLI: ``BeforeAgent``; GitHub Copilot CLI: ``userPromptSubmitted``) and, where the agent has it,
+at ``SessionStart``, configured in its settings file:
 
 - Claude Code: ``<project>/.claude/settings.local.json`` (not committed), or with ``--user``
   ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``);
 - Gemini CLI: ``<project>/.gemini/settings.json``, or ``~/.gemini/settings.json``;
 - Codex: ``<project>/.codex/hooks.json`` (loaded only in a project Codex trusts), or
   ``$CODEX_HOME/hooks.json`` (default ``~/.codex``). Codex runs a new or changed hook only once
-  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust.
+  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust;
+- GitHub Copilot CLI: ``<project>/.github/hooks/context-companion.json`` (loaded only in a folder
+  Copilot CLI trusts), or ``$COPILOT_HOME/hooks/context-companion.json`` (default ``~/.copilot``);
+  its own flat shape ``{"version": 1, "hooks": {"userPromptSubmitted": [{"type": "command",
+  "bash": "...", "timeoutSec": 10}]}}``. The event name is Copilot CLI's own: VS Code's agent, which
+  reads ``.github/hooks`` too, runs ``UserPromptSubmit`` and not this one;
+- Qwen Code: ``<project>/.qwen/settings.json`` (loaded only in a trusted folder), or
+  ``$QWEN_HOME/settings.json`` (default ``~/.qwen``);
+- OpenCode: a plugin file of ours instead of settings (:mod:`.opencode_plugin`).
 
-All three take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
+All but Copilot CLI take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
 "command": "..."}]}]}}``. A hook is ours only when its command is exactly one setup writes
 (:func:`is_ours`); anything else, a wrapper around ours included, is the user's and is never
 touched. The file is edited in place (:mod:`.jsonc`): only the text of our entries changes, the
 user's layout and comments stay; ``--remove`` takes out exactly what setup added, and a file
 setup created (a record in the user's state folder says so) goes again, with the folders it
-made when they are empty. The file is read as its agent reads it (Gemini CLI: comments allowed)
-and refused, untouched with exit status 2, when that reader would fail on it or take it another
+made when they are empty. The file is read as its agent reads it (Gemini CLI, Qwen Code: comments
+allowed) and refused, untouched with exit status 2, when that reader would fail on it or take it another
 way than we would: no regular file (a FIFO, a socket), not UTF-8, a syntax error, a comment in a
 plain-JSON file, a trailing comma, a key written twice, a number out of range, a lone surrogate.
 Writes are atomic with the mode kept, only inside the project or the agent's config folder
@@ -70,7 +79,9 @@ class AgentHooks:
     file_fields: tuple[tuple[str, Any], ...] = ()  # what a file setup creates holds besides ``hooks``
 
     def handler(self, command: str) -> dict[str, Any]:
-        return {**dict(self.handler_fields), self.command_key: command}
+        """A new handler: the first field (``type``), the command, then the rest."""
+        fields = list(self.handler_fields)
+        return dict([*fields[:1], (self.command_key, command), *fields[1:]])
 
     def entry(self, command: str) -> dict[str, Any]:
         """What setup adds to an event's list."""
@@ -116,8 +127,37 @@ AGENT_HOOKS = {
             shared=True,
             reads="Codex reads this file as plain JSON",
         ),
+        AgentHooks(
+            "copilot-cli",
+            "GitHub Copilot CLI",
+            ("userPromptSubmitted",),
+            ".github/hooks/context-companion.json",
+            "COPILOT_HOME",
+            ".copilot",
+            "hooks/context-companion.json",
+            comments=False,
+            shared=True,
+            reads="GitHub Copilot CLI 1.0.102 reads this file as plain JSON and skips it whole otherwise",
+            grouped=False,
+            command_key="bash",
+            handler_fields=(("type", "command"), ("timeoutSec", 10)),
+            file_fields=(("version", 1),),
+        ),
+        AgentHooks(
+            "qwen-code",
+            "Qwen Code",
+            ("SessionStart", "UserPromptSubmit"),
+            ".qwen/settings.json",
+            "QWEN_HOME",
+            ".qwen",
+            "settings.json",
+            comments=True,
+            shared=True,
+            reads="Qwen Code 0.24 reads comments here but ignores the whole file on a trailing comma",
+        ),
     )
 }
+PLUGIN_AGENTS = ("opencode",)  # a plugin file of ours instead of hooks in a settings file (opencode_plugin)
 
 CODEX_REVIEW = (
     'Codex will ask "Hooks need review" the next time it starts here: trust the Context Companion hooks there '
@@ -434,8 +474,12 @@ def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool
 
 
 def run(args: argparse.Namespace, home: Path | None = None) -> int:
-    agent = AGENT_HOOKS[args.agent]
     home = home if home is not None else Path.home()
+    if args.agent in PLUGIN_AGENTS:
+        from .opencode_plugin import run as run_plugin
+
+        return run_plugin(args, home)
+    agent = AGENT_HOOKS[args.agent]
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
@@ -476,7 +520,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
             new_text += "\n"
         if new_text == old_text:
             sys.stdout.write(f"{agent.name}: already set up ({events}) in {path}; nothing changed\n")
-            _portability_note(agent, path, command, portable, args.user)
+            portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
             return 0
     if args.dry_run:
         old_lines = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
@@ -504,7 +548,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     else:
         verb = "would add" if args.dry_run else "added"
         sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command})\n")
-    _portability_note(agent, path, command, portable, args.user)
+    portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
     if agent.id == "codex":
         sys.stdout.write(CODEX_REVIEW + "\n")
     return 0
@@ -514,13 +558,14 @@ def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
     return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
 
 
-def _portability_note(agent: AgentHooks, path: Path, command: str, portable: bool, user: bool) -> None:
-    if portable or user or not agent.shared:
+def portability_note(agent: str, path: Path, command: str, portable: bool, user: bool, *, shared: bool) -> None:
+    """One line when a file teams commit names a path of this machine."""
+    if portable or user or not shared:
         return
     program = shlex.split(command)[0]
     sys.stdout.write(
         f"Note: {path} now names {program}, a path on this machine that teammates may not have if the file is "
-        f"committed; `setup --agent {agent.id} --user` keeps the hooks out of the project (or put {PROGRAM} on "
+        f"committed; `setup --agent {agent} --user` keeps the hooks out of the project (or put {PROGRAM} on "
         "PATH and run setup again).\n"
     )
 
