@@ -318,7 +318,9 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
         channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
     channel.close()
     bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
-    assert bad == {"error": "request.agent: expected one of claude-code, gemini-cli, codex"}
+    assert bad == {
+        "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code"
+    }
     good = ask_channel(entry["port"], entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
