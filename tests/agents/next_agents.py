@@ -127,6 +127,8 @@ class CopilotCli(NextAgent):
             "COPILOT_MODEL": MODEL,
             "COPILOT_OFFLINE": "true",
             "COPILOT_AUTO_UPDATE": "false",
+            # It unpacks its 235 MB package into $XDG_CACHE_HOME/copilot on first run: once, beside the install.
+            "XDG_CACHE_HOME": str(self.node_dir / "node_modules" / ".cache"),
         }
 
     def argv(self, prompt: str) -> list[str]:
