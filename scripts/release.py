@@ -135,8 +135,8 @@ def build_python(v: str, *, isolation: bool) -> tuple[Path, Path]:
             "python -m build is not installed for this Python: python -m pip install build (it is in the dev extra)"
         ) from None
     DIST.mkdir(exist_ok=True)
-    for old in [*DIST.glob("context_companion-*.whl"), *DIST.glob("context_companion-*.tar.gz")]:
-        old.unlink()
+    for old in [*DIST.glob("context_companion-*"), *DIST.glob("context-companion-*.vsix")]:
+        old.unlink()  # dist/ holds this build's artifacts only (tests/release takes them from there)
     cmd = [sys.executable, "-m", "build", "--outdir", str(DIST), *([] if isolation else ["--no-isolation"]), str(REPO)]
     _run(cmd, REPO, "building the sdist and wheel")
     wheel = DIST / wheel_name(v)
