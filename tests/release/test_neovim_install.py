@@ -62,7 +62,9 @@ def as_lazy_loads_it(spec: str) -> str:
     )
 
 
-def build_step(root: Path, init: str, *commands: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def build_step(
+    root: Path, init: str, *commands: str, env: dict[str, str] | None = None
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """A headless Neovim that runs ``init``, then ``commands``, then quits: what a headless ``Lazy! sync``
     does; the environment the install made."""
     init_file = root / "build-init.lua"
@@ -72,7 +74,7 @@ def build_step(root: Path, init: str, *commands: str) -> tuple[Path, subprocess.
         [NVIM, "--headless", "-u", str(init_file), "-i", "NONE", *(f"+{c}" for c in commands), "+qa"],
         capture_output=True,
         text=True,
-        env=nvim_env(root),
+        env=env or nvim_env(root),
         cwd=root,
         timeout=900,
     )
@@ -151,3 +153,26 @@ def test_a_plugin_folder_outside_the_repository_installs_the_wheel_it_holds(whee
         ).stdout
     )
     assert os.path.realpath(site).startswith(os.path.realpath(venv) + os.sep)
+
+
+def test_with_no_package_index_the_install_says_so_in_one_message(tmp_path: Path) -> None:
+    root = tmp_path / "nvim"
+    env = {k: v for k, v in nvim_env(root).items() if not k.startswith("PIP_")}
+    # pip with no configuration and an index nothing answers at (the discard port on loopback).
+    env.update({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0"})
+    env["PIP_TIMEOUT"] = "2"
+    init = f"vim.opt.rtp:prepend({lua_str(str(PLUGIN))})\n{CAPTURE_LUA}\n"
+    said = root / "said.json"
+    venv, done = build_step(
+        root,
+        init,
+        "ContextCompanionInstall",
+        f"lua vim.fn.writefile({{ vim.json.encode(_G.t_msgs) }}, {lua_str(str(said))})",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    (failure,) = [m["msg"] for m in json.loads(said.read_text(encoding="utf-8")) if m["level"] == 4]
+    assert failure.startswith(f"Context Companion: the install failed: pip install {REPO} failed (exit 1): ")
+    assert "the package index could not be reached (check the network, or where pip looks: " in failure
+    assert "No matching distribution found for setuptools" in failure and "install.log" in failure
+    assert not (venv / "bin" / "context-companion").exists()

@@ -154,6 +154,15 @@ local function log_step(log, cmd, result)
 end
 
 --- Run one step; nil and a message with the last lines of its output when it fails.
+-- What pip says when it cannot reach the package index (or finds nothing there).
+local INDEX_UNREACHABLE = {
+  'NewConnectionError',
+  'Max retries exceeded',
+  'Temporary failure in name resolution',
+  'Could not find a version that satisfies the requirement',
+  'No matching distribution found',
+}
+
 local function step(cmd, log, what, timeout)
   local ok, result = pcall(function()
     return vim.system(cmd, { text = true, env = { PIP_DISABLE_PIP_VERSION_CHECK = '1', PYTHONNOUSERSITE = '1' } }):wait(timeout)
@@ -163,14 +172,31 @@ local function step(cmd, log, what, timeout)
   end
   log_step(log, cmd, result)
   if result.code ~= 0 then
-    local lines = vim.split(vim.trim((result.stderr or '') .. '\n' .. (result.stdout or '')), '\n', { trimempty = true })
+    local said = vim.trim(result.stderr or '') ~= '' and result.stderr or result.stdout or ''
+    local lines = vim.split(vim.trim(said), '\n', { trimempty = true })
     local last = {}
-    for i = math.max(1, #lines - 2), #lines do
-      table.insert(last, vim.trim(lines[i]))
+    for _, line in ipairs(lines) do -- pip's own "ERROR: ..." lines say it best
+      local err = vim.trim(line):match('^ERROR: (.*)')
+      if err and not vim.tbl_contains(last, err) then
+        table.insert(last, err)
+      end
+    end
+    if #last == 0 then
+      for i = math.max(1, #lines - 2), #lines do
+        table.insert(last, vim.trim(lines[i]))
+      end
     end
     local why = table.concat(last, ' | ')
     if result.code == 124 then -- vim.system's code for a process stopped at the timeout
       why = ('it took longer than %d s and was stopped'):format(timeout / 1000)
+    end
+    local all = (result.stderr or '') .. (result.stdout or '')
+    for _, sign in ipairs(INDEX_UNREACHABLE) do
+      if all:find(sign, 1, true) then
+        why = 'the package index could not be reached (check the network, or where pip looks: `python3 -m pip config list`): '
+          .. why
+        break
+      end
     end
     return nil, ('%s failed (exit %d): %s (all of it: %s)'):format(what, result.code, why, M.log_file())
   end
