@@ -1,7 +1,7 @@
 """Neovim without a clone's set-up (issue 34): where the plugin looks for the server that
 `:ContextCompanionInstall` puts in Neovim's data folder, and what `:checkhealth` and the install command say
 when something is missing. Real headless Neovim (the 0.11 PyPI wheel); the real install, which needs the
-package index, is in tests/release/test_neovim_install.py."""
+package index, is in tests/release/test_neovim_build_step.py."""
 
 from __future__ import annotations
 

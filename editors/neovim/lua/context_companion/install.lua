@@ -69,7 +69,12 @@ function M.source()
   end
   local wheels = vim.fn.glob(plugin .. '/context_companion-*.whl', false, true)
   table.sort(wheels, function(a, b)
-    return vim.version.lt(a:match('context_companion%-([^-]+)%-') or '0', b:match('context_companion%-([^-]+)%-') or '0')
+    local va, vb = a:match('context_companion%-([^-]+)%-') or '0', b:match('context_companion%-([^-]+)%-') or '0'
+    local ok, less = pcall(vim.version.lt, va, vb)
+    if ok then
+      return less
+    end
+    return va < vb
   end)
   local wheel = wheels[#wheels]
   if wheel then
@@ -259,7 +264,9 @@ end
 --- The user command: install, say how it went, start the server for the open buffers.
 ---@param args {args: string, bang: boolean}
 function M.command(args)
-  local ok, msg = M.run({ python = vim.trim(args.args or ''), fresh = args.bang })
+  local python = vim.trim(args.args or '')
+  -- A Python named here is a choice: the environment is made anew with it, as with [!].
+  local ok, msg = M.run({ python = python, fresh = args.bang or python ~= '' })
   if not ok then
     say('the install failed: ' .. msg, vim.log.levels.ERROR)
     return
