@@ -11,32 +11,43 @@ prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``), configured in its se
   the user trusts it in its TUI ("Hooks need review"); setup never writes that trust.
 
 All three take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
-"command": "..."}]}]}}``. The file is merged (every other key and hook kept, ours recognised by
-their command and replaced in place), written atomically with its mode kept, only inside the
-project or the agent's config folder (symlinks resolved); a file that is not plain JSON (Gemini
-CLI allows comments, which a rewrite would lose) is refused with exit status 2 and left as it is.
+"command": "..."}]}]}}``. A hook is ours only when its command is exactly one setup writes
+(:func:`is_ours`); anything else, a wrapper around ours included, is the user's and is never
+touched. The file is edited in place (:mod:`.jsonc`): only the text of our entries changes, the
+user's layout and comments stay; ``--remove`` takes out exactly what setup added, and a file
+setup created (a record in the user's state folder says so) goes again, with the folders it
+made when they are empty. The file is read as its agent reads it (Gemini CLI: comments allowed)
+and refused, untouched with exit status 2, when that reader would fail on it or take it another
+way than we would: no regular file (a FIFO, a socket), not UTF-8, a syntax error, a comment in a
+plain-JSON file, a trailing comma, a key written twice, a number out of range, a lone surrogate.
+Writes are atomic with the mode kept, only inside the project or the agent's config folder
+(symlinks resolved).
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-import json
+import hashlib
 import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import jsonc
 from .errors import ContextCompanionError
-from .fileio import make_folder, open_directory, read_in, replace_in, resolve_for_write, stat_in
+from .fileio import make_folder, open_directory, os_reason, read_in, replace_in, resolve_for_write, stat_in
 
 if TYPE_CHECKING:
     import argparse
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+PROGRAM = "context-companion"
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,22 @@ class AgentHooks:
     user_dir_env: str | None  # the variable that moves its config folder
     user_dir: str  # its default config folder, under home
     user_file: str  # the file name in that folder
+    comments: bool  # the agent reads // and /* */ comments in this file
+    shared: bool  # teams commit the project file (a machine's path in it would reach teammates)
+    reads: str  # how the agent reads the file, said when one is refused
+    # The shape of its hooks: Claude Code's (``hooks.<event>`` is a list of groups, each with a
+    # ``hooks`` list of handlers) or flat (``hooks.<event>`` is the list of handlers).
+    grouped: bool = True
+    command_key: str = "command"  # the handler's field that holds the command
+    handler_fields: tuple[tuple[str, Any], ...] = (("type", "command"),)  # the rest of a new handler
+    file_fields: tuple[tuple[str, Any], ...] = ()  # what a file setup creates holds besides ``hooks``
+
+    def handler(self, command: str) -> dict[str, Any]:
+        return {**dict(self.handler_fields), self.command_key: command}
+
+    def entry(self, command: str) -> dict[str, Any]:
+        """What setup adds to an event's list."""
+        return {"hooks": [self.handler(command)]} if self.grouped else self.handler(command)
 
 
 AGENT_HOOKS = {
@@ -61,6 +88,9 @@ AGENT_HOOKS = {
             "CLAUDE_CONFIG_DIR",
             ".claude",
             "settings.json",
+            comments=False,
+            shared=False,
+            reads="Claude Code reads this file as plain JSON",
         ),
         AgentHooks(
             "gemini-cli",
@@ -70,6 +100,9 @@ AGENT_HOOKS = {
             None,
             ".gemini",
             "settings.json",
+            comments=True,
+            shared=True,
+            reads="Gemini CLI 0.61 reads comments here but stops at start on a trailing comma",
         ),
         AgentHooks(
             "codex",
@@ -79,6 +112,9 @@ AGENT_HOOKS = {
             "CODEX_HOME",
             ".codex",
             "hooks.json",
+            comments=False,
+            shared=True,
+            reads="Codex reads this file as plain JSON",
         ),
     )
 }
@@ -88,26 +124,52 @@ CODEX_REVIEW = (
     "(setup never trusts them for you; `codex exec` skips a hook that is not trusted)."
 )
 
-_OURS = re.compile(r"(?:^|[\s/'\"])(?:context-companion|-m\s+context_companion)['\"]?\s+hook\s+--agent[\s=]")
+_PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 
 
 class SetupError(ContextCompanionError):
     """``setup`` cannot do what it was asked; nothing was written."""
 
 
-def hook_command(agent: str) -> str:
-    """The command the agent runs: the ``context-companion`` next to this Python (or on PATH),
-    absolute and shell-quoted, else this Python with ``-m context_companion``."""
-    here = Path(sys.executable).parent / "context-companion"
-    exe = str(here) if here.is_file() and os.access(here, os.X_OK) else shutil.which("context-companion")
-    if exe:
-        return f"{shlex.quote(os.path.abspath(exe))} hook --agent {agent}"
-    return f"{shlex.quote(sys.executable)} -m context_companion hook --agent {agent}"
+def hook_command(agent: str) -> tuple[str, bool]:
+    """The command the agent runs, and whether it works on any machine that has Context Companion.
+
+    The bare ``context-companion`` when the one found on PATH is this installation (the script
+    beside this Python); else that script's absolute path, shell-quoted; else this Python with
+    ``-m context_companion``."""
+    here = Path(sys.executable).parent / PROGRAM
+    mine = str(here) if here.is_file() and os.access(here, os.X_OK) else None
+    found = shutil.which(PROGRAM)
+    if mine is not None and found is not None and os.path.realpath(found) == os.path.realpath(mine):
+        return f"{PROGRAM} hook --agent {agent}", True
+    if mine is not None:
+        return f"{shlex.quote(os.path.abspath(mine))} hook --agent {agent}", False
+    return f"{shlex.quote(sys.executable)} -m context_companion hook --agent {agent}", False
 
 
-def is_ours(handler: Any) -> bool:
-    command = handler.get("command") if isinstance(handler, dict) else None
-    return isinstance(command, str) and _OURS.search(command) is not None
+def is_ours(command: Any, agent: str) -> bool:
+    """True when ``command`` is exactly one that setup writes (or wrote) for ``agent``:
+    ``context-companion hook --agent <id>``, the same with the program's absolute path, or an
+    absolute Python with ``-m context_companion``; shell-quoted as setup quotes it."""
+    if not isinstance(command, str):
+        return False
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    if len(argv) < 4 or argv[-3:] != ["hook", "--agent", agent] or shlex.join(argv) != command:
+        return False
+    head = argv[:-3]
+    if head == [PROGRAM]:
+        return True
+    if len(head) == 1:
+        return os.path.isabs(head[0]) and os.path.basename(head[0]) == PROGRAM
+    return (
+        len(head) == 3
+        and head[1:] == ["-m", "context_companion"]
+        and os.path.isabs(head[0])
+        and _PYTHON.fullmatch(os.path.basename(head[0])) is not None
+    )
 
 
 def settings_path(agent: AgentHooks, workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
@@ -123,98 +185,252 @@ def _problem(path: Path, what: str) -> SetupError:
     return SetupError(f"{path}: {what}; left untouched")
 
 
-def parse(path: Path, data: bytes | None) -> dict[str, Any]:
-    """The settings in ``data`` (None or blank: none yet). Raises :class:`SetupError`."""
-    if data is None or not data.strip():
-        return {}
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _read(target: Path, shown: Path) -> bytes | None:
+    """The file's bytes (None: there is none), never blocking: a FIFO, socket or device is refused
+    by its type before it is opened, and opened without blocking and checked again after."""
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise _problem(path, "not UTF-8 text") from None
-    except ValueError as exc:
-        hint = " (comments or trailing commas would be lost by a rewrite: add the hooks by hand, see --dry-run)"
-        raise _problem(path, f"not plain JSON: {exc}{hint}") from None
-    if not isinstance(raw, dict):
-        raise _problem(path, "not a JSON object")
-    if "hooks" in raw and not isinstance(raw["hooks"], dict):
-        raise _problem(path, '"hooks" is not an object')
-    settings: dict[str, Any] = raw
-    return settings
-
-
-def merged(settings: dict[str, Any], agent: AgentHooks, command: str, path: Path) -> dict[str, Any]:
-    """``settings`` with our hook in each of the agent's events (replacing an older one of ours)."""
-    out: dict[str, Any] = json.loads(json.dumps(settings))
-    hooks = out.setdefault("hooks", {})
-    for event in agent.events:
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise _problem(path, f'"hooks.{event}" is not a list')
-        placed = False
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(handlers, list):
-                continue
-            for i, handler in enumerate(handlers):
-                if is_ours(handler):
-                    if not placed:
-                        handlers[i] = {**handler, "type": "command", "command": command}
-                        placed = True
-                    else:
-                        handlers[i] = None  # a second copy of ours
-            group["hooks"] = [h for h in handlers if h is not None]
-        hooks[event] = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [] and len(g) == 1)]
-        if not placed:
-            hooks[event].append({"hooks": [{"type": "command", "command": command}]})
-    return out
-
-
-def removed(settings: dict[str, Any], agent: AgentHooks, path: Path) -> dict[str, Any]:
-    """``settings`` without our hooks (groups and events they leave empty go too)."""
-    out: dict[str, Any] = json.loads(json.dumps(settings))
-    hooks = out.get("hooks")
-    if not isinstance(hooks, dict):
-        return out
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_ours(h) for h in handlers):
-                rest = [h for h in handlers if not is_ours(h)]
-                if not rest:
-                    continue
-                group = {**group, "hooks": rest}
-            kept_groups.append(group)
-        if kept_groups != groups:
-            if kept_groups:
-                hooks[event] = kept_groups
-            else:
-                del hooks[event]
-    if not hooks and settings.get("hooks"):
-        del out["hooks"]
-    return out
-
-
-def render(settings: dict[str, Any]) -> str:
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SETTINGS_BYTES + 1)
+        st = os.lstat(target)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise _problem(path, "a folder, not a file") from None
     except OSError as exc:
-        raise SetupError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise _problem(path, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB")
-    return data
+        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _problem(shown, f"{_kind(st.st_mode)}, not a settings file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _problem(shown, "not a regular file")
+        chunks, size = [], 0
+        while size <= MAX_SETTINGS_BYTES:
+            chunk = os.read(fd, MAX_SETTINGS_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_SETTINGS_BYTES:
+        raise _problem(shown, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB")
+    return b"".join(chunks)
+
+
+def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
+    """The settings as the agent reads them, checked for the shape setup edits. Raises :class:`SetupError`."""
+    try:
+        doc = jsonc.parse(text, comments=agent.comments)
+    except jsonc.JsoncError as exc:
+        note = {
+            "comment": f" ({agent.reads})",
+            "trailing-comma": f" ({agent.reads})",
+            "duplicate-key": " (readers disagree on which one counts: keep one)",
+        }.get(exc.code, "")
+        raise _problem(path, f"{exc}{note}") from None
+    root = doc.root
+    if root.kind != "object":
+        raise _problem(path, "not a JSON object")
+    hooks = root.get("hooks")
+    if hooks is not None:
+        if hooks.kind != "object":
+            raise _problem(path, '"hooks" is not an object')
+        for event in agent.events:
+            groups = hooks.get(event)
+            if groups is not None and groups.kind != "array":
+                raise _problem(path, f'"hooks.{event}" is not a list')
+    return doc
+
+
+def _text(path: Path, data: bytes | None) -> str | None:
+    """The file's text; None when there is none or it is blank (setup then writes it whole)."""
+    if data is None:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _problem(path, f"not UTF-8 text (a bad byte at offset {exc.start})") from None
+    if text.startswith("\ufeff"):
+        raise _problem(path, "starts with a byte order mark, which JSON readers such as JavaScript's JSON.parse reject")
+    return text if text.strip() else None
+
+
+Found = tuple[str, int, int]  # (event, entry, handler in the entry's group; -1 when flat)
+
+
+def _handlers(agent: AgentHooks, entry: jsonc.Node) -> list[jsonc.Node]:
+    if not agent.grouped:
+        return [entry]
+    handlers = entry.get("hooks") if entry.kind == "object" else None
+    return handlers.children if handlers is not None and handlers.kind == "array" else []
+
+
+def _ours(doc: jsonc.Document, agent: AgentHooks, events: tuple[str, ...] | None) -> list[Found]:
+    """Our handlers, in file order (``events`` None: in every event)."""
+    found = []
+    hooks = doc.root.get("hooks")
+    if hooks is None or hooks.kind != "object":
+        return []
+    for event, entries in zip(hooks.keys, hooks.children, strict=True):
+        if (events is not None and event not in events) or entries.kind != "array":
+            continue
+        for g, entry in enumerate(entries.children):
+            for h, handler in enumerate(_handlers(agent, entry)):
+                command = handler.get(agent.command_key) if handler.kind == "object" else None
+                if command is not None and is_ours(command.value, agent.id):
+                    found.append((event, g, h if agent.grouped else -1))
+    return found
+
+
+def _handler(doc: jsonc.Document, agent: AgentHooks, at: Found) -> jsonc.Node:
+    event, g, h = at
+    hooks = doc.root.get("hooks")
+    assert hooks is not None
+    entries = hooks.get(event)
+    assert entries is not None
+    return _handlers(agent, entries.children[g])[max(h, 0)]
+
+
+def _take_out(doc: jsonc.Document, agent: AgentHooks, at: Found) -> list[jsonc.Edit]:
+    """Edits that take our handler out, with the group, event and ``hooks`` it leaves empty."""
+    event, g, h = at
+    root = doc.root
+    hooks = root.get("hooks")
+    assert hooks is not None
+    groups = hooks.get(event)
+    assert groups is not None
+    handlers = groups.children[g].get("hooks") if agent.grouped else None
+    if handlers is not None and len(handlers.children) > 1:
+        return jsonc.remove(doc, handlers, h)
+    if len(groups.children) > 1:
+        return jsonc.remove(doc, groups, g)
+    if len(hooks.children) > 1:
+        return jsonc.remove(doc, hooks, hooks.index(event))
+    return jsonc.remove(doc, root, root.index("hooks"))
+
+
+def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
+    """``text`` with our hook in each of the agent's events: an older form of ours gets the new
+    command, a second copy goes, a missing one is added after the user's."""
+    for event in agent.events:
+        for _ in range(10_000):  # one change a pass; a pass that adds ours is the last for this event
+            doc = parse(path, agent, text)
+            hooks = doc.root.get("hooks")
+            groups = hooks.get(event) if hooks is not None else None
+            found = _ours(doc, agent, (event,))
+            last = True
+            if hooks is None:
+                edits = jsonc.add_member(doc, doc.root, "hooks", {event: [agent.entry(command)]})
+            elif groups is None:
+                edits = jsonc.add_member(doc, hooks, event, [agent.entry(command)])
+            elif not found:
+                edits = jsonc.add_item(doc, groups, agent.entry(command))
+            else:
+                last = False
+                edits = _update(doc, agent, found, command)
+                if not edits:
+                    break
+            text = jsonc.apply(text, edits)
+            if last:
+                break
+    return text
+
+
+def _update(doc: jsonc.Document, agent: AgentHooks, found: list[Found], command: str) -> list[jsonc.Edit]:
+    """The next edit that leaves one handler of ours, with today's command and the fields a new
+    one has (a field the user changed is theirs); none when it is so."""
+    if len(found) > 1:
+        return _take_out(doc, agent, found[-1])
+    handler = _handler(doc, agent, found[0])
+    current = handler.get(agent.command_key)
+    if current is not None and current.value != command:
+        return jsonc.replace(doc, current, command)
+    for key, value in agent.handler_fields:
+        if handler.get(key) is None:
+            return jsonc.add_member(doc, handler, key, value)
+    return []
+
+
+def removed(path: Path, agent: AgentHooks, text: str) -> str:
+    """``text`` without our hooks (in any event), and without what they alone held."""
+    for _ in range(10_000):
+        doc = parse(path, agent, text)
+        found = _ours(doc, agent, None)
+        if not found:
+            break
+        text = jsonc.apply(text, _take_out(doc, agent, found[0]))
+    return text
+
+
+# What setup created, so that --remove takes it away again: a small owner-only record per file.
+
+
+def _record_file(real: Path) -> Path:
+    from platformdirs import user_state_dir
+
+    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+    return Path(user_state_dir(PROGRAM, appauthor=False)) / "setup" / f"{key}.json"
+
+
+def _read_record(real: Path) -> dict[str, Any] | None:
+    from .procs import read_private_json
+
+    try:
+        raw = read_private_json(_record_file(real), 64 * 1024)
+    except Exception:  # an odd state folder: as if there were no record
+        return None
+    if not isinstance(raw, dict) or raw.get("path") != str(real) or not isinstance(raw.get("createdFolders"), list):
+        return None
+    return raw
+
+
+def _write_record(real: Path, created_file: bool, created_folders: list[Path]) -> None:
+    """Best effort: without a record, --remove deletes a file that holds nothing but ours."""
+    import json
+
+    from .discovery import write_private
+
+    record = {"path": str(real), "createdFile": created_file, "createdFolders": [str(f) for f in created_folders]}
+    with contextlib.suppress(Exception):
+        write_private(_record_file(real), json.dumps(record).encode())
+
+
+def _drop_record(real: Path) -> None:
+    with contextlib.suppress(Exception):
+        os.unlink(_record_file(real))
+
+
+def _missing_folders(folder: Path, root: str) -> list[Path]:
+    """The folders from ``folder`` up that do not exist yet and lie in ``root`` (or are it), deepest first."""
+    missing = []
+    while not folder.exists() and _within(folder, root) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _within(folder: Path, root: str) -> bool:
+    return str(folder) == root or str(folder).startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool:
+    """The file holds what a file setup creates holds before the hooks (``{}``), and no comment."""
+    return doc.root.python() == dict(agent.file_fields) and not doc.comments
 
 
 def run(args: argparse.Namespace, home: Path | None = None) -> int:
@@ -227,40 +443,130 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     path, root = settings_path(agent, workspace, args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])  # refuses a symlink out of the folder: nothing read yet
-    command = hook_command(agent.id)
-    before = _read(target)
+    command, portable = hook_command(agent.id)
+    before = _read(target, path)
+    events = ", ".join(agent.events)
     try:
-        current = parse(path, before)
+        old_text = _text(path, before)
+        doc = parse(path, agent, old_text) if old_text is not None else None
     except SetupError:
         if args.dry_run and not args.remove:
             sys.stdout.write(f"# {path} cannot be merged automatically; add by hand:\n")
-            sys.stdout.write(render(merged({}, agent, command, path)))
+            sys.stdout.write(jsonc.render(_fresh(agent, command), "") + "\n")
         raise
-    after = removed(current, agent, path) if args.remove else merged(current, agent, command, path)
-    events = ", ".join(agent.events)
-    if after == current:
-        what = "no Context Companion hooks in" if args.remove else f"already set up ({events}) in"
-        sys.stdout.write(f"{agent.name}: {what} {path}; nothing changed\n")
-        return 0
-    new_text = render(after) if after else ""
-    if args.dry_run:
-        old_text = (before or b"").decode("utf-8")
-        diff = difflib.unified_diff(
-            old_text.splitlines(keepends=True), new_text.splitlines(keepends=True), str(path), f"{path} (after setup)"
+    record = _read_record(target)
+    had_ours = doc is not None and bool(_ours(doc, agent, None))
+    delete = False
+    folders: list[Path] = []
+    if args.remove:
+        new_text = removed(path, agent, old_text) if old_text is not None else None
+        if doc is None or new_text == old_text:
+            _drop_record(target)
+            sys.stdout.write(f"{agent.name}: no Context Companion hooks in {path}; nothing changed\n")
+            return 0
+        assert new_text is not None
+        # A file that held nothing but ours goes, unless a record says it was there before setup.
+        delete = _only_what_setup_starts_with(jsonc.parse(new_text, comments=agent.comments), agent) and (
+            record is None or record.get("createdFile") is not False
         )
-        sys.stdout.writelines(diff)
     else:
-        make_folder(target.parent, path)
-        with open_directory(target.parent, path, lock=True) as dir_fd:
-            old = stat_in(dir_fd, target.name, path)
-            if (read_in(dir_fd, target.name, path) if old is not None else None) != before:
-                raise SetupError(f"{path}: changed while setup was reading it; run it again")
-            replace_in(dir_fd, target.name, new_text.encode("utf-8"), old, path)
-    verb = (
-        ("would remove" if args.dry_run else "removed") if args.remove else ("would add" if args.dry_run else "added")
-    )
-    where = "from" if args.remove else "to"
-    sys.stdout.write(f"{agent.name}: {verb} the hooks {events} {where} {path} (command: {command})\n")
-    if agent.id == "codex" and not args.remove:
+        start = jsonc.render(dict(agent.file_fields), "") if old_text is None else old_text
+        new_text = merged(path, agent, start, command)
+        if old_text is None:
+            new_text += "\n"
+        if new_text == old_text:
+            sys.stdout.write(f"{agent.name}: already set up ({events}) in {path}; nothing changed\n")
+            _portability_note(agent, path, command, portable, args.user)
+            return 0
+    if args.dry_run:
+        old_lines = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+        new_lines = [] if delete else new_text.splitlines(keepends=True)
+        to = "/dev/null" if delete else f"{path} (after setup)"
+        sys.stdout.writelines(difflib.unified_diff(old_lines, new_lines, str(path), to))
+    else:
+        data = None if delete else new_text.encode("utf-8")
+        folders = _commit(path, target, root_real, before, data, record, had_ours, args.remove)
+        if args.remove:
+            _drop_record(target)
+    if args.remove:
+        gone = ""
+        if delete:
+            why = "setup had created it" if record is not None else "it held nothing but these hooks"
+            gone = f"; the file {'would go' if args.dry_run else 'is deleted'} ({why})"
+            if folders:
+                gone += ", and the empty folder " + ", ".join(str(f) for f in folders)
+        verb = "would remove" if args.dry_run else "removed"
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} from {path}{gone}\n")
+        return 0
+    if had_ours:  # an older form of ours (an absolute path, a second copy) brought to today's
+        verb = "would update" if args.dry_run else "updated"
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} in {path} (command: {command})\n")
+    else:
+        verb = "would add" if args.dry_run else "added"
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command})\n")
+    _portability_note(agent, path, command, portable, args.user)
+    if agent.id == "codex":
         sys.stdout.write(CODEX_REVIEW + "\n")
     return 0
+
+
+def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
+    return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
+
+
+def _portability_note(agent: AgentHooks, path: Path, command: str, portable: bool, user: bool) -> None:
+    if portable or user or not agent.shared:
+        return
+    program = shlex.split(command)[0]
+    sys.stdout.write(
+        f"Note: {path} now names {program}, a path on this machine that teammates may not have if the file is "
+        f"committed; `setup --agent {agent.id} --user` keeps the hooks out of the project (or put {PROGRAM} on "
+        "PATH and run setup again).\n"
+    )
+
+
+def _commit(
+    path: Path,
+    target: Path,
+    root_real: str,
+    before: bytes | None,
+    data: bytes | None,
+    record: dict[str, Any] | None,
+    had_ours: bool,
+    removing: bool,
+) -> list[Path]:
+    """Write ``data`` (None: delete the file) if the file still holds ``before``, and keep the
+    record of what was there before setup. Returns the folders removed with the file."""
+    created = _missing_folders(target.parent, root_real) if before is None else []
+    if data is not None:
+        make_folder(target.parent, path)
+    with open_directory(target.parent, path, lock=True) as dir_fd:
+        old = stat_in(dir_fd, target.name, path)
+        now = read_in(dir_fd, target.name, path) if old is not None and old.st_size == len(before or b"") else None
+        if (old is None) != (before is None) or (old is not None and now != before):
+            raise SetupError(f"{path}: changed while setup was reading it; run it again")
+        if data is None:
+            try:
+                os.unlink(target.name, dir_fd=dir_fd)
+            except OSError as exc:
+                raise SetupError(f"{path}: cannot delete: {os_reason(exc)}") from None
+        else:
+            replace_in(dir_fd, target.name, data, old, path)
+    if data is not None and not removing:
+        if before is None or not before.strip():
+            _write_record(target, True, created)  # --remove deletes it (a blank file would stop Gemini CLI)
+        elif not had_ours:
+            _write_record(target, False, [])  # --remove leaves it, with what it held
+    if data is not None:
+        return []
+    folders = []
+    if record is not None:
+        for folder in (Path(f) for f in record["createdFolders"] if isinstance(f, str)):
+            if not _within(folder, root_real) or not target.is_relative_to(folder):
+                break
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+            folders.append(folder)
+    return folders

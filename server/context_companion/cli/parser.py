@@ -213,14 +213,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to "
         "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json or Codex's "
         ".codex/hooks.json (with --user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, "
-        "~/.gemini/settings.json, $CODEX_HOME/hooks.json). Merges into what is there, keeps every other key and "
-        "hook, writes atomically; refuses a file it cannot parse (exit 2, file untouched).",
+        "~/.gemini/settings.json, $CODEX_HOME/hooks.json). Edits the file in place: only its own entries change, "
+        "your layout and comments stay; the command is the bare context-companion when PATH finds this "
+        "installation. Refuses a file its agent could not read or would read another way (exit 2, one line, "
+        "file untouched).",
     )
     setup.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
     setup.add_argument("--workspace", default=None, help="the project folder (default: current directory)")
     setup.add_argument("--user", action="store_true", help="the agent's user settings instead of the project's")
-    setup.add_argument("--remove", action="store_true", help="take out Context Companion's hooks (only those)")
-    setup.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    setup.add_argument(
+        "--remove",
+        action="store_true",
+        help="take out Context Companion's hooks (only those); a file setup created goes too",
+    )
+    setup.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
     return parser
 
 
