@@ -458,7 +458,11 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
     refused = nvim.wait_for(
         lambda: [m for m in nvim.messages() if "claude-code hooks not set up" in m["msg"]], "the refusal"
     )
-    assert refused[0]["level"] == 4 and "plain JSON does not allow" in refused[0]["msg"] and "left untouched" in refused[0]["msg"]
+    assert (
+        refused[0]["level"] == 4
+        and "plain JSON does not allow" in refused[0]["msg"]
+        and "left untouched" in refused[0]["msg"]
+    )
 
     nvim.lua("vim.cmd('ContextCompanionSetup cursor')")
     nvim.wait_for(
