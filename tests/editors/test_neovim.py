@@ -531,16 +531,17 @@ def test_bad_input_gets_a_clear_message(start_nvim, workspace: Path, tmp_path: P
     nvim.wait_for(lambda: any("memory file" in m["msg"] for m in nvim.messages()), "the refresh summary")
 
 
-def test_missing_server_package_offers_the_pip_command(start_nvim, workspace: Path) -> None:
+def test_missing_server_package_offers_the_install_command(start_nvim, workspace: Path) -> None:
     # -S leaves site-packages out: an interpreter without context_companion installed
     nvim = start_nvim(setup_call(cmd=[sys.executable, "-S", "-m", "context_companion", "serve"]))
     edit(nvim, workspace / "src" / "main.py")
     msg = nvim.wait_for(
-        lambda: next((m for m in nvim.messages() if "pip install context-companion" in m["msg"]), None),
+        lambda: next((m for m in nvim.messages() if ":ContextCompanionInstall" in m["msg"]), None),
         "the install hint",
     )
     assert msg["level"] == 4  # vim.log.levels.ERROR
-    assert f"{sys.executable} -S -m pip install context-companion" in msg["msg"]
+    assert f"the server is not installed for {sys.executable} -S: run :ContextCompanionInstall" in msg["msg"]
+    assert "pip install context-companion" not in msg["msg"]  # not a package on the index
 
     nvim.lua(setup_call(cmd=["/nonexistent/python3", "-m", "context_companion", "serve"]))
     edit(nvim, workspace / "api" / "handler.py")

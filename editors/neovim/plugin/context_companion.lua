@@ -58,6 +58,15 @@ end, {
   desc = "Context Companion: set up an agent's hooks (claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code) for this workspace",
 })
 
+command('ContextCompanionInstall', function(args)
+  require('context_companion.install').command(args)
+end, {
+  nargs = '?',
+  bang = true,
+  complete = 'shellcmd',
+  desc = "Context Companion: install or update the server in Neovim's data folder (! = a fresh environment; argument: the Python)",
+})
+
 command('ContextCompanionAddMemory', function(args)
   require('context_companion.commands').add_memory(args.args, args.bang)
 end, { nargs = '+', bang = true, desc = 'Context Companion: remember a fact (! = in the workspace AGENTS.md)' })

@@ -248,9 +248,17 @@ def _hook_agent(name: str) -> str:
 
 def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:
     kept = "; --json keeps them in 'warnings'" if json_warnings else ""
-    sub.add_argument(
+    loudness = sub.add_mutually_exclusive_group()
+    loudness.add_argument(
         "-q",
         "--quiet",
         action="store_true",
         help=f"print no warnings on stderr (errors still print{kept})",
+    )
+    loudness.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also repeat the warnings said once per machine (token counts are estimated: said the first time only; "
+        "--json results say it every time)",
     )
