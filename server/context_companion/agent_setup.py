@@ -35,28 +35,32 @@ Writes are atomic with the mode kept, only inside the project or the agent's con
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import hashlib
 import os
 import re
 import shlex
-import shutil
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonc
-from .errors import ContextCompanionError
-from .fileio import make_folder, open_directory, os_reason, read_in, replace_in, resolve_for_write, stat_in
+from .fileio import resolve_for_write
 
 if TYPE_CHECKING:
     import argparse
 
-MAX_SETTINGS_BYTES = 4 * 1024 * 1024
-PROGRAM = "context-companion"
+from .setup_files import (
+    PROGRAM,
+    SetupError,
+    commit,
+    drop_record,
+    hook_command,
+    portability_note,
+    problem,
+    read_record,
+    read_settings,
+)
 
 
 @dataclass(frozen=True)
@@ -167,26 +171,6 @@ CODEX_REVIEW = (
 _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 
 
-class SetupError(ContextCompanionError):
-    """``setup`` cannot do what it was asked; nothing was written."""
-
-
-def hook_command(agent: str) -> tuple[str, bool]:
-    """The command the agent runs, and whether it works on any machine that has Context Companion.
-
-    The bare ``context-companion`` when the one found on PATH is this installation (the script
-    beside this Python); else that script's absolute path, shell-quoted; else this Python with
-    ``-m context_companion``."""
-    here = Path(sys.executable).parent / PROGRAM
-    mine = str(here) if here.is_file() and os.access(here, os.X_OK) else None
-    found = shutil.which(PROGRAM)
-    if mine is not None and found is not None and os.path.realpath(found) == os.path.realpath(mine):
-        return f"{PROGRAM} hook --agent {agent}", True
-    if mine is not None:
-        return f"{shlex.quote(os.path.abspath(mine))} hook --agent {agent}", False
-    return f"{shlex.quote(sys.executable)} -m context_companion hook --agent {agent}", False
-
-
 def is_ours(command: Any, agent: str) -> bool:
     """True when ``command`` is exactly one that setup writes (or wrote) for ``agent``:
     ``context-companion hook --agent <id>``, the same with the program's absolute path, or an
@@ -221,57 +205,6 @@ def settings_path(agent: AgentHooks, workspace: Path, user: bool, home: Path) ->
     return folder / agent.user_file, folder
 
 
-def _problem(path: Path, what: str) -> SetupError:
-    return SetupError(f"{path}: {what}; left untouched")
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def _read(target: Path, shown: Path) -> bytes | None:
-    """The file's bytes (None: there is none), never blocking: a FIFO, socket or device is refused
-    by its type before it is opened, and opened without blocking and checked again after."""
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise _problem(shown, f"{_kind(st.st_mode)}, not a settings file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags)
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _problem(shown, "not a regular file")
-        chunks, size = [], 0
-        while size <= MAX_SETTINGS_BYTES:
-            chunk = os.read(fd, MAX_SETTINGS_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    finally:
-        os.close(fd)
-    if size > MAX_SETTINGS_BYTES:
-        raise _problem(shown, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB")
-    return b"".join(chunks)
-
-
 def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
     """The settings as the agent reads them, checked for the shape setup edits. Raises :class:`SetupError`."""
     try:
@@ -282,18 +215,18 @@ def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
             "trailing-comma": f" ({agent.reads})",
             "duplicate-key": " (readers disagree on which one counts: keep one)",
         }.get(exc.code, "")
-        raise _problem(path, f"{exc}{note}") from None
+        raise problem(path, f"{exc}{note}") from None
     root = doc.root
     if root.kind != "object":
-        raise _problem(path, "not a JSON object")
+        raise problem(path, "not a JSON object")
     hooks = root.get("hooks")
     if hooks is not None:
         if hooks.kind != "object":
-            raise _problem(path, '"hooks" is not an object')
+            raise problem(path, '"hooks" is not an object')
         for event in agent.events:
             groups = hooks.get(event)
             if groups is not None and groups.kind != "array":
-                raise _problem(path, f'"hooks.{event}" is not a list')
+                raise problem(path, f'"hooks.{event}" is not a list')
     return doc
 
 
@@ -304,9 +237,9 @@ def _text(path: Path, data: bytes | None) -> str | None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _problem(path, f"not UTF-8 text (a bad byte at offset {exc.start})") from None
+        raise problem(path, f"not UTF-8 text (a bad byte at offset {exc.start})") from None
     if text.startswith("\ufeff"):
-        raise _problem(path, "starts with a byte order mark, which JSON readers such as JavaScript's JSON.parse reject")
+        raise problem(path, "starts with a byte order mark, which JSON readers such as JavaScript's JSON.parse reject")
     return text if text.strip() else None
 
 
@@ -417,57 +350,6 @@ def removed(path: Path, agent: AgentHooks, text: str) -> str:
     return text
 
 
-# What setup created, so that --remove takes it away again: a small owner-only record per file.
-
-
-def _record_file(real: Path) -> Path:
-    from platformdirs import user_state_dir
-
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return Path(user_state_dir(PROGRAM, appauthor=False)) / "setup" / f"{key}.json"
-
-
-def _read_record(real: Path) -> dict[str, Any] | None:
-    from .procs import read_private_json
-
-    try:
-        raw = read_private_json(_record_file(real), 64 * 1024)
-    except Exception:  # an odd state folder: as if there were no record
-        return None
-    if not isinstance(raw, dict) or raw.get("path") != str(real) or not isinstance(raw.get("createdFolders"), list):
-        return None
-    return raw
-
-
-def _write_record(real: Path, created_file: bool, created_folders: list[Path]) -> None:
-    """Best effort: without a record, --remove deletes a file that holds nothing but ours."""
-    import json
-
-    from .discovery import write_private
-
-    record = {"path": str(real), "createdFile": created_file, "createdFolders": [str(f) for f in created_folders]}
-    with contextlib.suppress(Exception):
-        write_private(_record_file(real), json.dumps(record).encode())
-
-
-def _drop_record(real: Path) -> None:
-    with contextlib.suppress(Exception):
-        os.unlink(_record_file(real))
-
-
-def _missing_folders(folder: Path, root: str) -> list[Path]:
-    """The folders from ``folder`` up that do not exist yet and lie in ``root`` (or are it), deepest first."""
-    missing = []
-    while not folder.exists() and _within(folder, root) and folder.parent != folder:
-        missing.append(folder)
-        folder = folder.parent
-    return missing
-
-
-def _within(folder: Path, root: str) -> bool:
-    return str(folder) == root or str(folder).startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool:
     """The file holds what a file setup creates holds before the hooks (``{}``), and no comment."""
     return doc.root.python() == dict(agent.file_fields) and not doc.comments
@@ -488,7 +370,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])  # refuses a symlink out of the folder: nothing read yet
     command, portable = hook_command(agent.id)
-    before = _read(target, path)
+    before = read_settings(target, path)
     events = ", ".join(agent.events)
     try:
         old_text = _text(path, before)
@@ -498,14 +380,14 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
             sys.stdout.write(f"# {path} cannot be merged automatically; add by hand:\n")
             sys.stdout.write(jsonc.render(_fresh(agent, command), "") + "\n")
         raise
-    record = _read_record(target)
+    record = read_record(target)
     had_ours = doc is not None and bool(_ours(doc, agent, None))
     delete = False
     folders: list[Path] = []
     if args.remove:
         new_text = removed(path, agent, old_text) if old_text is not None else None
         if doc is None or new_text == old_text:
-            _drop_record(target)
+            drop_record(target)
             sys.stdout.write(f"{agent.name}: no Context Companion hooks in {path}; nothing changed\n")
             return 0
         assert new_text is not None
@@ -529,9 +411,9 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
         sys.stdout.writelines(difflib.unified_diff(old_lines, new_lines, str(path), to))
     else:
         data = None if delete else new_text.encode("utf-8")
-        folders = _commit(path, target, root_real, before, data, record, had_ours, args.remove)
+        folders = commit(path, target, root_real, before, data, record, had_ours, args.remove)
         if args.remove:
-            _drop_record(target)
+            drop_record(target)
     if args.remove:
         gone = ""
         if delete:
@@ -556,62 +438,3 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
 
 def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
     return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
-
-
-def portability_note(agent: str, path: Path, command: str, portable: bool, user: bool, *, shared: bool) -> None:
-    """One line when a file teams commit names a path of this machine."""
-    if portable or user or not shared:
-        return
-    program = shlex.split(command)[0]
-    sys.stdout.write(
-        f"Note: {path} now names {program}, a path on this machine that teammates may not have if the file is "
-        f"committed; `setup --agent {agent} --user` keeps the hooks out of the project (or put {PROGRAM} on "
-        "PATH and run setup again).\n"
-    )
-
-
-def _commit(
-    path: Path,
-    target: Path,
-    root_real: str,
-    before: bytes | None,
-    data: bytes | None,
-    record: dict[str, Any] | None,
-    had_ours: bool,
-    removing: bool,
-) -> list[Path]:
-    """Write ``data`` (None: delete the file) if the file still holds ``before``, and keep the
-    record of what was there before setup. Returns the folders removed with the file."""
-    created = _missing_folders(target.parent, root_real) if before is None else []
-    if data is not None:
-        make_folder(target.parent, path)
-    with open_directory(target.parent, path, lock=True) as dir_fd:
-        old = stat_in(dir_fd, target.name, path)
-        now = read_in(dir_fd, target.name, path) if old is not None and old.st_size == len(before or b"") else None
-        if (old is None) != (before is None) or (old is not None and now != before):
-            raise SetupError(f"{path}: changed while setup was reading it; run it again")
-        if data is None:
-            try:
-                os.unlink(target.name, dir_fd=dir_fd)
-            except OSError as exc:
-                raise SetupError(f"{path}: cannot delete: {os_reason(exc)}") from None
-        else:
-            replace_in(dir_fd, target.name, data, old, path)
-    if data is not None and not removing:
-        if before is None or not before.strip():
-            _write_record(target, True, created)  # --remove deletes it (a blank file would stop Gemini CLI)
-        elif not had_ours:
-            _write_record(target, False, [])  # --remove leaves it, with what it held
-    if data is not None:
-        return []
-    folders = []
-    if record is not None:
-        for folder in (Path(f) for f in record["createdFolders"] if isinstance(f, str)):
-            if not _within(folder, root_real) or not target.is_relative_to(folder):
-                break
-            try:
-                os.rmdir(folder)
-            except OSError:
-                break
-            folders.append(folder)
-    return folders

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .fileio import resolve_for_write
+from .setup_files import SetupError, commit, drop_record, hook_command, portability_note, read_record, read_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -170,8 +171,6 @@ def plugin_path(workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
 
 
 def run(args: argparse.Namespace, home: Path) -> int:
-    from .agent_setup import SetupError, _commit, _drop_record, _read, _read_record, hook_command, portability_note
-
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
@@ -179,24 +178,24 @@ def run(args: argparse.Namespace, home: Path) -> int:
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])
     command, portable = hook_command("opencode")
-    before = _read(target, path)
+    before = read_settings(target, path)
     if before is not None and not is_ours(before):
         raise SetupError(
             f"{path}: a file that Context Companion did not write (its first line is not our marker); left untouched"
         )
-    record = _read_record(target)
+    record = read_record(target)
     old_lines = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
     if args.remove:
         if before is None:
-            _drop_record(target)
+            drop_record(target)
             sys.stdout.write(f"{NAME}: no Context Companion plugin at {path}; nothing changed\n")
             return 0
         if args.dry_run:
             sys.stdout.writelines(difflib.unified_diff(old_lines, [], str(path), "/dev/null"))
             sys.stdout.write(f"{NAME}: would delete the plugin {path}\n")
             return 0
-        folders = _commit(path, target, root_real, before, None, record, True, True)
-        _drop_record(target)
+        folders = commit(path, target, root_real, before, None, record, True, True)
+        drop_record(target)
         gone = (", and the empty folder " + ", ".join(str(f) for f in folders)) if folders else ""
         sys.stdout.write(f"{NAME}: deleted the plugin {path}{gone}\n")
         return 0
@@ -210,7 +209,7 @@ def run(args: argparse.Namespace, home: Path) -> int:
         shown = f"{path} (after setup)"
         sys.stdout.writelines(difflib.unified_diff(old_lines, text.splitlines(keepends=True), str(path), shown))
     else:
-        _commit(path, target, root_real, before, data, record, before is not None, False)
+        commit(path, target, root_real, before, data, record, before is not None, False)
     verb = (
         ("would update" if args.dry_run else "updated")
         if before is not None
