@@ -127,7 +127,7 @@ end
 --- :ContextCompanionMemory: every memory and rule file, whether it is included and why.
 --- Agents :ContextCompanionExplain knows (the server's explainMemory ids).
 M.AGENTS = {
-  'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed',
+  'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed', 'vscode',
   'copilot-cli', 'opencode', 'qwen-code', 'context-companion',
 }
 -- Short names users type for the agents whose ids are longer than their command (as the CLI takes them).
