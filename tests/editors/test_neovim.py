@@ -439,7 +439,11 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
     nvim = start_nvim()
     edit(nvim, workspace / "src" / "main.py")
     nvim.wait_attached()
-    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup c', 'cmdline')") == ["claude-code", "codex"]
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup c', 'cmdline')") == [
+        "claude-code",
+        "codex",
+        "copilot-cli",
+    ]
 
     nvim.lua("vim.cmd('ContextCompanionSetup claude-code')")
     settings = workspace / ".claude" / "settings.local.json"
@@ -467,7 +471,8 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
     nvim.lua("vim.cmd('ContextCompanionSetup cursor')")
     nvim.wait_for(
         lambda: any(
-            'unknown agent "cursor"; agents with hooks: claude-code, gemini-cli, codex' in m["msg"]
+            'unknown agent "cursor"; agents with hooks: claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code'
+            in m["msg"]
             for m in nvim.messages()
         ),
         "the unknown agent message",
