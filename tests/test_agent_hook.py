@@ -100,8 +100,16 @@ def test_gemini_settings_with_comments_keep_agents_md_out_of_the_gemini_hook(pro
 @pytest.mark.parametrize(
     ("args", "data", "error"),
     [
-        (["--agent", "vim"], b"{}", "--agent: expected one of claude-code, gemini-cli, codex, got 'vim'"),
-        ([], b"{}", "--agent: expected one of claude-code, gemini-cli, codex, got None"),
+        (
+            ["--agent", "vim"],
+            b"{}",
+            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, got 'vim'",
+        ),
+        (
+            [],
+            b"{}",
+            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, got None",
+        ),
         (
             ["--agent", "codex"],
             b"not json",

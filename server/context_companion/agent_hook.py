@@ -1,11 +1,19 @@
-"""``context-companion hook --agent claude-code|gemini-cli|codex``: what an agent's hook runs.
+"""``context-companion hook --agent AGENT``: what an agent's hook runs.
 
-The agent runs it before every prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``) and at
-``SessionStart``, with its hook input as JSON on stdin (``hook_event_name``, ``session_id``,
-``cwd``, ``source``, ...). It prints the agent's hook output,
-``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``, or nothing when nothing
-is new, and always exits 0 (exit 2 would block the user's prompt): on any failure it prints
-nothing on stdout and one line on stderr.
+The agent runs it before every prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``; GitHub Copilot
+CLI: ``userPromptSubmitted``; OpenCode: our plugin, on ``chat.message``) and at ``SessionStart``, with its
+hook input as JSON on stdin (``hook_event_name``, ``session_id``, ``cwd``, ``source``, ...; Copilot CLI's
+own hooks send ``{sessionId, timestamp, cwd, prompt}``, no event name). It prints the agent's hook output,
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` (Copilot CLI reads only a
+top-level ``{"additionalContext": ...}``, and Codex fails a hook whose output has a key it does not know,
+so each gets its own shape), or nothing when nothing is new, and always exits 0 (exit 2 would block the
+user's prompt): on any failure it prints nothing on stdout and one line on stderr.
+
+Copilot CLI also runs the Claude Code hooks of ``.claude/settings.json`` and ``.claude/settings.local.json``
+(after its own, one after the other, keeping the last non-empty ``additionalContext``). The Claude Code hook
+tells it is run by Copilot CLI (``COPILOT_CLI`` in its environment and no ``transcript_path`` in its input)
+and then answers as the ``copilot-cli`` hook of the same session: a project set up for both agents gives
+Copilot each text once (whichever hook runs first delivers it, the other has nothing new), in its shape.
 
 The text comes from the editor's language server for the folder (:func:`ask_servers`, over the
 channel its discovery file announces: loopback, a token the server proves it holds before the hook
@@ -39,9 +47,13 @@ import time
 from . import proofs
 from .procs import ancestors, is_own_process, read_private_json, runtime_folder
 
-AGENTS = ("claude-code", "gemini-cli", "codex")
-# The short names users type, as explain takes them (memory.agents.AGENT_ALIASES; not imported: this path stays light).
-ALIASES = {"claude": "claude-code", "gemini": "gemini-cli"}
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+# The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
+# is copilot-cli here, the only GitHub Copilot with hooks).
+ALIASES = {"claude": "claude-code", "gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code"}
+COPILOT_CLI = "copilot-cli"
+# GitHub Copilot CLI's own event names (its hooks' files; its input carries none) → the names the server takes.
+COPILOT_EVENTS = {"userPromptSubmitted": "UserPromptSubmit", "sessionStart": "SessionStart"}
 
 
 def hook_agent(name: str) -> str:
@@ -98,6 +110,8 @@ def parse_args(argv: Sequence[str]) -> str:
 def _read_stdin(stream: Any, timeout: float = STDIN_TIMEOUT_S) -> Any:
     """The JSON value on ``stream``: read until it ends or a whole object has arrived (an agent may
     keep stdin open), within ``timeout`` seconds."""
+    if isinstance(stream, _Parsed):
+        return stream.value
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
@@ -136,6 +150,13 @@ def _read_stdin(stream: Any, timeout: float = STDIN_TIMEOUT_S) -> Any:
                 continue
 
 
+class _Parsed:
+    """A hook input already read and parsed (:func:`_read_stdin` takes it as it is)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 def _parse_input(data: bytes) -> Any:
     try:
         return json.loads(data or b"null")
@@ -143,21 +164,53 @@ def _parse_input(data: bytes) -> Any:
         raise HookFailure(f"the hook input on stdin is not JSON ({exc})") from None
 
 
-def read_input(stream: Any) -> dict[str, str]:
-    """The fields of the agent's hook input this command uses."""
+def run_by_copilot(agent: str, raw: dict[str, Any], environ: Any = None) -> bool:
+    """Whether a Claude Code hook is being run by GitHub Copilot CLI (which runs the hooks of
+    ``.claude/settings.json`` and ``.claude/settings.local.json`` too): Copilot CLI sets ``COPILOT_CLI`` for
+    its hooks and sends no ``transcript_path``, which Claude Code always sends (a Claude Code started from
+    a shell inside Copilot CLI inherits the variable, not the input's shape)."""
+    environ = os.environ if environ is None else environ
+    return agent == "claude-code" and bool(environ.get("COPILOT_CLI")) and "transcript_path" not in raw
+
+
+def _copilot_shape(raw: dict[str, Any]) -> dict[str, Any]:
+    """Copilot CLI's own hook input (``{sessionId, timestamp, cwd, prompt}``; ``sessionStart`` adds ``source``)
+    in the fields the rest reads: the event is told by which keys are there."""
+    if "hook_event_name" in raw:
+        event = raw["hook_event_name"]
+        event = COPILOT_EVENTS.get(event, event) if isinstance(event, str) else event
+        return {**raw, "hook_event_name": event}
+    if "prompt" in raw:
+        event = "UserPromptSubmit"
+    elif "source" in raw:
+        event = "SessionStart"
+    else:
+        raise HookFailure(
+            "prompt: missing in the hook input (GitHub Copilot CLI's userPromptSubmitted sends sessionId, "
+            "timestamp, cwd, prompt)"
+        )
+    return {**raw, "hook_event_name": event, "session_id": raw.get("sessionId", raw.get("session_id", ""))}
+
+
+def read_input(stream: Any, agent: str = "claude-code") -> dict[str, str]:
+    """The fields of the agent's hook input this command uses; ``agent`` is the agent whose hook runs
+    (``copilot-cli`` also when a Claude Code hook is run by Copilot CLI)."""
     raw = _read_stdin(stream)
     if not isinstance(raw, dict):
         raise HookFailure("the hook input on stdin is not a JSON object")
+    if agent == COPILOT_CLI:
+        raw = _copilot_shape(raw)
     fields = {}
     for key, name in (("hook_event_name", "event"), ("session_id", "sessionId"), ("cwd", "cwd"), ("source", "source")):
         value = raw.get(key, "")
         if not isinstance(value, str):
-            raise HookFailure(f"{key}: expected a string in the hook input")
+            shown = "sessionId" if key == "session_id" and agent == COPILOT_CLI and "sessionId" in raw else key
+            raise HookFailure(f"{shown}: expected a string in the hook input")
         fields[name] = value
     if not fields["event"]:
         raise HookFailure("hook_event_name: missing in the hook input")
     if fields["event"] in EVENTS and not fields["sessionId"]:
-        raise HookFailure("session_id: missing in the hook input")
+        raise HookFailure(f"{'sessionId' if agent == COPILOT_CLI else 'session_id'}: missing in the hook input")
     # The real path: an agent started through a symlink still finds the editor's server (whose folders
     # are real paths), and the server judges what the agent read in the folder it is really in.
     fields["cwd"] = os.path.realpath(os.path.abspath(fields["cwd"] or os.getcwd()))
@@ -416,6 +469,15 @@ def _quiet_logging() -> list[str]:
     return kept
 
 
+def output(agent: str, event: str, text: str) -> dict[str, Any]:
+    """The hook output ``agent`` reads: Copilot CLI a top-level ``additionalContext`` (it ignores
+    ``hookSpecificOutput``), every other agent ``hookSpecificOutput`` alone (Codex fails a hook whose output
+    has a top-level key it does not know)."""
+    if agent == COPILOT_CLI:
+        return {"additionalContext": text}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
 def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
     """The whole command; always 0. At most one line on stderr: the failure, else the first warning."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -424,7 +486,12 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
     problems: list[str] = []
     try:
         agent = parse_args(argv)
-        fields = read_input(stdin)
+        if agent == "claude-code" and os.environ.get("COPILOT_CLI"):
+            raw = _read_stdin(stdin)
+            if isinstance(raw, dict) and run_by_copilot(agent, raw):
+                agent = COPILOT_CLI  # Copilot CLI runs Claude Code's hooks too: answer as its own hook
+            stdin = _Parsed(raw)
+        fields = read_input(stdin, agent)
         if fields["event"] not in EVENTS:
             return 0
         runner = fields.pop("runner", "")
@@ -449,8 +516,7 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
                 except DiskFailure as exc:
                     raise HookFailure(str(exc)) from None
         if answer.text:
-            output = {"hookSpecificOutput": {"hookEventName": fields["event"], "additionalContext": answer.text}}
-            stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+            stdout.write(json.dumps(output(agent, fields["event"], answer.text), ensure_ascii=False) + "\n")
             stdout.flush()
         answer.printed()
         said = problems + warnings

@@ -1,23 +1,32 @@
-"""``context-companion setup --agent claude-code|gemini-cli|codex``: write the agent's hooks.
+"""``context-companion setup --agent AGENT``: write the agent's hooks.
 
-Each agent runs ``context-companion hook --agent <id>`` at ``SessionStart`` and before every
-prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``), configured in its settings file:
+Each agent runs ``context-companion hook --agent <id>`` before every prompt (``UserPromptSubmit``;
+Gemini CLI: ``BeforeAgent``; GitHub Copilot CLI: ``userPromptSubmitted``) and, where the agent has it,
+at ``SessionStart``, configured in its settings file:
 
 - Claude Code: ``<project>/.claude/settings.local.json`` (not committed), or with ``--user``
   ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``);
 - Gemini CLI: ``<project>/.gemini/settings.json``, or ``~/.gemini/settings.json``;
 - Codex: ``<project>/.codex/hooks.json`` (loaded only in a project Codex trusts), or
   ``$CODEX_HOME/hooks.json`` (default ``~/.codex``). Codex runs a new or changed hook only once
-  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust.
+  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust;
+- GitHub Copilot CLI: ``<project>/.github/hooks/context-companion.json`` (loaded only in a folder
+  Copilot CLI trusts), or ``$COPILOT_HOME/hooks/context-companion.json`` (default ``~/.copilot``);
+  its own flat shape ``{"version": 1, "hooks": {"userPromptSubmitted": [{"type": "command",
+  "bash": "...", "timeoutSec": 10}]}}``. The event name is Copilot CLI's own: VS Code's agent, which
+  reads ``.github/hooks`` too, runs ``UserPromptSubmit`` and not this one;
+- Qwen Code: ``<project>/.qwen/settings.json`` (loaded only in a trusted folder), or
+  ``$QWEN_HOME/settings.json`` (default ``~/.qwen``);
+- OpenCode: a plugin file of ours instead of settings (:mod:`.opencode_plugin`).
 
-All three take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
+All but Copilot CLI take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
 "command": "..."}]}]}}``. A hook is ours only when its command is exactly one setup writes
 (:func:`is_ours`); anything else, a wrapper around ours included, is the user's and is never
 touched. The file is edited in place (:mod:`.jsonc`): only the text of our entries changes, the
 user's layout and comments stay; ``--remove`` takes out exactly what setup added, and a file
 setup created (a record in the user's state folder says so) goes again, with the folders it
-made when they are empty. The file is read as its agent reads it (Gemini CLI: comments allowed)
-and refused, untouched with exit status 2, when that reader would fail on it or take it another
+made when they are empty. The file is read as its agent reads it (Gemini CLI, Qwen Code: comments
+allowed) and refused, untouched with exit status 2, when that reader would fail on it or take it another
 way than we would: no regular file (a FIFO, a socket), not UTF-8, a syntax error, a comment in a
 plain-JSON file, a trailing comma, a key written twice, a number out of range, a lone surrogate.
 Writes are atomic with the mode kept, only inside the project or the agent's config folder
@@ -26,28 +35,32 @@ Writes are atomic with the mode kept, only inside the project or the agent's con
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import hashlib
 import os
 import re
 import shlex
-import shutil
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonc
-from .errors import ContextCompanionError
-from .fileio import make_folder, open_directory, os_reason, read_in, replace_in, resolve_for_write, stat_in
+from .fileio import resolve_for_write
 
 if TYPE_CHECKING:
     import argparse
 
-MAX_SETTINGS_BYTES = 4 * 1024 * 1024
-PROGRAM = "context-companion"
+from .setup_files import (
+    PROGRAM,
+    SetupError,
+    commit,
+    drop_record,
+    hook_command,
+    portability_note,
+    problem,
+    read_record,
+    read_settings,
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,9 @@ class AgentHooks:
     file_fields: tuple[tuple[str, Any], ...] = ()  # what a file setup creates holds besides ``hooks``
 
     def handler(self, command: str) -> dict[str, Any]:
-        return {**dict(self.handler_fields), self.command_key: command}
+        """A new handler: the first field (``type``), the command, then the rest."""
+        fields = list(self.handler_fields)
+        return dict([*fields[:1], (self.command_key, command), *fields[1:]])
 
     def entry(self, command: str) -> dict[str, Any]:
         """What setup adds to an event's list."""
@@ -116,8 +131,37 @@ AGENT_HOOKS = {
             shared=True,
             reads="Codex reads this file as plain JSON",
         ),
+        AgentHooks(
+            "copilot-cli",
+            "GitHub Copilot CLI",
+            ("userPromptSubmitted",),
+            ".github/hooks/context-companion.json",
+            "COPILOT_HOME",
+            ".copilot",
+            "hooks/context-companion.json",
+            comments=False,
+            shared=True,
+            reads="GitHub Copilot CLI 1.0.102 reads this file as plain JSON and skips it whole otherwise",
+            grouped=False,
+            command_key="bash",
+            handler_fields=(("type", "command"), ("timeoutSec", 10)),
+            file_fields=(("version", 1),),
+        ),
+        AgentHooks(
+            "qwen-code",
+            "Qwen Code",
+            ("SessionStart", "UserPromptSubmit"),
+            ".qwen/settings.json",
+            "QWEN_HOME",
+            ".qwen",
+            "settings.json",
+            comments=True,
+            shared=True,
+            reads="Qwen Code 0.24 reads comments here but ignores the whole file on a trailing comma",
+        ),
     )
 }
+PLUGIN_AGENTS = ("opencode",)  # a plugin file of ours instead of hooks in a settings file (opencode_plugin)
 
 CODEX_REVIEW = (
     'Codex will ask "Hooks need review" the next time it starts here: trust the Context Companion hooks there '
@@ -125,26 +169,6 @@ CODEX_REVIEW = (
 )
 
 _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
-
-
-class SetupError(ContextCompanionError):
-    """``setup`` cannot do what it was asked; nothing was written."""
-
-
-def hook_command(agent: str) -> tuple[str, bool]:
-    """The command the agent runs, and whether it works on any machine that has Context Companion.
-
-    The bare ``context-companion`` when the one found on PATH is this installation (the script
-    beside this Python); else that script's absolute path, shell-quoted; else this Python with
-    ``-m context_companion``."""
-    here = Path(sys.executable).parent / PROGRAM
-    mine = str(here) if here.is_file() and os.access(here, os.X_OK) else None
-    found = shutil.which(PROGRAM)
-    if mine is not None and found is not None and os.path.realpath(found) == os.path.realpath(mine):
-        return f"{PROGRAM} hook --agent {agent}", True
-    if mine is not None:
-        return f"{shlex.quote(os.path.abspath(mine))} hook --agent {agent}", False
-    return f"{shlex.quote(sys.executable)} -m context_companion hook --agent {agent}", False
 
 
 def is_ours(command: Any, agent: str) -> bool:
@@ -181,57 +205,6 @@ def settings_path(agent: AgentHooks, workspace: Path, user: bool, home: Path) ->
     return folder / agent.user_file, folder
 
 
-def _problem(path: Path, what: str) -> SetupError:
-    return SetupError(f"{path}: {what}; left untouched")
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def _read(target: Path, shown: Path) -> bytes | None:
-    """The file's bytes (None: there is none), never blocking: a FIFO, socket or device is refused
-    by its type before it is opened, and opened without blocking and checked again after."""
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise _problem(shown, f"{_kind(st.st_mode)}, not a settings file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags)
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _problem(shown, "not a regular file")
-        chunks, size = [], 0
-        while size <= MAX_SETTINGS_BYTES:
-            chunk = os.read(fd, MAX_SETTINGS_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    finally:
-        os.close(fd)
-    if size > MAX_SETTINGS_BYTES:
-        raise _problem(shown, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB")
-    return b"".join(chunks)
-
-
 def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
     """The settings as the agent reads them, checked for the shape setup edits. Raises :class:`SetupError`."""
     try:
@@ -242,18 +215,18 @@ def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
             "trailing-comma": f" ({agent.reads})",
             "duplicate-key": " (readers disagree on which one counts: keep one)",
         }.get(exc.code, "")
-        raise _problem(path, f"{exc}{note}") from None
+        raise problem(path, f"{exc}{note}") from None
     root = doc.root
     if root.kind != "object":
-        raise _problem(path, "not a JSON object")
+        raise problem(path, "not a JSON object")
     hooks = root.get("hooks")
     if hooks is not None:
         if hooks.kind != "object":
-            raise _problem(path, '"hooks" is not an object')
+            raise problem(path, '"hooks" is not an object')
         for event in agent.events:
             groups = hooks.get(event)
             if groups is not None and groups.kind != "array":
-                raise _problem(path, f'"hooks.{event}" is not a list')
+                raise problem(path, f'"hooks.{event}" is not a list')
     return doc
 
 
@@ -264,9 +237,9 @@ def _text(path: Path, data: bytes | None) -> str | None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _problem(path, f"not UTF-8 text (a bad byte at offset {exc.start})") from None
+        raise problem(path, f"not UTF-8 text (a bad byte at offset {exc.start})") from None
     if text.startswith("\ufeff"):
-        raise _problem(path, "starts with a byte order mark, which JSON readers such as JavaScript's JSON.parse reject")
+        raise problem(path, "starts with a byte order mark, which JSON readers such as JavaScript's JSON.parse reject")
     return text if text.strip() else None
 
 
@@ -377,65 +350,18 @@ def removed(path: Path, agent: AgentHooks, text: str) -> str:
     return text
 
 
-# What setup created, so that --remove takes it away again: a small owner-only record per file.
-
-
-def _record_file(real: Path) -> Path:
-    from platformdirs import user_state_dir
-
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return Path(user_state_dir(PROGRAM, appauthor=False)) / "setup" / f"{key}.json"
-
-
-def _read_record(real: Path) -> dict[str, Any] | None:
-    from .procs import read_private_json
-
-    try:
-        raw = read_private_json(_record_file(real), 64 * 1024)
-    except Exception:  # an odd state folder: as if there were no record
-        return None
-    if not isinstance(raw, dict) or raw.get("path") != str(real) or not isinstance(raw.get("createdFolders"), list):
-        return None
-    return raw
-
-
-def _write_record(real: Path, created_file: bool, created_folders: list[Path]) -> None:
-    """Best effort: without a record, --remove deletes a file that holds nothing but ours."""
-    import json
-
-    from .discovery import write_private
-
-    record = {"path": str(real), "createdFile": created_file, "createdFolders": [str(f) for f in created_folders]}
-    with contextlib.suppress(Exception):
-        write_private(_record_file(real), json.dumps(record).encode())
-
-
-def _drop_record(real: Path) -> None:
-    with contextlib.suppress(Exception):
-        os.unlink(_record_file(real))
-
-
-def _missing_folders(folder: Path, root: str) -> list[Path]:
-    """The folders from ``folder`` up that do not exist yet and lie in ``root`` (or are it), deepest first."""
-    missing = []
-    while not folder.exists() and _within(folder, root) and folder.parent != folder:
-        missing.append(folder)
-        folder = folder.parent
-    return missing
-
-
-def _within(folder: Path, root: str) -> bool:
-    return str(folder) == root or str(folder).startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool:
     """The file holds what a file setup creates holds before the hooks (``{}``), and no comment."""
     return doc.root.python() == dict(agent.file_fields) and not doc.comments
 
 
 def run(args: argparse.Namespace, home: Path | None = None) -> int:
-    agent = AGENT_HOOKS[args.agent]
     home = home if home is not None else Path.home()
+    if args.agent in PLUGIN_AGENTS:
+        from .opencode_plugin import run as run_plugin
+
+        return run_plugin(args, home)
+    agent = AGENT_HOOKS[args.agent]
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
@@ -444,7 +370,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])  # refuses a symlink out of the folder: nothing read yet
     command, portable = hook_command(agent.id)
-    before = _read(target, path)
+    before = read_settings(target, path)
     events = ", ".join(agent.events)
     try:
         old_text = _text(path, before)
@@ -454,14 +380,14 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
             sys.stdout.write(f"# {path} cannot be merged automatically; add by hand:\n")
             sys.stdout.write(jsonc.render(_fresh(agent, command), "") + "\n")
         raise
-    record = _read_record(target)
+    record = read_record(target)
     had_ours = doc is not None and bool(_ours(doc, agent, None))
     delete = False
     folders: list[Path] = []
     if args.remove:
         new_text = removed(path, agent, old_text) if old_text is not None else None
         if doc is None or new_text == old_text:
-            _drop_record(target)
+            drop_record(target)
             sys.stdout.write(f"{agent.name}: no Context Companion hooks in {path}; nothing changed\n")
             return 0
         assert new_text is not None
@@ -476,7 +402,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
             new_text += "\n"
         if new_text == old_text:
             sys.stdout.write(f"{agent.name}: already set up ({events}) in {path}; nothing changed\n")
-            _portability_note(agent, path, command, portable, args.user)
+            portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
             return 0
     if args.dry_run:
         old_lines = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
@@ -485,9 +411,9 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
         sys.stdout.writelines(difflib.unified_diff(old_lines, new_lines, str(path), to))
     else:
         data = None if delete else new_text.encode("utf-8")
-        folders = _commit(path, target, root_real, before, data, record, had_ours, args.remove)
+        folders = commit(path, target, root_real, before, data, record, had_ours, args.remove)
         if args.remove:
-            _drop_record(target)
+            drop_record(target)
     if args.remove:
         gone = ""
         if delete:
@@ -504,7 +430,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     else:
         verb = "would add" if args.dry_run else "added"
         sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command})\n")
-    _portability_note(agent, path, command, portable, args.user)
+    portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
     if agent.id == "codex":
         sys.stdout.write(CODEX_REVIEW + "\n")
     return 0
@@ -512,61 +438,3 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
 
 def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
     return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
-
-
-def _portability_note(agent: AgentHooks, path: Path, command: str, portable: bool, user: bool) -> None:
-    if portable or user or not agent.shared:
-        return
-    program = shlex.split(command)[0]
-    sys.stdout.write(
-        f"Note: {path} now names {program}, a path on this machine that teammates may not have if the file is "
-        f"committed; `setup --agent {agent.id} --user` keeps the hooks out of the project (or put {PROGRAM} on "
-        "PATH and run setup again).\n"
-    )
-
-
-def _commit(
-    path: Path,
-    target: Path,
-    root_real: str,
-    before: bytes | None,
-    data: bytes | None,
-    record: dict[str, Any] | None,
-    had_ours: bool,
-    removing: bool,
-) -> list[Path]:
-    """Write ``data`` (None: delete the file) if the file still holds ``before``, and keep the
-    record of what was there before setup. Returns the folders removed with the file."""
-    created = _missing_folders(target.parent, root_real) if before is None else []
-    if data is not None:
-        make_folder(target.parent, path)
-    with open_directory(target.parent, path, lock=True) as dir_fd:
-        old = stat_in(dir_fd, target.name, path)
-        now = read_in(dir_fd, target.name, path) if old is not None and old.st_size == len(before or b"") else None
-        if (old is None) != (before is None) or (old is not None and now != before):
-            raise SetupError(f"{path}: changed while setup was reading it; run it again")
-        if data is None:
-            try:
-                os.unlink(target.name, dir_fd=dir_fd)
-            except OSError as exc:
-                raise SetupError(f"{path}: cannot delete: {os_reason(exc)}") from None
-        else:
-            replace_in(dir_fd, target.name, data, old, path)
-    if data is not None and not removing:
-        if before is None or not before.strip():
-            _write_record(target, True, created)  # --remove deletes it (a blank file would stop Gemini CLI)
-        elif not had_ours:
-            _write_record(target, False, [])  # --remove leaves it, with what it held
-    if data is not None:
-        return []
-    folders = []
-    if record is not None:
-        for folder in (Path(f) for f in record["createdFolders"] if isinstance(f, str)):
-            if not _within(folder, root_real) or not target.is_relative_to(folder):
-                break
-            try:
-                os.rmdir(folder)
-            except OSError:
-                break
-            folders.append(folder)
-    return folders

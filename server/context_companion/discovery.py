@@ -28,14 +28,13 @@ import os
 import re
 import secrets
 import stat
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .procs import APP_NAME as APP_NAME  # re-exported: these lived here first
-from .procs import is_own_process, read_private_json
+from .procs import is_own_process, platform_runtime_dir, read_private_json
 from .procs import pid_alive as pid_alive
 from .procs import proc_stat_field as proc_stat_field
 from .procs import process_start_time as process_start_time
@@ -72,12 +71,7 @@ class Entry:
 
 def runtime_dir() -> Path:
     """``<user runtime dir>/context-companion`` (``$XDG_RUNTIME_DIR`` on Linux, via platformdirs)."""
-    from platformdirs import user_runtime_dir
-
-    with warnings.catch_warnings():
-        # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset and it falls back: not news.
-        warnings.simplefilter("ignore")
-        return Path(user_runtime_dir(APP_NAME, appauthor=False))
+    return Path(platform_runtime_dir())
 
 
 def private_dir(directory: Path) -> Path:

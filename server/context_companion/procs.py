@@ -141,9 +141,20 @@ def runtime_folder() -> str | None:
     directory = runtime_dir_fast()
     if directory is not None:
         return directory
-    from .discovery import runtime_dir
-
     try:
-        return str(runtime_dir())
+        return platform_runtime_dir()
     except OSError:
         return None
+
+
+def platform_runtime_dir() -> str:
+    """``<user runtime dir>/context-companion`` as platformdirs finds it (``$XDG_RUNTIME_DIR`` on Linux, else
+    its fallbacks); raises ``OSError`` (PermissionError) when its fallback folder is not this user's."""
+    import warnings
+
+    from platformdirs import user_runtime_dir
+
+    with warnings.catch_warnings():
+        # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset and it falls back: not news.
+        warnings.simplefilter("ignore")
+        return user_runtime_dir(APP_NAME, appauthor=False)

@@ -19,7 +19,13 @@ from context_companion.procs import process_start_time
 from hook_runner import Channel, ask_channel, run_hook
 from lsp_harness import Harness
 
-PROMPT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini-cli": "BeforeAgent"}
+PROMPT = {
+    "claude-code": "UserPromptSubmit",
+    "codex": "UserPromptSubmit",
+    "gemini-cli": "BeforeAgent",
+    "opencode": "UserPromptSubmit",
+    "qwen-code": "UserPromptSubmit",
+}
 
 
 @pytest.fixture
@@ -179,6 +185,53 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     assert "Run make lint" in context(hook("claude-code", "UserPromptSubmit", "s2", project), "claude-code")
 
 
+async def test_copilot_cli_opencode_and_qwen_code_get_what_they_lack_from_the_editor_in_their_shape(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    """Issue 35: the editor's server answers the three next agents' hooks, each without the files it reads
+    itself, Copilot CLI in its own top-level shape (also when it runs a Claude Code hook)."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+
+    def copilot(session: str, env: dict[str, str] | None = None, *, as_claude: bool = False) -> str:
+        if as_claude:
+            payload = {"hook_event_name": "UserPromptSubmit", "session_id": session, "timestamp": "t"}
+            out = run_hook("claude-code", json.dumps({**payload, "cwd": str(project), "prompt": "go"}).encode(), env)
+        else:
+            payload = {"sessionId": session, "timestamp": 1, "cwd": str(project), "prompt": "go"}
+            out = run_hook("copilot-cli", json.dumps(payload).encode(), env)
+        assert out.returncode == 0 and out.stderr == b"", out.stderr
+        if not out.stdout:
+            return ""
+        data = json.loads(out.stdout)
+        assert list(data) == ["additionalContext"]
+        text: str = data["additionalContext"]
+        return text
+
+    given = copilot("cp1")
+    # Copilot CLI reads AGENTS.md and CLAUDE.md at the root and lists the applyTo instructions (the model may
+    # read them when it touches a matching file): those come, the Cursor rule and api/AGENTS.md too.
+    assert "Run make check" not in given and "Claude: prefer small diffs." not in given
+    assert "Type every Python function." in given and "API handlers return JSON." in given
+    assert "API folder: keep handlers thin." in given and "The editor's active file is api/app.py" in given
+    # The Claude Code hook Copilot CLI runs for the same prompt has nothing more to say.
+    assert copilot("cp1", {"COPILOT_CLI": "1"}, as_claude=True) == ""
+    assert copilot("cp1") == ""
+    # A Claude Code hook Copilot CLI runs in a project set up only for Claude Code delivers in Copilot's shape.
+    assert "Type every Python function." in copilot("cp2", {"COPILOT_CLI": "1"}, as_claude=True)
+
+    opencode = context(hook("opencode", "UserPromptSubmit", "o1", project), "opencode")
+    qwen = context(hook("qwen-code", "UserPromptSubmit", "q1", project), "qwen-code")
+    # OpenCode reads the root AGENTS.md (not CLAUDE.md beside it); Qwen Code AGENTS.md (and QWEN.md).
+    for text in (opencode, qwen):
+        assert "Run make check" not in text and "Claude: prefer small diffs." in text
+        assert "API folder: keep handlers thin." in text and "Type every Python function." in text
+    nothing(hook("opencode", "UserPromptSubmit", "o1", project))
+    nothing(hook("qwen-code", "UserPromptSubmit", "q1", project))
+
+
 async def test_codex_and_gemini_get_their_start_files_only_when_they_change(
     start: Any, project: Path, runtime: Path
 ) -> None:
@@ -265,7 +318,9 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
         channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
     channel.close()
     bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
-    assert bad == {"error": "request.agent: expected one of claude-code, gemini-cli, codex"}
+    assert bad == {
+        "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code"
+    }
     good = ask_channel(entry["port"], entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 

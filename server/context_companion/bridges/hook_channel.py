@@ -54,7 +54,7 @@ LINE_TIMEOUT = 1.0  # seconds for each line the hook sends
 ANSWER_TIMEOUT = 5.0  # seconds for the server to be ready, when the hook gives no budget
 MAX_BUDGET_MS = 60_000
 MAX_UNPROVEN = 16  # connections that have not proved the token yet
-AGENTS = ("claude-code", "gemini-cli", "codex")
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")  # agent_hook.AGENTS
 _FIELDS = ("agent", "event", "sessionId", "source", "cwd")
 
 

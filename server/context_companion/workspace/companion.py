@@ -146,12 +146,13 @@ class Companion:
 
     def _load_tokenizer(self, tokenizer: Tokenizer) -> None:
         """Load it, and tell the user why counts are estimated, once per process: a tokenizer is
-        made again on every token settings change, and the same line each time is noise."""
+        made again on every token settings change, and the same line each time is noise. The record
+        is marked ``once_per_machine``: the command line says it once per machine (cli/output.py)."""
         tokenizer.load()
         warning = tokenizer.warning
         if warning is not None and warning not in self._told:
             self._told.add(warning)
-            log.warning("%s", warning)
+            log.warning("%s", warning, extra={"once_per_machine": True})
 
     # ------------------------------------------------------------------ snapshot swaps
 

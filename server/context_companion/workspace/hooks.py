@@ -45,13 +45,26 @@ from .updates import REASON_GONE, removal_notice
 # How much additionalContext each agent takes whole, in the unit it counts (measured with the real agents:
 # docs/agents.md). Claude Code 2.1.331 shows 10,000 characters inline (more becomes a short preview);
 # Gemini CLI 0.61.0 took 30,000 characters whole; Codex 0.169-0.171 keeps about 2,500 tokens counted as
-# UTF-8 bytes / 4 and cuts the middle of anything longer: 9,800 bytes leave it a margin. VS Code 1.139.1's own
-# agent (running a Claude Code hook: agent_hook.hook_runner) took 60,000 characters whole.
-HOOK_LIMITS: dict[str, int] = {"claude-code": 10_000, "gemini-cli": 30_000, "codex": 9_800, "vscode": 30_000}
+# UTF-8 bytes / 4 and cuts the middle of anything longer: 9,800 bytes leave it a margin. GitHub Copilot CLI
+# 1.0.102, OpenCode 1.18.33 and Qwen Code 0.24.4 each took 300,000 characters whole (no cut of their own short
+# of Copilot's 10 MiB), VS Code 1.139.1's own agent (running a Claude Code hook: agent_hook.hook_runner) 60,000:
+# 30,000 characters, as for Gemini CLI, is our own bound on what one prompt adds.
+HOOK_LIMITS: dict[str, int] = {
+    "claude-code": 10_000,
+    "gemini-cli": 30_000,
+    "codex": 9_800,
+    "copilot-cli": 30_000,
+    "opencode": 30_000,
+    "qwen-code": 30_000,
+    "vscode": 30_000,
+}
 HOOK_UNITS: dict[str, str] = {
     "claude-code": "characters",
     "gemini-cli": "characters",
     "codex": "bytes",
+    "copilot-cli": "characters",
+    "opencode": "characters",
+    "qwen-code": "characters",
     "vscode": "characters",
 }
 DEFAULT_HOOK_SESSIONS = 256
@@ -178,7 +191,7 @@ class HookState:
 
 @dataclass(frozen=True, slots=True)
 class HookRequest:
-    agent: str  # claude-code, gemini-cli, codex
+    agent: str  # claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code
     event: str  # hook_event_name
     session_id: str
     source: str = ""  # SessionStart's source
