@@ -516,7 +516,7 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
                 except DiskFailure as exc:
                     raise HookFailure(str(exc)) from None
         if answer.text:
-            stdout.write(json.dumps(output(agent, fields["event"], answer.text), ensure_ascii=False) + "\n")
+            stdout.write(json.dumps(output(request["agent"], fields["event"], answer.text), ensure_ascii=False) + "\n")
             stdout.flush()
         answer.printed()
         said = problems + warnings

@@ -20,7 +20,7 @@ const VSCODE_READS = { 'AGENTS.md': 'HOOKS-ROOT-AGENTS-4471', 'CLAUDE.md': 'HOOK
 const VSCODE_LACKS = { 'GEMINI.md': 'HOOKS-GEMINI-7390', '.cursor/rules/tone.mdc': 'HOOKS-CURSOR-8152' };
 const ALL = { ...VSCODE_READS, ...VSCODE_LACKS };
 const HOOK_CONTEXT = 'Additional instructions from hooks:'; // how VS Code 1.139.1 opens hook text in the user message
-const HOOK_FILES = ['.claude/settings.local.json', '.claude/settings.json', '~/.claude/settings.json', '.github/hooks/context-companion.json'];
+const HOOK_FILES = ['.claude/settings.local.json', '.claude/settings.json', '~/.claude/settings.json', '.github/hooks/team.json'];
 const TURN_PREFIX = 'E2E hooks turn';
 const STUB_MODEL = 'stub-model';
 
@@ -83,7 +83,8 @@ export async function runHooksSuite(ctx) {
   async function setup(...args) {
     const bin = path.dirname(env.E2E_PYTHON_EXE);
     const PATH = (ctx.childEnv.PATH ?? '').split(':').filter((p) => p && path.resolve(p) !== bin).join(':');
-    const out = await run(env.E2E_PYTHON, ['-m', 'context_companion', 'setup', '--agent', 'claude-code', ...args], {
+    const agent = args[0] === '--agent' ? args.splice(0, 2)[1] : 'claude-code';
+    const out = await run(env.E2E_PYTHON, ['-m', 'context_companion', 'setup', '--agent', agent, ...args], {
       env: { ...ctx.childEnv, PATH },
       cwd: dirs.workspace,
       timeout: 60_000,
@@ -309,7 +310,11 @@ export async function runHooksSuite(ctx) {
       fs.writeFileSync(path.join(dirs.workspace, '.claude', 'settings.json'), JSON.stringify(local, null, 2)); // a team's committed copy
       fs.mkdirSync(path.join(dirs.workspace, '.github', 'hooks'), { recursive: true });
       const github = { version: 1, hooks: { SessionStart: [{ type: 'command', command: hookCommand }], UserPromptSubmit: [{ type: 'command', command: hookCommand }] } };
-      fs.writeFileSync(path.join(dirs.workspace, '.github', 'hooks', 'context-companion.json'), JSON.stringify(github, null, 2));
+      fs.writeFileSync(path.join(dirs.workspace, '.github', 'hooks', 'team.json'), JSON.stringify(github, null, 2));
+      // GitHub Copilot CLI's own hook file, as setup writes it (its event userPromptSubmitted, a bash handler): whether
+      // VS Code runs it too is recorded below; each text must still reach the model once.
+      await setup('--agent', 'copilot-cli');
+      if (!fs.existsSync(path.join(dirs.workspace, '.github', 'hooks', 'context-companion.json'))) throw new Error('setup --agent copilot-cli wrote nothing');
       figure('hooks: command setup wrote', hookCommand);
       // VS Code runs it with /bin/sh and its own environment (no PYTHONPATH, a login shell's PATH): it must run so.
       const probe = await new Promise((resolve) => {
@@ -353,6 +358,8 @@ export async function runHooksSuite(ctx) {
     if (runs.some((r) => r.output)) throw new Error(`our hook said: ${runs.map((r) => r.output).join(' | ').slice(0, 600)}`);
     assertOnce(body, 'turn 2');
     figure('hooks: our hook in VS Code with the extension, turn 2', `${runs.length} runs (${durations(runs)} ms), no output`);
+    const copilot = hookLog().split('\n').filter((l) => l.includes('Running:') && l.includes('hook --agent copilot-cli'));
+    figure('hooks: Copilot CLI\'s hook file (setup --agent copilot-cli) run by VS Code', `${copilot.length} runs in two turns`);
   });
 
   await check(
