@@ -370,7 +370,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     path, root = settings_path(agent, workspace, args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])  # refuses a symlink out of the folder: nothing read yet
-    command, portable = hook_command(agent.id)
+    command, portable = hook_command(agent.id, shared=agent.shared and not args.user)
     before = read_settings(target, path)
     events = ", ".join(agent.events)
     try:
