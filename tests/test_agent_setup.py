@@ -451,6 +451,25 @@ def test_the_bare_command_runs_where_context_companion_is_on_path(
 
 
 @pytest.mark.parametrize(
+    ("args", "file"),
+    [((), ".claude/settings.local.json"), (("--user",), "home/.claude/settings.json")],
+    ids=["claude project (not committed)", "claude user"],
+)
+def test_a_file_of_this_machine_only_names_the_absolute_program_even_when_path_finds_it(
+    tmp_path: Path, ws: Path, env: dict[str, str], args: tuple[str, ...], file: str
+) -> None:
+    """The bare name is for files teams commit; a file no teammate reads (Claude Code's settings.local.json, a
+    user settings file) names the program itself: an agent may run its hooks with another PATH than this shell's
+    (VS Code 1.139's agent runs Claude Code's hooks with a login shell's PATH, where the bare name failed, 127)."""
+    on_path = {**env, "PATH": f"{BIN}:{PLAIN_PATH}"}
+    out = setup(ws, on_path, "claude-code", *args)
+    assert out.returncode == 0 and "Note: " not in out.stdout, out.stdout
+    where = (ws / file) if not args else (tmp_path / file)
+    hooks = json.loads(where.read_text())["hooks"]
+    assert hooks["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{EXE} hook --agent claude-code"
+
+
+@pytest.mark.parametrize(
     ("short", "agent", "file"),
     [("claude", "claude-code", ".claude/settings.local.json"), ("Gemini", "gemini-cli", ".gemini/settings.json")],
 )

@@ -26,6 +26,11 @@ servers get :data:`SERVERS_BUDGET_S` in all, whatever they do (at most :data:`MA
 tried), then the memory comes from disk. A delivery counts only once this hook has printed it: the
 server commits it when the hook acknowledges, the disk state is written after the print.
 
+VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/settings*.json`` too (with
+``chat.useClaudeHooks`` on) and the ``.github/hooks`` files: :func:`hook_runner` tells it by what it sends, and
+it then gets only what VS Code's chat lacks (:func:`run`): nothing while our VS Code extension serves the folder
+(its chat instructions deliver that memory), else the memory on disk VS Code does not read itself.
+
 This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``sys``, ``time``,
 ``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
 :mod:`.hook_quiet`, unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
@@ -209,7 +214,67 @@ def read_input(stream: Any, agent: str = "claude-code") -> dict[str, str]:
     # The real path: an agent started through a symlink still finds the editor's server (whose folders
     # are real paths), and the server judges what the agent read in the folder it is really in.
     fields["cwd"] = os.path.realpath(os.path.abspath(fields["cwd"] or os.getcwd()))
+    fields["runner"] = hook_runner(raw)
     return fields
+
+
+# VS Code's own agent (GitHub Copilot Chat 0.67 in VS Code 1.139.1, measured) sends a hook
+# {"timestamp": "<ISO 8601>", "hook_event_name", "session_id", "transcript_path": "<workspace storage>/
+# GitHub.copilot-chat/transcripts/<session>.jsonl", "prompt" | "source": "new", "model", "cwd"} and runs it from its
+# extension host, whose environment names the host's entry point; a VS Code terminal's environment has that
+# removed. Claude Code sends no timestamp; GitHub Copilot CLI sets COPILOT_CLI for its hooks.
+VSCODE = "vscode"
+COPILOT_CHAT_STORAGE = "github.copilot-chat"  # the extension id, as its storage folder is named (lower case)
+EXTENSION_HOST_ENTRY = "vs/workbench/api/node/extensionHostProcess"
+_ENTRY_VARIABLES = ("VSCODE_ESM_ENTRYPOINT", "VSCODE_AMD_ENTRYPOINT")
+
+
+def hook_runner(raw: dict[str, Any], environ: Any = None) -> str:
+    """Who runs this hook when it is not the agent it was set up for: ``"vscode"`` for VS Code's own agent, else
+    ``""``. VS Code's input has an ISO 8601 ``timestamp`` (Claude Code's has none) and a ``transcript_path``
+    in Copilot Chat's storage; without a transcript (a window with no folder) the environment tells: an
+    extension host's, not GitHub Copilot CLI's (``COPILOT_CLI``) nor a terminal's (where Claude Code started
+    in a VS Code terminal runs, with ``TERM_PROGRAM=vscode`` and other ``VSCODE_*`` variables)."""
+    environ = os.environ if environ is None else environ
+    stamp = raw.get("timestamp")
+    if not isinstance(stamp, str) or len(stamp) < 11 or stamp[4] != "-" or stamp[10] != "T":
+        return ""
+    transcript = raw.get("transcript_path")
+    if isinstance(transcript, str) and transcript:
+        parts = transcript.replace("\\", "/").lower().split("/")
+        return VSCODE if COPILOT_CHAT_STORAGE in parts else ""
+    if environ.get("COPILOT_CLI"):
+        return ""
+    return VSCODE if any(environ.get(name) == EXTENSION_HOST_ENTRY for name in _ENTRY_VARIABLES) else ""
+
+
+def _extension_host(pid: int) -> bool:
+    """Whether ``pid`` runs with an extension host's environment (VS Code's extension host, or a process it
+    started without changing it; never a terminal's), read from ``/proc/<pid>/environ``."""
+    wanted = {f"{name}={EXTENSION_HOST_ENTRY}".encode() for name in _ENTRY_VARIABLES}
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return False
+    return any(entry in wanted for entry in data.split(b"\0"))
+
+
+def runner_has_editor(cwd: str, directory: str | None = None) -> bool:
+    """Whether the editor that runs this hook serves ``cwd`` with our language server: VS Code's agent runs it
+    from the extension host that also started our extension's server, so the nearest process both descend
+    from has the extension host's environment (a server of another editor, even one started in a VS Code
+    terminal, meets this hook only further up). Where processes cannot be read, any server of the folder
+    counts (the chat may then lack what the extension would give, never get it twice)."""
+    mine = ancestors(os.getpid())
+    chain = set(mine)
+    for server in servers(cwd, directory):
+        if not mine:
+            return True
+        common = next((p for p in ancestors(server["pid"]) if p in chain), None)
+        if common is not None and _extension_host(common):
+            return True
+    return False
 
 
 def _contains(folder: str, path: str) -> int:
@@ -429,8 +494,17 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         fields = read_input(stdin, agent)
         if fields["event"] not in EVENTS:
             return 0
-        request = {"agent": agent, **fields}
-        answer: Answer | DiskAnswer | None = ask_servers(request, problems=problems)
+        runner = fields.pop("runner", "")
+        request = {"agent": runner or agent, **fields}
+        answer: Answer | DiskAnswer | None
+        if runner == VSCODE:
+            # VS Code's own agent: our extension's chat instructions give its chat what it lacks; the editor's
+            # server answers for the agent the hook was set up for, whose memory VS Code reads in part itself.
+            # Its SessionStart ("source": "new") opens a chat with a new session id: nothing to forget or say.
+            quiet = fields["event"] == "SessionStart" or runner_has_editor(fields["cwd"])
+            answer = Answer("") if quiet else None
+        else:
+            answer = ask_servers(request, problems=problems)
         if answer is None:
             from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
 
@@ -442,7 +516,7 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
                 except DiskFailure as exc:
                     raise HookFailure(str(exc)) from None
         if answer.text:
-            stdout.write(json.dumps(output(agent, fields["event"], answer.text), ensure_ascii=False) + "\n")
+            stdout.write(json.dumps(output(request["agent"], fields["event"], answer.text), ensure_ascii=False) + "\n")
             stdout.flush()
         answer.printed()
         said = problems + warnings

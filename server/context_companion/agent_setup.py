@@ -13,8 +13,9 @@ at ``SessionStart``, configured in its settings file:
 - GitHub Copilot CLI: ``<project>/.github/hooks/context-companion.json`` (loaded only in a folder
   Copilot CLI trusts), or ``$COPILOT_HOME/hooks/context-companion.json`` (default ``~/.copilot``);
   its own flat shape ``{"version": 1, "hooks": {"userPromptSubmitted": [{"type": "command",
-  "bash": "...", "timeoutSec": 10}]}}``. The event name is Copilot CLI's own: VS Code's agent, which
-  reads ``.github/hooks`` too, runs ``UserPromptSubmit`` and not this one;
+  "bash": "...", "timeoutSec": 10}]}}``. VS Code 1.139.1's own agent, which reads ``.github/hooks`` too,
+  runs it as well: the hook recognises that runner and gives it only what its chat lacks
+  (:func:`.agent_hook.hook_runner`);
 - Qwen Code: ``<project>/.qwen/settings.json`` (loaded only in a trusted folder), or
   ``$QWEN_HOME/settings.json`` (default ``~/.qwen``);
 - OpenCode: a plugin file of ours instead of settings (:mod:`.opencode_plugin`).
@@ -369,7 +370,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     path, root = settings_path(agent, workspace, args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])  # refuses a symlink out of the folder: nothing read yet
-    command, portable = hook_command(agent.id)
+    command, portable = hook_command(agent.id, shared=agent.shared and not args.user)
     before = read_settings(target, path)
     events = ", ".join(agent.events)
     try:

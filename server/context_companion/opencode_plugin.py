@@ -177,7 +177,7 @@ def run(args: argparse.Namespace, home: Path) -> int:
     path, root = plugin_path(base.resolve(), args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])
-    command, portable = hook_command("opencode")
+    command, portable = hook_command("opencode", shared=not args.user)
     before = read_settings(target, path)
     if before is not None and not is_ours(before):
         raise SetupError(

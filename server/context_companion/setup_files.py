@@ -26,16 +26,19 @@ class SetupError(ContextCompanionError):
     """``setup`` cannot do what it was asked; nothing was written."""
 
 
-def hook_command(agent: str) -> tuple[str, bool]:
+def hook_command(agent: str, *, shared: bool = True) -> tuple[str, bool]:
     """The command the agent runs, and whether it works on any machine that has Context Companion.
 
-    The bare ``context-companion`` when the one found on PATH is this installation (the script
-    beside this Python); else that script's absolute path, shell-quoted; else this Python with
-    ``-m context_companion``."""
+    For a file teams commit (``shared``), the bare ``context-companion`` when the one found on PATH is
+    this installation (the script beside this Python): a teammate's own installation answers to it.
+    Otherwise (a file of this machine only: Claude Code's ``settings.local.json``, a user settings file),
+    and when PATH finds another one or none, that script's absolute path, shell-quoted: an agent may run
+    its hooks with another PATH than this shell's (VS Code's agent runs them with a login shell's); else
+    this Python with ``-m context_companion``."""
     here = Path(sys.executable).parent / PROGRAM
     mine = str(here) if here.is_file() and os.access(here, os.X_OK) else None
     found = shutil.which(PROGRAM)
-    if mine is not None and found is not None and os.path.realpath(found) == os.path.realpath(mine):
+    if shared and mine is not None and found is not None and os.path.realpath(found) == os.path.realpath(mine):
         return f"{PROGRAM} hook --agent {agent}", True
     if mine is not None:
         return f"{shlex.quote(os.path.abspath(mine))} hook --agent {agent}", False

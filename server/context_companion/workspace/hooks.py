@@ -47,7 +47,8 @@ from .updates import REASON_GONE, removal_notice
 # Gemini CLI 0.61.0 took 30,000 characters whole; Codex 0.169-0.171 keeps about 2,500 tokens counted as
 # UTF-8 bytes / 4 and cuts the middle of anything longer: 9,800 bytes leave it a margin. GitHub Copilot CLI
 # 1.0.102, OpenCode 1.18.33 and Qwen Code 0.24.4 each took 300,000 characters whole (no cut of their own short
-# of Copilot's 10 MiB): 30,000 characters, as for Gemini CLI, is our own bound on what one prompt adds.
+# of Copilot's 10 MiB), VS Code 1.139.1's own agent (running a Claude Code hook: agent_hook.hook_runner) 60,000:
+# 30,000 characters, as for Gemini CLI, is our own bound on what one prompt adds.
 HOOK_LIMITS: dict[str, int] = {
     "claude-code": 10_000,
     "gemini-cli": 30_000,
@@ -55,6 +56,7 @@ HOOK_LIMITS: dict[str, int] = {
     "copilot-cli": 30_000,
     "opencode": 30_000,
     "qwen-code": 30_000,
+    "vscode": 30_000,
 }
 HOOK_UNITS: dict[str, str] = {
     "claude-code": "characters",
@@ -63,6 +65,7 @@ HOOK_UNITS: dict[str, str] = {
     "copilot-cli": "characters",
     "opencode": "characters",
     "qwen-code": "characters",
+    "vscode": "characters",
 }
 DEFAULT_HOOK_SESSIONS = 256
 
