@@ -1,6 +1,6 @@
 """Issue 35, the next agents users run: GitHub Copilot CLI, OpenCode and Qwen Code, through the commands a
 user runs (`setup`, `hook`, `explain`) and OpenCode's plugin run by Node as OpenCode runs it. The real agents
-against a recording model stub are in tests/agents/test_next_agents.py."""
+against a recording model stub are in tests/agents/test_copilot_opencode_qwen.py."""
 
 from __future__ import annotations
 
