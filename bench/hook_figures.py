@@ -3,7 +3,9 @@ from process start to output, against floors run alternately in the same run:
 
 - with the editor's server answering (its channel announced in a private runtime dir): against a
   bare ``python -c`` that reads and parses the same hook input (the least any hook can cost);
-- with no server (composed from disk, state in a file): against ``context-companion memory``.
+- with no server (state in a file): a quiet prompt (answered from the record of what the last composition
+  read, without composing) against the same bare ``python -c``, in a repository and in a folder outside any;
+  a session's first prompt (composed from disk) against ``context-companion memory``.
 
 The calls after the first are the common case: nothing changed, so the hook prints nothing. A
 first call that delivers nothing, or a later one that delivers again, makes the figure WRONG.
@@ -27,6 +29,7 @@ from .ours import Unavailable
 from .report import Figure, Target
 
 T_HOOK_SERVER = Target("ratio_le", 2.0, "≤ 2× python -c")
+T_HOOK_QUIET = Target("ratio_le", 3.0, "≤ 3× python -c")
 T_HOOK_DISK = Target("ratio_le", 1.0, "≤ memory command")
 FLOOR = "import sys, json; json.load(sys.stdin)"
 
@@ -116,32 +119,58 @@ async def fig_hook_latency(ctx: Context) -> list[Figure]:
         await session.client.close(timeout=5)
         (root / "bench-hook.py").unlink(missing_ok=True)
 
-    # Without a server: composed from disk.
+    # Without a server: composed from disk once, then quiet.
     alone = _private_dir(ctx.work / "hook-run" / "alone")
     env = {**ctx.env, "XDG_RUNTIME_DIR": str(alone)}
     (alone / "context-companion").mkdir(mode=0o700, exist_ok=True)
-    for stale in (alone / "context-companion").glob("hook-sessions.json*"):
-        stale.unlink()
-    g = Figure(
-        "hook.disk.p50", "hook-latency", "hook before a prompt, no editor (from disk)", "ms",
-        tree=ctx.lsp_tree, target=T_HOOK_DISK,
-    )  # fmt: skip
-    _t, first = await asyncio.to_thread(_timed, hook, payload, env)
-    if b"No editor is connected" not in first.stdout:
-        out.append(g.wrong(f"the first prompt got no memory from disk: {first.stderr.decode()[-200:]!r}"))
-        return out
+    for stale in (alone / "context-companion").glob("hook-*"):
+        if stale.is_file():
+            stale.unlink()
     memory = [sys.executable, "-m", "context_companion", "memory", "--workspace", str(root), "-q"]
     if hook[0].endswith("context-companion"):
         memory = [hook[0], "memory", "--workspace", str(root), "-q"]
+    outside = ctx.work / "hook-run" / "outside"  # a folder in no repository, with memory of its own
+    outside.mkdir(parents=True, exist_ok=True)
+    (outside / "AGENTS.md").write_text("Scratch folder: keep notes short.\n", encoding="utf-8")
+    (outside / "CLAUDE.md").write_text("Claude: answer briefly.\n", encoding="utf-8")
+    for figure_id, name, folder in (
+        ("hook.disk.p50", "quiet prompt, no editor, in a repository", root),
+        ("hook.disk.outside.p50", "quiet prompt, no editor, outside any repository", outside),
+    ):
+        data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "cwd": str(folder)}).encode()
+        g = Figure(figure_id, "hook-latency", name, "ms", tree=ctx.lsp_tree, target=T_HOOK_QUIET)
+        _t, first = await asyncio.to_thread(_timed, hook, data, env)
+        if b"No editor is connected" not in first.stdout:
+            out.append(g.wrong(f"the first prompt got no memory from disk: {first.stderr.decode()[-200:]!r}"))
+            continue
 
-    def ours_disk() -> tuple[float, bytes]:
-        t, run = _timed(hook, payload, env)
-        return t, run.stdout
+        def ours_quiet(data: bytes = data) -> tuple[float, bytes]:
+            t, run = _timed(hook, data, env)
+            return t, run.stdout
 
-    def floor_disk() -> float:
+        def floor_quiet(data: bytes = data) -> float:
+            return _timed([sys.executable, "-c", FLOOR], data, env)[0]
+
+        out.append(await asyncio.to_thread(_sample, ctx, g, ours_quiet, floor_quiet, "python -c"))
+
+    # A session's first prompt: composed from disk (a new session each time).
+    h = Figure(
+        "hook.disk.first.p50", "hook-latency", "first prompt of a session, no editor (composed)", "ms",
+        tree=ctx.lsp_tree, target=T_HOOK_DISK,
+    )  # fmt: skip
+    sessions = iter(range(10**6))
+
+    def ours_first() -> tuple[float, bytes]:
+        data = json.dumps(
+            {"hook_event_name": "UserPromptSubmit", "session_id": f"first-{next(sessions)}", "cwd": str(root)}
+        ).encode()
+        t, run = _timed(hook, data, env)
+        return t, b"" if b"No editor is connected" in run.stdout else b"(no memory from disk)"
+
+    def floor_first() -> float:
         return _timed(memory, b"", env)[0]
 
-    out.append(await asyncio.to_thread(_sample, ctx, g, ours_disk, floor_disk, "memory command"))
+    out.append(await asyncio.to_thread(_sample, ctx, h, ours_first, floor_first, "memory command"))
     return out
 
 

@@ -18,3 +18,69 @@ def run_hook(agent: str, data: bytes, env: dict[str, str] | None = None) -> subp
         env=full,
         timeout=60,
     )
+
+
+class Channel:
+    """The agent hooks' channel spoken by hand, as ``context-companion hook`` speaks it
+    (docs/protocol.md, "Agent hooks"): greeting, the server's proof, the request, the answer, the ack."""
+
+    def __init__(self, port: int, timeout: float = 10) -> None:
+        import socket
+
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.lines = self.sock.makefile("rb")
+
+    def send(self, message: object) -> None:
+        import json
+
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def receive(self) -> dict:
+        import json
+
+        line = self.lines.readline()
+        assert line, "the server closed the connection"
+        answer: dict = json.loads(line)
+        return answer
+
+    def greet(self, nonce: str = "ab" * 16) -> dict:
+        self.nonce = nonce
+        self.send({"hello": "context-companion-hook", "version": 2, "nonce": nonce})
+        return self.receive()
+
+    def request(self, token: str, request: dict, greeting: dict, budget_ms: int | None = 5000) -> dict:
+        from context_companion import proofs
+
+        message: dict = {
+            "proof": proofs.proof(token, proofs.HOOK_CLIENT, greeting["nonce"], self.nonce),
+            "request": request,
+        }
+        if budget_ms is not None:
+            message["budgetMs"] = budget_ms
+        self.send(message)
+        return self.receive()
+
+    def close(self) -> None:
+        self.lines.close()
+        self.sock.close()
+
+
+def ask_channel(port: int, token: str, request: dict, *, ack: bool = True) -> dict:
+    """One whole exchange: the server's proof checked, the answer acknowledged (or not)."""
+    from context_companion import proofs
+
+    channel = Channel(port)
+    try:
+        greeting = channel.greet()
+        assert proofs.check(greeting.get("proof"), token, proofs.HOOK_SERVER, channel.nonce, greeting["nonce"]), (
+            greeting
+        )
+        answer = channel.request(token, request, greeting)
+        if ack and "delivery" in answer:
+            channel.send({"ack": answer["delivery"]})
+        return answer
+    finally:
+        channel.close()

@@ -50,9 +50,10 @@ def test_without_an_editor_it_composes_from_disk_once(project: Path, runtime: Pa
     assert out.returncode == 0 and out.stderr == b"", out.stderr
     text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert text.splitlines()[2] == (
-        "(No editor is connected for this folder: this is the memory on disk for the project itself; memory "
-        "for the files open in an editor is not included.)"
+        "(No editor is connected for this folder: this is the memory on disk for the project as a whole; memory "
+        "that applies only to particular files is not included.)"
     )
+    assert " I " not in text and "open in the editor" not in text and "active file" not in text
     assert "Run make check." in text and "Always: be kind." in text
     assert "Claude: small diffs." not in text and "Python only." not in text and "Package memory." not in text
     state = runtime / "context-companion" / "hook-sessions.json"
@@ -78,11 +79,37 @@ def test_gemini_names_its_own_event(project: Path, runtime: Path) -> None:
     assert "Claude: small diffs." in out["hookSpecificOutput"]["additionalContext"]
 
 
+def test_gemini_settings_with_comments_keep_agents_md_out_of_the_gemini_hook(project: Path, runtime: Path) -> None:
+    """Gemini CLI reads AGENTS.md itself when its settings name it, comments or not: not sent twice."""
+    without = json.loads(hook("gemini-cli", prompt("plain", project, "BeforeAgent"), runtime).stdout)
+    assert "Run make check." in without["hookSpecificOutput"]["additionalContext"]
+
+    (project / ".gemini").mkdir()
+    settings = project / ".gemini" / "settings.json"
+    settings.write_text('{\n  // ours\n  "context": {"fileName": ["AGENTS.md", "GEMINI.md"]} /* both */\n}\n')
+    named = json.loads(hook("gemini-cli", prompt("named", project, "BeforeAgent"), runtime).stdout)
+    text = named["hookSpecificOutput"]["additionalContext"]
+    assert "Run make check." not in text and "Claude: small diffs." in text
+
+    settings.unlink()
+    os.mkfifo(settings)  # never opened for writing: reading it must not wait
+    stalled = hook("gemini-cli", prompt("fifo", project, "BeforeAgent"), runtime)
+    assert stalled.returncode == 0 and b"Run make check." in stalled.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "data", "error"),
     [
-        (["--agent", "vim"], b"{}", "--agent: expected one of claude-code, gemini-cli, codex, got 'vim'"),
-        ([], b"{}", "--agent: expected one of claude-code, gemini-cli, codex, got None"),
+        (
+            ["--agent", "vim"],
+            b"{}",
+            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, got 'vim'",
+        ),
+        (
+            [],
+            b"{}",
+            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, got None",
+        ),
         (
             ["--agent", "codex"],
             b"not json",
@@ -107,11 +134,15 @@ def test_other_events_print_nothing(project: Path, runtime: Path) -> None:
     assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
 
 
-def _announce(directory: Path, pid: int, port: int, folders: list[str], mtime: float) -> None:
+def _announce(
+    directory: Path, pid: int, port: int, folders: list[str], mtime: float, start: int | str | None = "real"
+) -> None:
+    from context_companion.procs import process_start_time
+
     path = directory / f"hook-{pid}-{port}.json"
-    path.write_text(
-        json.dumps({"pid": pid, "port": port, "transport": "agent-hook", "token": "t", "workspaceFolders": folders})
-    )
+    started = process_start_time(pid) if start == "real" else start
+    raw = {"pid": pid, "startTime": started, "port": port, "transport": "agent-hook", "token": "t"}
+    path.write_text(json.dumps({**raw, "workspaceFolders": folders}))
     path.chmod(0o600)
     os.utime(path, (mtime, mtime))
 
@@ -129,10 +160,33 @@ server.kill()
 """
 
 
+def _stranger() -> int:
+    """A live process of another user: init when the tests do not run as root, else a process started
+    as nobody (65534)."""
+    if os.getuid() != 0:
+        return 1
+    proc = subprocess.Popen(["sleep", "60"], user=65534, group=65534)
+    _STRANGERS.append(proc)
+    return proc.pid
+
+
+_STRANGERS: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_strangers_left() -> Any:
+    yield
+    while _STRANGERS:
+        proc = _STRANGERS.pop()
+        proc.kill()
+        proc.wait()
+
+
 def test_the_server_chosen_is_the_editor_whose_terminal_runs_the_agent(tmp_path: Path) -> None:
     """Two editors' servers hold the folder: the hook takes the one that shares its nearest ancestor
     process (the editor whose terminal runs the agent), even when the other one is newer; a server
-    of another folder or a dead one never."""
+    of another folder or a dead one never, nor one whose pid now names another process (another
+    start time: the pid was reused) or another user's process."""
     directory = tmp_path / "cc"
     directory.mkdir(mode=0o700)
     folder = tmp_path / "proj"
@@ -150,6 +204,10 @@ def test_the_server_chosen_is_the_editor_whose_terminal_runs_the_agent(tmp_path:
         _announce(directory, other.pid, 2, [str(folder)], 200.0)  # newer
         _announce(directory, os.getpid(), 3, [str(tmp_path / "elsewhere")], 300.0)
         _announce(directory, 2**22 + 7, 4, [str(folder)], 400.0)  # no such process
+        _announce(directory, other.pid, 5, [str(folder)], 500.0, start=12345)  # the pid, reused since
+        _announce(directory, other.pid, 6, [str(folder)], 600.0, start=None)  # no start time: never believed
+        stranger = _stranger()
+        _announce(directory, stranger, 7, [str(folder)], 700.0)  # another user's process
         editor.stdin.write("\n")
         editor.stdin.flush()
         assert json.loads(editor.stdout.readline()) == [1, 2]
@@ -197,3 +255,162 @@ def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_res
         f" and {300 - len(first.files) - last.count('/AGENTS.md')} more (context-companion memory lists them)"
     )
     assert deliver(state, lacking(blocks), limit=9_500).text == ""  # named once: not again until it changes
+
+
+def test_a_changed_file_too_large_to_send_says_it_changed_and_the_state_round_trips() -> None:
+    """A changed file whose change and whole text are both over the agent's limit is named in the last line as
+    changed, once; the state (with its texts, scopes and left-out files) survives the state file, and a state
+    file written before those existed still loads."""
+    from context_companion.memory.model import MemoryBlock
+    from context_companion.workspace.agent_memory import lacking
+    from context_companion.workspace.hooks import HookState, deliver
+
+    def root(text: str) -> list[MemoryBlock]:
+        return [MemoryBlock("AGENTS.md", "/ws/AGENTS.md", "workspace", True, "workspace memory", text, False)]
+
+    state = HookState()
+    first = deliver(state, lacking(root("old line\n" * 1000)), limit=10_000)
+    assert first.files == ("AGENTS.md",) and first.size == len(first.text) <= 10_000
+    kept = HookState.from_json(json.loads(json.dumps(state.to_json())))
+    assert kept == state and kept.texts  # the text given is kept to diff a later change against
+    changed = deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000)
+    assert changed.files == () and changed.left_out == ("/ws/AGENTS.md",)
+    assert changed.text.splitlines()[-1] == (
+        "Left out to stay under 10,000 characters; read these files yourself: "
+        "/ws/AGENTS.md (changed on disk since it was given)"
+    )
+    assert deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000).text == ""
+    old = HookState.from_json({"given": {"/ws/AGENTS.md": ["AGENTS.md", "f1"]}, "started": True})
+    assert (old.given, old.started, old.left, old.texts) == ({"/ws/AGENTS.md": ("AGENTS.md", "f1")}, True, {}, {})
+
+
+_COUNT_LISTINGS = """
+import sys
+seen = []
+def audit(event, args):
+    if event in ("os.scandir", "os.listdir") and args and isinstance(args[0], str):
+        seen.append(args[0])
+sys.addaudithook(audit)
+from context_companion.cli import main
+code = main(["hook", "--agent", "gemini-cli"])
+root = sys.argv[1]
+import json
+sys.stderr.write("LISTED " + json.dumps(sorted(p for p in seen if p.startswith(root))) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_without_a_repository_the_disk_path_lists_the_folder_and_never_walks_below_it(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """No ``.git`` above the agent's folder: the disk path takes the folder as the project, looks up its
+    memory and ignore files by name, lists only its rule folders, and walks nothing below (in /tmp or / a
+    walk cost 2.7-7.5 s a prompt)."""
+    folder = tmp_path / "scratch"
+    for i in range(300):
+        (folder / f"d{i:03d}" / "deeper").mkdir(parents=True)
+        (folder / f"d{i:03d}" / "AGENTS.md").write_text(f"sub {i}\n")
+    (folder / "AGENTS.md").write_text("Scratch root memory.\n")
+    (folder / ".cursor" / "rules").mkdir(parents=True)
+    (folder / ".cursor" / "rules" / "all.mdc").write_text("---\nalwaysApply: true\n---\nAlways: be kind.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_LISTINGS, str(folder)],
+        input=json.dumps(prompt("s", folder, "BeforeAgent")).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Scratch root memory." in text and "Always: be kind." in text and "sub 1" not in text
+    listed = out.stderr.decode().split("LISTED ", 1)[1]
+    directories = {Path(p) for p in json.loads(listed)}
+    assert directories <= {folder / ".cursor" / "rules", folder / ".cursor"}, sorted(directories)[:10]
+    # Started in a sub-folder (here its own project: no repository above it): still no walk.
+    inner = folder / "d007"
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_LISTINGS, str(folder)],
+        input=json.dumps(prompt("s2", inner, "BeforeAgent")).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    listed = out.stderr.decode().split("LISTED ", 1)[1]
+    directories = {Path(p) for p in json.loads(listed)}
+    assert all(".cursor" in p.parts for p in directories), sorted(directories)
+
+
+def test_the_state_lock_is_not_held_while_the_memory_is_composed(
+    project: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hooks of other agents and projects share one state file: its lock is held to read it and to merge
+    one session back, never while a hook composes (a hook in a small repository waited 13.8 s behind
+    three agents composing in /tmp)."""
+    import fcntl
+    import io
+
+    from context_companion import agent_hook
+    from context_companion.workspace.companion import Companion
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    free: list[bool] = []
+    compose = Companion.hook_outcome
+
+    def watching(self: Companion, *args: Any, **kwargs: Any) -> Any:
+        lock = runtime / "context-companion" / "hook-sessions.json.lock"
+        with open(lock, "rb") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                free.append(True)
+                fcntl.flock(fh, fcntl.LOCK_UN)
+            except BlockingIOError:
+                free.append(False)
+        return compose(self, *args, **kwargs)
+
+    monkeypatch.setattr(Companion, "hook_outcome", watching)
+    stdout = io.StringIO()
+    agent_hook.run(["--agent", "codex"], io.BytesIO(json.dumps(prompt("locks", project)).encode()), stdout)
+    assert "Always: be kind." in stdout.getvalue()
+    assert free and all(free)  # (composed twice: the second time to know the session is quiet)
+    state = json.loads((runtime / "context-companion" / "hook-sessions.json").read_text())
+    assert [s[:2] for s in state] == [["codex", "locks"]]  # merged back after the print
+
+
+def test_warnings_of_the_composition_make_one_stderr_line(project: Path, runtime: Path) -> None:
+    """Each ignore file cut at memory.maxIgnorePatterns is a warning: the hook says the first and counts
+    the rest in one line, as documented (it wrote one line each)."""
+    many = "".join(f"generated-{i}.tmp\n" for i in range(10_050))
+    (project / ".gitignore").write_text(many)
+    (project / ".context-companion-ignore").write_text(many)
+    out = hook("gemini-cli", prompt("warned", project, "BeforeAgent"), runtime)
+    assert "Always: be kind." in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    lines = out.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("context-companion hook: warning: ") and lines[0].endswith("(and 1 more)")
+
+
+def test_with_no_runtime_folder_it_can_trust_the_hook_falls_back_to_disk_and_keeps_state_elsewhere(
+    project: Path, tmp_path: Path
+) -> None:
+    """``XDG_RUNTIME_DIR`` unset and the fallback folder (``<tmp>/runtime-<uid>``) made by another user
+    first: no server can be found there (none could announce itself), so the memory comes from disk,
+    and the sessions' state goes to the user's state folder (before, the hook printed nothing)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    hijacked = temp / f"runtime-{os.getuid()}"
+    if os.getuid() == 0:
+        hijacked.mkdir(mode=0o777)
+        os.chown(hijacked, 65534, 65534)
+    else:
+        hijacked.symlink_to(tmp_path)  # not a directory of this user's either
+    state = tmp_path / "state"
+    env = {"TMPDIR": str(temp), "XDG_STATE_HOME": str(state), "XDG_RUNTIME_DIR": ""}
+    first = run_hook("claude-code", json.dumps(prompt("s", project)).encode(), env)
+    assert first.stderr == b"", first.stderr
+    assert "Always: be kind." in json.loads(first.stdout)["hookSpecificOutput"]["additionalContext"]
+    kept = state / "context-companion" / "hook-sessions.json"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    assert list(hijacked.iterdir()) == []
+    again = run_hook("claude-code", json.dumps(prompt("s", project)).encode(), env)
+    assert (again.returncode, again.stdout, again.stderr) == (0, b"", b"")  # the state was kept

@@ -1,10 +1,13 @@
 """`context-companion setup --agent ...`, run as a user runs it: which file, what it holds after,
-and what it never does (lose a key or a hook, write a file it cannot parse, write outside)."""
+and what it never does (lose a key, a hook, a comment or the user's layout, hang on a FIFO, write
+a file its agent cannot read, write outside, leave a file behind that `--remove` should take)."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -13,14 +16,16 @@ from typing import Any
 
 import pytest
 
-EXE = str(Path(sys.executable).parent / "context-companion")
+BIN = Path(sys.executable).parent
+EXE = str(BIN / "context-companion")
+PLAIN_PATH = "/usr/local/bin:/usr/bin:/bin"  # a PATH without this installation's context-companion
 
 
 def run(*args: str, env: dict[str, str], executable: str = sys.executable) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "CLAUDE_", "CODEX_"))}
     full.update(env)
     return subprocess.run(
-        [executable, "-m", "context_companion", *args], capture_output=True, text=True, env=full, timeout=60
+        [executable, "-m", "context_companion", *args], capture_output=True, text=True, env=full, timeout=30
     )
 
 
@@ -28,7 +33,12 @@ def run(*args: str, env: dict[str, str], executable: str = sys.executable) -> su
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {"HOME": str(home), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")}
+    return {
+        "HOME": str(home),
+        "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "PATH": PLAIN_PATH,
+    }
 
 
 @pytest.fixture
@@ -38,8 +48,12 @@ def ws(tmp_path: Path) -> Path:
     return folder
 
 
-def ours(agent: str) -> dict[str, Any]:
-    return {"hooks": [{"type": "command", "command": f"{EXE} hook --agent {agent}"}]}
+def ours(agent: str, command: str | None = None) -> dict[str, Any]:
+    return {"hooks": [{"type": "command", "command": command or f"{EXE} hook --agent {agent}"}]}
+
+
+def setup(ws: Path, env: dict[str, str], agent: str, *more: str) -> subprocess.CompletedProcess[str]:
+    return run("setup", "--agent", agent, "--workspace", str(ws), *more, env=env)
 
 
 def test_claude_code_project_setup_merges_idempotently_and_keeps_the_mode(ws: Path, env: dict[str, str]) -> None:
@@ -50,42 +64,190 @@ def test_claude_code_project_setup_merges_idempotently_and_keeps_the_mode(ws: Pa
         json.dumps({"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"UserPromptSubmit": [user_hook]}})
     )
     settings.chmod(0o640)
+    original = settings.read_bytes()
 
-    out = run("setup", "--agent", "claude-code", "--workspace", str(ws), env=env)
+    out = setup(ws, env, "claude-code")
     assert out.returncode == 0, out.stderr
     assert out.stdout == (
         f"Claude Code: added the hooks SessionStart, UserPromptSubmit to {settings} "
         f"(command: {EXE} hook --agent claude-code)\n"
-    )
+    )  # Claude Code's project file is not committed: no word about a machine's path
     data = json.loads(settings.read_text())
     assert data == {
         "permissions": {"allow": ["Bash(ls)"]},
         "hooks": {"UserPromptSubmit": [user_hook, ours("claude-code")], "SessionStart": [ours("claude-code")]},
     }
+    assert "\n" not in settings.read_text()  # the user's one-line file stays one line
     assert stat.S_IMODE(settings.stat().st_mode) == 0o640
-    before = settings.read_bytes()
+    before, mtime = settings.read_bytes(), settings.stat().st_mtime_ns
 
-    again = run("setup", "--agent", "claude-code", "--workspace", str(ws), env=env)
+    again = setup(ws, env, "claude-code")
     assert again.returncode == 0 and "nothing changed" in again.stdout
-    assert settings.read_bytes() == before
+    assert settings.read_bytes() == before and settings.stat().st_mtime_ns == mtime  # not even rewritten
 
-    removed = run("setup", "--agent", "claude-code", "--workspace", str(ws), "--remove", env=env)
+    removed = setup(ws, env, "claude-code", "--remove")
     assert removed.returncode == 0 and removed.stdout.startswith("Claude Code: removed the hooks")
-    assert json.loads(settings.read_text()) == {
-        "permissions": {"allow": ["Bash(ls)"]},
-        "hooks": {"UserPromptSubmit": [user_hook]},
-    }
-    nothing = run("setup", "--agent", "claude-code", "--workspace", str(ws), "--remove", env=env)
+    assert settings.read_bytes() == original
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o640
+    nothing = setup(ws, env, "claude-code", "--remove")
     assert "no Context Companion hooks in" in nothing.stdout
 
 
+GEMINI_SETTINGS = """{
+  // Gemini CLI reads comments in its settings.
+  "ui": {"theme": "Dracula"},
+
+  /* which memory files it loads */
+  "context": {
+    "fileName": ["AGENTS.md", "GEMINI.md"]
+  },
+  "hooks": {
+    "BeforeAgent": [
+      {"hooks": [{"type": "command", "command": "./scripts/lint-prompt.sh"}]} // the team's own
+    ]
+  }
+}
+"""
+
+
+def test_gemini_settings_keep_their_comments_and_layout_and_come_back_byte_for_byte(
+    ws: Path, env: dict[str, str]
+) -> None:
+    settings = ws / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(GEMINI_SETTINGS)
+
+    dry = setup(ws, env, "gemini-cli", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert settings.read_text() == GEMINI_SETTINGS  # --dry-run writes nothing
+
+    out = setup(ws, env, "gemini-cli")
+    assert out.returncode == 0, out.stderr
+    text = settings.read_text()
+    change = difflib.unified_diff(
+        GEMINI_SETTINGS.splitlines(keepends=True),
+        text.splitlines(keepends=True),
+        str(settings),
+        f"{settings} (after setup)",
+    )
+    assert dry.stdout.startswith("".join(change))  # the dry run showed exactly this change
+    changed = [line for line in dry.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert changed == [
+        '-      {"hooks": [{"type": "command", "command": "./scripts/lint-prompt.sh"}]} // the team\'s own'
+    ]
+    assert '      {"hooks": [{"type": "command", "command": "./scripts/lint-prompt.sh"}]}, // the team\'s own\n' in text
+    assert text.startswith(GEMINI_SETTINGS.split('"hooks"')[0])  # nothing before our part moved
+    assert f'            "command": "{EXE} hook --agent gemini-cli"\n' in text  # indented like the file
+
+    assert setup(ws, env, "gemini-cli", "--remove").returncode == 0
+    assert settings.read_text() == GEMINI_SETTINGS
+
+
 def test_dry_run_prints_the_change_and_writes_nothing(ws: Path, env: dict[str, str]) -> None:
-    out = run("setup", "--agent", "gemini-cli", "--workspace", str(ws), "--dry-run", env=env)
+    out = setup(ws, env, "gemini-cli", "--dry-run")
     assert out.returncode == 0, out.stderr
     assert f"+++ {ws}/.gemini/settings.json (after setup)" in out.stdout
     assert '+    "BeforeAgent": [' in out.stdout and '+    "SessionStart": [' in out.stdout
-    assert out.stdout.splitlines()[-1].startswith("Gemini CLI: would add the hooks SessionStart, BeforeAgent to")
+    assert out.stdout.splitlines()[-2].startswith("Gemini CLI: would add the hooks SessionStart, BeforeAgent to")
+    assert out.stdout.splitlines()[-1].startswith("Note: ")
     assert not (ws / ".gemini").exists()
+
+
+def test_a_file_setup_created_goes_with_remove_and_one_that_held_braces_gets_them_back(
+    ws: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    assert setup(ws, env, "gemini-cli").returncode == 0
+    assert (ws / ".gemini" / "settings.json").is_file()
+    gone = setup(ws, env, "gemini-cli", "--remove")
+    assert gone.returncode == 0, gone.stderr
+    assert "the file is deleted (setup had created it), and the empty folder" in gone.stdout
+    assert not (ws / ".gemini").exists()  # no 0-byte file that would stop Gemini CLI, no empty folder
+
+    codex = ws / ".codex" / "hooks.json"
+    codex.parent.mkdir()
+    codex.write_text("{}")
+    assert setup(ws, env, "codex").returncode == 0
+    assert json.loads(codex.read_text())["hooks"]["UserPromptSubmit"] == [ours("codex")]
+    assert setup(ws, env, "codex", "--remove").returncode == 0
+    assert codex.read_bytes() == b"{}"
+
+    # A blank file (which Gemini CLI refuses to start on): setup fills it, --remove takes it away.
+    blank = ws / ".gemini" / "settings.json"
+    blank.parent.mkdir()
+    blank.write_text("")
+    assert setup(ws, env, "gemini-cli").returncode == 0
+    assert setup(ws, env, "gemini-cli", "--remove").returncode == 0
+    assert not blank.exists() and blank.parent.is_dir()  # the folder was there before
+
+    # No record (another machine, a cleared state folder): a file holding only our hooks goes.
+    assert setup(ws, env, "gemini-cli").returncode == 0
+    elsewhere = {**env, "XDG_STATE_HOME": str(tmp_path / "other state")}
+    out = setup(ws, elsewhere, "gemini-cli", "--remove")
+    assert "it held nothing but these hooks" in out.stdout and not blank.exists()
+
+
+def test_a_wrapper_around_our_command_is_the_users_and_is_never_touched(ws: Path, env: dict[str, str]) -> None:
+    settings = ws / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    wrapper = "my-wrapper.sh && context-companion hook --agent claude-code | tee log"
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [ours("claude-code", wrapper)]}}, indent=2))
+    original = settings.read_bytes()
+
+    assert setup(ws, env, "claude-code").returncode == 0
+    prompts = json.loads(settings.read_text())["hooks"]["UserPromptSubmit"]
+    assert prompts == [ours("claude-code", wrapper), ours("claude-code")]
+    removed = setup(ws, env, "claude-code", "--remove")
+    assert removed.returncode == 0 and settings.read_bytes() == original
+
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [ours("claude-code", wrapper)]}}))
+    assert "no Context Companion hooks in" in setup(ws, env, "claude-code", "--remove").stdout
+
+
+def test_every_form_setup_wrote_is_recognised_and_brought_to_the_portable_one(ws: Path, env: dict[str, str]) -> None:
+    settings = ws / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    old_absolute = "'/opt/old tools/bin/context-companion' hook --agent gemini-cli"
+    old_module = "/usr/bin/python3.11 -m context_companion hook --agent gemini-cli"
+    other_agent = "context-companion hook --agent codex"  # not ours here: Gemini's file, Codex's hook
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "BeforeAgent": [ours("gemini-cli", old_absolute), ours("gemini-cli", old_module)],
+                    "SessionStart": [ours("gemini-cli", other_agent)],
+                }
+            },
+            indent=4,
+        )
+    )
+    on_path = {**env, "PATH": f"{BIN}:{PLAIN_PATH}"}
+    out = setup(ws, on_path, "gemini-cli")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (
+        f"Gemini CLI: updated the hooks SessionStart, BeforeAgent in {settings} "
+        "(command: context-companion hook --agent gemini-cli)\n"
+    )  # the bare command works on a teammate's machine: no note
+    bare = ours("gemini-cli", "context-companion hook --agent gemini-cli")
+    assert json.loads(settings.read_text()) == {
+        "hooks": {"BeforeAgent": [bare], "SessionStart": [ours("gemini-cli", other_agent), bare]}
+    }
+    assert '\n        "BeforeAgent": [\n' in settings.read_text()  # its four-space indent kept
+
+    assert setup(ws, on_path, "gemini-cli", "--remove").returncode == 0
+    assert json.loads(settings.read_text()) == {"hooks": {"SessionStart": [ours("gemini-cli", other_agent)]}}
+
+
+def test_a_machine_path_in_a_committed_file_is_said_in_one_line_naming_user(ws: Path, env: dict[str, str]) -> None:
+    out = setup(ws, env, "codex")
+    assert out.returncode == 0, out.stderr
+    notes = [line for line in out.stdout.splitlines() if line.startswith("Note: ")]
+    assert notes == [
+        f"Note: {ws}/.codex/hooks.json now names {EXE}, a path on this machine that teammates may not have if the "
+        "file is committed; `setup --agent codex --user` keeps the hooks out of the project (or put "
+        "context-companion on PATH and run setup again)."
+    ]
+    user = run("setup", "--agent", "codex", "--user", env=env)
+    assert user.returncode == 0 and "Note: " not in user.stdout
 
 
 def test_codex_says_the_user_will_review_the_hooks_and_honours_codex_home(tmp_path: Path, env: dict[str, str]) -> None:
@@ -98,6 +260,8 @@ def test_codex_says_the_user_will_review_the_hooks_and_honours_codex_home(tmp_pa
     data = json.loads((codex_home / "hooks.json").read_text())
     assert data == {"hooks": {"SessionStart": [ours("codex")], "UserPromptSubmit": [ours("codex")]}}
     assert "trusted_hash" not in out.stdout and not (codex_home / "config.toml").exists()
+    gone = run("setup", "--agent", "codex", "--user", "--remove", env={**env, "CODEX_HOME": str(codex_home)})
+    assert gone.returncode == 0 and not codex_home.exists()  # setup made the folder: it goes, being empty
 
 
 def test_user_settings_follow_claude_config_dir_and_home(tmp_path: Path, env: dict[str, str]) -> None:
@@ -112,34 +276,96 @@ def test_user_settings_follow_claude_config_dir_and_home(tmp_path: Path, env: di
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("agent", "file", "content", "reason"),
     [
-        '{\n  // Gemini CLI allows comments\n  "ui": {"theme": "Dracula"}\n}\n',
-        '{"hooks": []}',
-        "[1, 2]",
-        '{"hooks": {"BeforeAgent": {"not": "a list"}}}',
+        ("gemini-cli", ".gemini/settings.json", '{"hooks": []}', '"hooks" is not an object'),
+        ("gemini-cli", ".gemini/settings.json", "[1, 2]", "not a JSON object"),
+        (
+            "gemini-cli",
+            ".gemini/settings.json",
+            '{"hooks": {"BeforeAgent": {"a": 1}}}',
+            '"hooks.BeforeAgent" is not a list',
+        ),
+        (
+            "gemini-cli",
+            ".gemini/settings.json",
+            '{\n  "ui": {},\n}\n',
+            "line 2, column 11: a trailing comma before '}' (Gemini CLI 0.61 reads comments here but stops at start "
+            "on a trailing comma)",
+        ),
+        (
+            "codex",
+            ".codex/hooks.json",
+            '{\n  // mine\n  "hooks": {}\n}',
+            "line 2, column 3: a comment, which plain JSON does not allow (Codex reads this file as plain JSON)",
+        ),
+        (
+            "claude-code",
+            ".claude/settings.local.json",
+            '{"cleanupPeriodDays": 1e400}',
+            "line 1, column 23: the number 1e400 is out of range (JavaScript reads it as Infinity)",
+        ),
+        (
+            "claude-code",
+            ".claude/settings.local.json",
+            '{"env": {"NAME": "\\ud800"}}',
+            "line 1, column 18: a lone surrogate \\ud800 in a string (not Unicode text)",
+        ),
+        (
+            "codex",
+            ".codex/hooks.json",
+            '{"hooks": {}, "hooks": {"UserPromptSubmit": []}}',
+            'the key "hooks" appears twice at the top level (readers disagree on which one counts: keep one)',
+        ),
+        ("codex", ".codex/hooks.json", b'{"a": "\xff"}', "not UTF-8 text (a bad byte at offset 7)"),
+        ("codex", ".codex/hooks.json", "\ufeff{}".encode(), "starts with a byte order mark"),
     ],
 )
-def test_a_file_it_cannot_merge_is_refused_and_left_untouched(ws: Path, env: dict[str, str], content: str) -> None:
-    settings = ws / ".gemini" / "settings.json"
+def test_a_file_it_cannot_edit_is_refused_in_one_line_and_left_untouched(
+    ws: Path, env: dict[str, str], agent: str, file: str, content: str | bytes, reason: str
+) -> None:
+    settings = ws / file
     settings.parent.mkdir()
-    settings.write_text(content)
-    out = run("setup", "--agent", "gemini-cli", "--workspace", str(ws), env=env)
-    assert out.returncode == 2 and out.stdout == ""
-    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith(f"context-companion: {settings}: ")
-    assert out.stderr.rstrip().endswith("left untouched")
-    assert settings.read_text() == content
+    data = content if isinstance(content, bytes) else content.encode()
+    settings.write_bytes(data)
+    for extra in ((), ("--remove",)):
+        out = setup(ws, env, agent, *extra)
+        assert out.returncode == 2 and out.stdout == ""
+        assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith(f"context-companion: {settings}: ")
+        assert reason in out.stderr and out.stderr.rstrip().endswith("; left untouched"), out.stderr
+        assert settings.read_bytes() == data
 
 
-def test_dry_run_on_a_file_with_comments_shows_what_to_add_by_hand(ws: Path, env: dict[str, str]) -> None:
+def test_a_fifo_or_socket_as_the_settings_file_is_refused_at_once(ws: Path, env: dict[str, str]) -> None:
     settings = ws / ".gemini" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text('{ /* mine */ "ui": {} }\n')
-    out = run("setup", "--agent", "gemini-cli", "--workspace", str(ws), "--dry-run", env=env)
-    assert out.returncode == 2 and "comments" in out.stderr
+    os.mkfifo(settings)
+    for extra in ((), ("--remove",), ("--dry-run",)):
+        out = setup(ws, env, "gemini-cli", *extra)  # with no writer on the FIFO, a plain open would hang
+        assert out.returncode == 2 and out.stdout == ""
+        assert (
+            out.stderr == f"context-companion: {settings}: a FIFO (named pipe), not a settings file; left untouched\n"
+        )
+    assert stat.S_ISFIFO(settings.lstat().st_mode) and os.listdir(settings.parent) == ["settings.json"]
+
+    codex = ws / ".codex" / "hooks.json"
+    codex.parent.mkdir()
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(codex))
+        out = setup(ws, env, "codex")
+    assert out.returncode == 2 and "a socket, not a settings file; left untouched" in out.stderr
+    assert stat.S_ISSOCK(codex.lstat().st_mode)
+
+
+def test_dry_run_on_a_file_it_cannot_edit_shows_what_to_add_by_hand(ws: Path, env: dict[str, str]) -> None:
+    settings = ws / ".codex" / "hooks.json"
+    settings.parent.mkdir()
+    settings.write_text('{ /* mine */ "hooks": {} }\n')
+    out = setup(ws, env, "codex", "--dry-run")
+    assert out.returncode == 2 and "a comment" in out.stderr
     assert out.stdout.startswith(f"# {settings} cannot be merged automatically; add by hand:\n")
     assert json.loads(out.stdout.split("\n", 1)[1]) == {
-        "hooks": {"SessionStart": [ours("gemini-cli")], "BeforeAgent": [ours("gemini-cli")]}
+        "hooks": {"SessionStart": [ours("codex")], "UserPromptSubmit": [ours("codex")]}
     }
 
 
@@ -147,9 +373,29 @@ def test_never_writes_through_a_symlink_out_of_the_project(ws: Path, tmp_path: P
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (ws / ".claude").symlink_to(outside, target_is_directory=True)
-    out = run("setup", "--agent", "claude-code", "--workspace", str(ws), env=env)
+    out = setup(ws, env, "claude-code")
     assert out.returncode == 2 and "refused to write" in out.stderr and len(out.stderr.splitlines()) == 1
     assert list(outside.iterdir()) == []
+
+    (outside / "settings.json").write_text("{}")
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini" / "settings.json").symlink_to(outside / "settings.json")
+    out = setup(ws, env, "gemini-cli")
+    assert out.returncode == 2 and "refused to write" in out.stderr
+    assert (outside / "settings.json").read_text() == "{}"
+
+
+def test_a_symlinked_settings_file_inside_the_project_is_edited_where_it_points(ws: Path, env: dict[str, str]) -> None:
+    shared = ws / "config" / "gemini.json"
+    shared.parent.mkdir()
+    shared.write_text('{\n  "ui": {}\n}\n')
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini" / "settings.json").symlink_to(Path("..") / "config" / "gemini.json")
+    assert setup(ws, env, "gemini-cli").returncode == 0
+    assert (ws / ".gemini" / "settings.json").is_symlink()
+    assert json.loads(shared.read_text())["hooks"]["BeforeAgent"] == [ours("gemini-cli")]
+    assert setup(ws, env, "gemini-cli", "--remove").returncode == 0
+    assert shared.read_text() == '{\n  "ui": {}\n}\n' and (ws / ".gemini" / "settings.json").is_symlink()
 
 
 def test_the_command_written_runs_from_a_folder_with_spaces(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
@@ -179,6 +425,50 @@ def test_the_command_written_runs_from_a_folder_with_spaces(tmp_path: Path, ws: 
     assert "Spaces are fine." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+def test_the_bare_command_runs_where_context_companion_is_on_path(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    on_path = {**env, "PATH": f"{BIN}:{PLAIN_PATH}"}
+    out = setup(ws, on_path, "codex")
+    assert out.returncode == 0 and "Note: " not in out.stdout, out.stdout
+    command = json.loads((ws / ".codex" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0][
+        "command"
+    ]
+    assert command == "context-companion hook --agent codex"
+    (ws / ".cursorrules").write_text("On PATH.\n")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    hook_input = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(ws)})
+    ran = subprocess.run(
+        ["sh", "-c", command],
+        input=hook_input,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **on_path, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert ran.returncode == 0 and "On PATH." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize(
+    ("args", "file"),
+    [((), ".claude/settings.local.json"), (("--user",), "home/.claude/settings.json")],
+    ids=["claude project (not committed)", "claude user"],
+)
+def test_a_file_of_this_machine_only_names_the_absolute_program_even_when_path_finds_it(
+    tmp_path: Path, ws: Path, env: dict[str, str], args: tuple[str, ...], file: str
+) -> None:
+    """The bare name is for files teams commit; a file no teammate reads (Claude Code's settings.local.json, a
+    user settings file) names the program itself: an agent may run its hooks with another PATH than this shell's
+    (VS Code 1.139's agent runs Claude Code's hooks with a login shell's PATH, where the bare name failed, 127)."""
+    on_path = {**env, "PATH": f"{BIN}:{PLAIN_PATH}"}
+    out = setup(ws, on_path, "claude-code", *args)
+    assert out.returncode == 0 and "Note: " not in out.stdout, out.stdout
+    where = (ws / file) if not args else (tmp_path / file)
+    hooks = json.loads(where.read_text())["hooks"]
+    assert hooks["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{EXE} hook --agent claude-code"
+
+
 @pytest.mark.parametrize(
     ("short", "agent", "file"),
     [("claude", "claude-code", ".claude/settings.local.json"), ("Gemini", "gemini-cli", ".gemini/settings.json")],
@@ -187,8 +477,43 @@ def test_the_short_names_users_type_set_up_the_agent_by_its_id(
     ws: Path, env: dict[str, str], short: str, agent: str, file: str
 ) -> None:
     """`--agent claude` was refused; it now means claude-code, and the hook written names the id."""
-    out = run("setup", "--agent", short, "--workspace", str(ws), env=env)
+    out = setup(ws, env, short)
     assert out.returncode == 0, out.stderr
     assert f"{EXE} hook --agent {agent}" in (ws / file).read_text()
-    bad = run("setup", "--agent", "vim", "--workspace", str(ws), env=env)
+    bad = setup(ws, env, "vim")
     assert bad.returncode == 2 and "claude-code" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_an_agent_whose_hooks_are_flat_is_one_more_entry_in_the_table() -> None:
+    """The next agents (GitHub Copilot CLI's `.github/hooks/*.json`: `{"version": 1, "hooks": {"userPromptSubmitted":
+    [{"type": "command", "bash": ...}]}}`) differ only in data: the same merge and removal serve them."""
+    from context_companion.agent_setup import AgentHooks, jsonc, merged, removed
+
+    flat = AgentHooks(
+        "copilot-cli",
+        "GitHub Copilot CLI",
+        ("sessionStart", "userPromptSubmitted"),
+        ".github/hooks/context-companion.json",
+        None,
+        ".copilot",
+        "hooks.json",
+        comments=False,
+        shared=True,
+        reads="Copilot CLI reads this file as plain JSON",
+        grouped=False,
+        command_key="bash",
+        handler_fields=(("type", "command"), ("timeoutSec", 10)),
+        file_fields=(("version", 1),),
+    )
+    command = "context-companion hook --agent copilot-cli"
+    path = Path("hooks.json")
+    mine = {"type": "command", "bash": "./notify.sh"}
+    text = json.dumps({"version": 1, "hooks": {"userPromptSubmitted": [mine]}}, indent=2) + "\n"
+    done = merged(path, flat, text, command)
+    ours_entry = {"type": "command", "timeoutSec": 10, "bash": command}
+    assert jsonc.parse(done).root.python() == {
+        "version": 1,
+        "hooks": {"userPromptSubmitted": [mine, ours_entry], "sessionStart": [ours_entry]},
+    }
+    assert merged(path, flat, done, command) == done
+    assert removed(path, flat, done) == text

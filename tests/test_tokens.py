@@ -194,6 +194,53 @@ def test_quiet_and_estimate_on_purpose_print_nothing(command, tmp_path):
     assert chosen.returncode == 0 and chosen.stderr == "" and chosen.stdout
 
 
+def test_the_warning_is_said_once_per_machine_unless_verbose(tmp_path):
+    """The 30-second demo runs eight commands: the line comes with the first only. ``-v`` repeats it,
+    another machine (another user cache folder) and another reason say it again, and the JSON result
+    says that counts are estimated every time."""
+    line = (
+        "context-companion: warning: token counts are estimated: o200k_base is not cached; "
+        "turn on tokens.allowDownload (off by default) or set tokens.encodingFile"
+    )
+    machine = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = cli("memory", tmp_path=tmp_path, env=machine)
+    assert first.returncode == 0 and first.stderr.splitlines() == [line]
+    for command in (["instruction"], ["memory"], ["turn"], ["explain", "--agent", "codex"], ["memory", "--json"]):
+        again = cli(*command, tmp_path=tmp_path, env=machine)
+        assert (again.returncode, again.stderr) == (0, ""), command
+        assert again.stdout
+    data = json.loads(cli("instruction", "--json", tmp_path=tmp_path, env=machine).stdout)
+    assert data["tokens"]["estimated"] is True and "o200k_base" in data["tokens"]["reason"]
+    for flag in ("-v", "--verbose"):
+        verbose = cli("instruction", flag, tmp_path=tmp_path, env=machine)
+        assert verbose.returncode == 0 and verbose.stderr.splitlines() == [line]
+    both = cli("memory", "-q", "-v", tmp_path=tmp_path, env=machine)
+    assert (
+        both.returncode == 2 and both.stderr.count("\n") == 1 and "not allowed with argument -q/--quiet" in both.stderr
+    )
+
+    bad = tmp_path / "broken.tiktoken"
+    bad.write_text("not ranks\n")
+    other_reason = cli(
+        "memory", tmp_path=tmp_path, env={**machine, "CONTEXT_COMPANION_TOKENS__ENCODING_FILE": str(bad)}
+    )
+    assert other_reason.stderr.splitlines() == [
+        f"context-companion: warning: token counts are estimated: tokens.encodingFile {bad} cannot be used as "
+        "o200k_base; fix it or remove it"
+    ]
+    other_machine = cli("memory", tmp_path=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "cache2")})
+    assert other_machine.stderr.splitlines() == [line]
+
+
+def test_a_cache_folder_that_cannot_be_written_repeats_the_warning_rather_than_lose_it(tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    for _ in range(2):
+        out = cli("memory", tmp_path=tmp_path, env={"XDG_CACHE_HOME": str(blocked)})
+        assert out.returncode == 0 and len(out.stderr.splitlines()) == 1
+        assert "token counts are estimated" in out.stderr
+
+
 def test_the_tokenizer_only_reports_the_warning_its_owner_tells(tmp_path, caplog, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     with caplog.at_level(logging.DEBUG, logger="context_companion"):

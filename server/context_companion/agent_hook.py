@@ -1,19 +1,39 @@
-"""``context-companion hook --agent claude-code|gemini-cli|codex``: what an agent's hook runs.
+"""``context-companion hook --agent AGENT``: what an agent's hook runs.
 
-The agent runs it before every prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``) and at
-``SessionStart``, with its hook input as JSON on stdin (``hook_event_name``, ``session_id``,
-``cwd``, ``source``, ...). It prints the agent's hook output,
-``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``, or nothing when
-nothing is new, and always exits 0 (exit 2 would block the user's prompt): on any failure it prints
-nothing on stdout and one line on stderr.
+The agent runs it before every prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``; GitHub Copilot
+CLI: ``userPromptSubmitted``; OpenCode: our plugin, on ``chat.message``) and at ``SessionStart``, with its
+hook input as JSON on stdin (``hook_event_name``, ``session_id``, ``cwd``, ``source``, ...; Copilot CLI's
+own hooks send ``{sessionId, timestamp, cwd, prompt}``, no event name). It prints the agent's hook output,
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` (Copilot CLI reads only a
+top-level ``{"additionalContext": ...}``, and Codex fails a hook whose output has a key it does not know,
+so each gets its own shape), or nothing when nothing is new, and always exits 0 (exit 2 would block the
+user's prompt): on any failure it prints nothing on stdout and one line on stderr.
 
-The text comes from the editor's language server for the folder (:func:`ask_server`, over the
-channel its discovery file announces: loopback, a token; see docs/protocol.md, "Agent hooks"), so
-the memory of the editor's open files is there; with no server it is composed from disk
-(:func:`compose_from_disk`) and per-session state is kept in a small owner-only file.
+Copilot CLI also runs the Claude Code hooks of ``.claude/settings.json`` and ``.claude/settings.local.json``
+(after its own, one after the other, keeping the last non-empty ``additionalContext``). The Claude Code hook
+tells it is run by Copilot CLI (``COPILOT_CLI`` in its environment and no ``transcript_path`` in its input)
+and then answers as the ``copilot-cli`` hook of the same session: a project set up for both agents gives
+Copilot each text once (whichever hook runs first delivers it, the other has nothing new), in its shape.
 
-This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``sys`` and
-:mod:`.procs` unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
+The text comes from the editor's language server for the folder (:func:`ask_servers`, over the
+channel its discovery file announces: loopback, a token the server proves it holds before the hook
+reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
+memory of the editor's open files is there; with no server it is composed from disk
+(:mod:`.hook_disk`) and per-session state is kept in a small owner-only file.
+
+Bounds: the hook input is read until a whole JSON object has arrived (:data:`STDIN_TIMEOUT_S`), the
+servers get :data:`SERVERS_BUDGET_S` in all, whatever they do (at most :data:`MAX_SERVERS` are
+tried), then the memory comes from disk. A delivery counts only once this hook has printed it: the
+server commits it when the hook acknowledges, the disk state is written after the print.
+
+VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/settings*.json`` too (with
+``chat.useClaudeHooks`` on) and the ``.github/hooks`` files: :func:`hook_runner` tells it by what it sends, and
+it then gets only what VS Code's chat lacks (:func:`run`): nothing while our VS Code extension serves the folder
+(its chat instructions deliver that memory), else the memory on disk VS Code does not read itself.
+
+This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``sys``, ``time``,
+``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
+:mod:`.hook_quiet`, unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
 """
 
 from __future__ import annotations
@@ -22,12 +42,18 @@ import json
 import os
 import socket
 import sys
+import time
 
-from .procs import ancestors, pid_alive, read_private_json, runtime_dir_fast
+from . import proofs
+from .procs import ancestors, is_own_process, read_private_json, runtime_folder
 
-AGENTS = ("claude-code", "gemini-cli", "codex")
-# The short names users type, as explain takes them (memory.agents.AGENT_ALIASES; not imported: this path stays light).
-ALIASES = {"claude": "claude-code", "gemini": "gemini-cli"}
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+# The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
+# is copilot-cli here, the only GitHub Copilot with hooks).
+ALIASES = {"claude": "claude-code", "gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code"}
+COPILOT_CLI = "copilot-cli"
+# GitHub Copilot CLI's own event names (its hooks' files; its input carries none) → the names the server takes.
+COPILOT_EVENTS = {"userPromptSubmitted": "UserPromptSubmit", "sessionStart": "SessionStart"}
 
 
 def hook_agent(name: str) -> str:
@@ -41,12 +67,18 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from .hook_disk import DiskAnswer
+
 EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "BeforeAgent"})
 TRANSPORT = "agent-hook"
+HELLO = "context-companion-hook"  # bridges.hook_channel.HELLO / VERSION (not imported: this path stays light)
+VERSION = 2
 MAX_INPUT = 8 * 1024 * 1024  # the hook input holds the prompt; only a few fields are used
 MAX_ANSWER = 1024 * 1024
-TIMEOUT_S = 3.0  # connecting to and hearing from the editor's server
-STATE_FILE = "hook-sessions.json"
+MAX_LINE = 4096  # the server's greeting
+STDIN_TIMEOUT_S = 3.0  # for the whole hook input (agents write it at once)
+SERVERS_BUDGET_S = 1.0  # for the editors' servers, all of them, whatever they do
+MAX_SERVERS = 2
 
 
 class HookFailure(Exception):
@@ -75,29 +107,174 @@ def parse_args(argv: Sequence[str]) -> str:
     return agent
 
 
-def read_input(stream: Any) -> dict[str, str]:
-    """The fields of the agent's hook input this command uses."""
-    data = stream.read(MAX_INPUT + 1)
-    if len(data) > MAX_INPUT:
-        raise HookFailure(f"the hook input is larger than {MAX_INPUT // (1024 * 1024)} MiB")
+def _read_stdin(stream: Any, timeout: float = STDIN_TIMEOUT_S) -> Any:
+    """The JSON value on ``stream``: read until it ends or a whole object has arrived (an agent may
+    keep stdin open), within ``timeout`` seconds."""
+    if isinstance(stream, _Parsed):
+        return stream.value
     try:
-        raw = json.loads(data or b"null")
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None  # not a real file (a test's BytesIO): read it whole
+    if fd is None:
+        data = stream.read(MAX_INPUT + 1)
+        if len(data) > MAX_INPUT:
+            raise HookFailure(f"the hook input is larger than {MAX_INPUT // (1024 * 1024)} MiB")
+        return _parse_input(data)
+    import select
+
+    end = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise HookFailure(f"the hook input did not arrive whole within {timeout:g} s")
+        try:
+            ready, _, _ = select.select([fd], [], [], left)
+        except (OSError, ValueError):
+            ready = [fd]  # cannot wait on it (Windows pipes): plain reads
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return _parse_input(b"".join(chunks))
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_INPUT:
+            raise HookFailure(f"the hook input is larger than {MAX_INPUT // (1024 * 1024)} MiB")
+        if chunk.rstrip().endswith(b"}"):  # perhaps the whole object: stop reading if it is
+            try:
+                return json.loads(b"".join(chunks))
+            except ValueError:
+                continue
+
+
+class _Parsed:
+    """A hook input already read and parsed (:func:`_read_stdin` takes it as it is)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _parse_input(data: bytes) -> Any:
+    try:
+        return json.loads(data or b"null")
     except ValueError as exc:
         raise HookFailure(f"the hook input on stdin is not JSON ({exc})") from None
+
+
+def run_by_copilot(agent: str, raw: dict[str, Any], environ: Any = None) -> bool:
+    """Whether a Claude Code hook is being run by GitHub Copilot CLI (which runs the hooks of
+    ``.claude/settings.json`` and ``.claude/settings.local.json`` too): Copilot CLI sets ``COPILOT_CLI`` for
+    its hooks and sends no ``transcript_path``, which Claude Code always sends (a Claude Code started from
+    a shell inside Copilot CLI inherits the variable, not the input's shape)."""
+    environ = os.environ if environ is None else environ
+    return agent == "claude-code" and bool(environ.get("COPILOT_CLI")) and "transcript_path" not in raw
+
+
+def _copilot_shape(raw: dict[str, Any]) -> dict[str, Any]:
+    """Copilot CLI's own hook input (``{sessionId, timestamp, cwd, prompt}``; ``sessionStart`` adds ``source``)
+    in the fields the rest reads: the event is told by which keys are there."""
+    if "hook_event_name" in raw:
+        event = raw["hook_event_name"]
+        event = COPILOT_EVENTS.get(event, event) if isinstance(event, str) else event
+        return {**raw, "hook_event_name": event}
+    if "prompt" in raw:
+        event = "UserPromptSubmit"
+    elif "source" in raw:
+        event = "SessionStart"
+    else:
+        raise HookFailure(
+            "prompt: missing in the hook input (GitHub Copilot CLI's userPromptSubmitted sends sessionId, "
+            "timestamp, cwd, prompt)"
+        )
+    return {**raw, "hook_event_name": event, "session_id": raw.get("sessionId", raw.get("session_id", ""))}
+
+
+def read_input(stream: Any, agent: str = "claude-code") -> dict[str, str]:
+    """The fields of the agent's hook input this command uses; ``agent`` is the agent whose hook runs
+    (``copilot-cli`` also when a Claude Code hook is run by Copilot CLI)."""
+    raw = _read_stdin(stream)
     if not isinstance(raw, dict):
         raise HookFailure("the hook input on stdin is not a JSON object")
+    if agent == COPILOT_CLI:
+        raw = _copilot_shape(raw)
     fields = {}
     for key, name in (("hook_event_name", "event"), ("session_id", "sessionId"), ("cwd", "cwd"), ("source", "source")):
         value = raw.get(key, "")
         if not isinstance(value, str):
-            raise HookFailure(f"{key}: expected a string in the hook input")
+            shown = "sessionId" if key == "session_id" and agent == COPILOT_CLI and "sessionId" in raw else key
+            raise HookFailure(f"{shown}: expected a string in the hook input")
         fields[name] = value
     if not fields["event"]:
         raise HookFailure("hook_event_name: missing in the hook input")
     if fields["event"] in EVENTS and not fields["sessionId"]:
-        raise HookFailure("session_id: missing in the hook input")
-    fields["cwd"] = os.path.abspath(fields["cwd"] or os.getcwd())
+        raise HookFailure(f"{'sessionId' if agent == COPILOT_CLI else 'session_id'}: missing in the hook input")
+    # The real path: an agent started through a symlink still finds the editor's server (whose folders
+    # are real paths), and the server judges what the agent read in the folder it is really in.
+    fields["cwd"] = os.path.realpath(os.path.abspath(fields["cwd"] or os.getcwd()))
+    fields["runner"] = hook_runner(raw)
     return fields
+
+
+# VS Code's own agent (GitHub Copilot Chat 0.67 in VS Code 1.139.1, measured) sends a hook
+# {"timestamp": "<ISO 8601>", "hook_event_name", "session_id", "transcript_path": "<workspace storage>/
+# GitHub.copilot-chat/transcripts/<session>.jsonl", "prompt" | "source": "new", "model", "cwd"} and runs it from its
+# extension host, whose environment names the host's entry point; a VS Code terminal's environment has that
+# removed. Claude Code sends no timestamp; GitHub Copilot CLI sets COPILOT_CLI for its hooks.
+VSCODE = "vscode"
+COPILOT_CHAT_STORAGE = "github.copilot-chat"  # the extension id, as its storage folder is named (lower case)
+EXTENSION_HOST_ENTRY = "vs/workbench/api/node/extensionHostProcess"
+_ENTRY_VARIABLES = ("VSCODE_ESM_ENTRYPOINT", "VSCODE_AMD_ENTRYPOINT")
+
+
+def hook_runner(raw: dict[str, Any], environ: Any = None) -> str:
+    """Who runs this hook when it is not the agent it was set up for: ``"vscode"`` for VS Code's own agent, else
+    ``""``. VS Code's input has an ISO 8601 ``timestamp`` (Claude Code's has none) and a ``transcript_path``
+    in Copilot Chat's storage; without a transcript (a window with no folder) the environment tells: an
+    extension host's, not GitHub Copilot CLI's (``COPILOT_CLI``) nor a terminal's (where Claude Code started
+    in a VS Code terminal runs, with ``TERM_PROGRAM=vscode`` and other ``VSCODE_*`` variables)."""
+    environ = os.environ if environ is None else environ
+    stamp = raw.get("timestamp")
+    if not isinstance(stamp, str) or len(stamp) < 11 or stamp[4] != "-" or stamp[10] != "T":
+        return ""
+    transcript = raw.get("transcript_path")
+    if isinstance(transcript, str) and transcript:
+        parts = transcript.replace("\\", "/").lower().split("/")
+        return VSCODE if COPILOT_CHAT_STORAGE in parts else ""
+    if environ.get("COPILOT_CLI"):
+        return ""
+    return VSCODE if any(environ.get(name) == EXTENSION_HOST_ENTRY for name in _ENTRY_VARIABLES) else ""
+
+
+def _extension_host(pid: int) -> bool:
+    """Whether ``pid`` runs with an extension host's environment (VS Code's extension host, or a process it
+    started without changing it; never a terminal's), read from ``/proc/<pid>/environ``."""
+    wanted = {f"{name}={EXTENSION_HOST_ENTRY}".encode() for name in _ENTRY_VARIABLES}
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return False
+    return any(entry in wanted for entry in data.split(b"\0"))
+
+
+def runner_has_editor(cwd: str, directory: str | None = None) -> bool:
+    """Whether the editor that runs this hook serves ``cwd`` with our language server: VS Code's agent runs it
+    from the extension host that also started our extension's server, so the nearest process both descend
+    from has the extension host's environment (a server of another editor, even one started in a VS Code
+    terminal, meets this hook only further up). Where processes cannot be read, any server of the folder
+    counts (the chat may then lack what the extension would give, never get it twice)."""
+    mine = ancestors(os.getpid())
+    chain = set(mine)
+    for server in servers(cwd, directory):
+        if not mine:
+            return True
+        common = next((p for p in ancestors(server["pid"]) if p in chain), None)
+        if common is not None and _extension_host(common):
+            return True
+    return False
 
 
 def _contains(folder: str, path: str) -> int:
@@ -109,15 +286,15 @@ def _contains(folder: str, path: str) -> int:
 
 
 def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
-    """The live editors' servers whose workspace folders hold ``cwd``, best first: the one that
-    shares the nearest ancestor process with this hook (the editor whose terminal runs the agent),
-    then the deepest folder, then the newest announcement."""
+    """The editors' servers whose workspace folders hold ``cwd``, best first: the one that shares the
+    nearest ancestor process with this hook (the editor whose terminal runs the agent), then the
+    deepest folder, then the newest announcement. Only announcements of a live process of this user
+    that started when the announcement says count (a file left by a killed server names a pid and a
+    port that may be anyone's now)."""
     if directory is None:
-        directory = runtime_dir_fast()
+        directory = runtime_folder()
         if directory is None:
-            from .discovery import runtime_dir
-
-            directory = str(runtime_dir())
+            return []
     try:
         names = os.listdir(directory)
     except OSError:
@@ -138,7 +315,7 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
         ):
             continue
         depth = max((_contains(f, cwd) for f in folders if isinstance(f, str)), default=-1)
-        if depth < 0 or not pid_alive(pid):
+        if depth < 0 or not is_own_process(pid, raw.get("startTime")):
             continue
         near = min((rank[p] for p in ancestors(pid) if p in rank), default=len(mine) + 1)
         try:
@@ -150,105 +327,202 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
     return [raw for _key, raw in found]
 
 
-def ask(server: dict[str, Any], request: dict[str, str], timeout: float = TIMEOUT_S) -> str:
-    """The text ``server`` answers for ``request``. Raises ``OSError`` when it cannot be reached,
-    :class:`HookFailure` when it answers an error."""
-    with socket.create_connection(("127.0.0.1", server["port"]), timeout=timeout) as sock:
-        sock.sendall(json.dumps({"token": server["token"], "request": request}).encode("utf-8") + b"\n")
-        chunks = []
-        size = 0
-        while size <= MAX_ANSWER:
-            chunk = sock.recv(65536)
+class _Connection:
+    """One connection to a server, every wait bounded by one deadline (a peer that stalls, or sends a
+    byte now and then, costs no more than the time left)."""
+
+    def __init__(self, port: int, deadline: float) -> None:
+        self.deadline = deadline
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=self._left())
+        self._buffer = b""
+
+    def _left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise OSError("the editor's server did not answer in time")
+        return left
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.settimeout(self._left())
+        self.sock.sendall(json.dumps(message).encode("utf-8") + b"\n")
+
+    def receive(self, limit: int) -> dict[str, Any]:
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > limit:
+                raise OSError("the server's answer is too long")
+            self.sock.settimeout(self._left())
+            chunk = self.sock.recv(65536)
             if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if chunk.endswith(b"\n"):
-                break
+                raise OSError("the server closed the connection")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise OSError("the server's answer is not JSON") from None
+        if not isinstance(answer, dict):
+            raise OSError("the server's answer is not a JSON object")
+        return answer
+
+    def acknowledge(self, delivery: Any) -> None:
+        """Tell the server the text was printed (it commits the delivery then); best effort."""
+        try:
+            self.sock.settimeout(0.2)
+            self.sock.sendall(json.dumps({"ack": delivery}).encode("utf-8") + b"\n")
+        except OSError:
+            pass  # not committed: the next prompt gets it again, nothing is lost
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Answer:
+    """A server's text, to acknowledge once printed."""
+
+    def __init__(self, text: str, connection: _Connection | None = None, delivery: Any = None) -> None:
+        self.text = text
+        self._connection = connection
+        self._delivery = delivery
+
+    def printed(self) -> None:
+        if self._connection is not None:
+            if self._delivery is not None:
+                self._connection.acknowledge(self._delivery)
+            else:
+                self._connection.close()
+
+
+def ask(server: dict[str, Any], request: dict[str, str], deadline: float) -> Answer:
+    """What ``server`` answers for ``request`` before ``deadline`` (``time.monotonic()``). The server
+    proves it holds the token before this hook sends anything of the user's (its own proof, the
+    request). Raises ``OSError`` when it cannot be reached, does not answer in time or fails the
+    proof; :class:`HookFailure` when it answers an error."""
+    token = server["token"]
+    connection = _Connection(server["port"], deadline)
     try:
-        answer = json.loads(b"".join(chunks))
-    except ValueError:
-        raise OSError("the server's answer is not JSON") from None
-    if not isinstance(answer, dict):
-        raise OSError("the server's answer is not a JSON object")
+        mine = proofs.new_nonce()
+        connection.send({"hello": HELLO, "version": VERSION, "nonce": mine})
+        greeting = connection.receive(MAX_LINE)
+        theirs = greeting.get("nonce")
+        if (
+            not isinstance(theirs, str)
+            or not proofs.valid_nonce(theirs)
+            or not proofs.check(greeting.get("proof"), token, proofs.HOOK_SERVER, mine, theirs)
+        ):
+            if isinstance(greeting.get("error"), str):
+                raise OSError(f"the editor's server refused the greeting: {greeting['error']}")
+            raise OSError("the peer on the announced port does not hold the server's token")
+        budget = max(int((deadline - time.monotonic()) * 1000) - 50, 0)
+        connection.send(
+            {
+                "proof": proofs.proof(token, proofs.HOOK_CLIENT, theirs, mine),
+                "budgetMs": budget,
+                "request": request,
+            }
+        )
+        answer = connection.receive(MAX_ANSWER)
+    except BaseException:
+        connection.close()
+        raise
     if isinstance(answer.get("error"), str):
+        connection.close()
         raise HookFailure(f"the editor's server: {answer['error']}")
     text = answer.get("text")
-    return text if isinstance(text, str) else ""
+    return Answer(text if isinstance(text, str) else "", connection, answer.get("delivery"))
 
 
-def ask_server(request: dict[str, str]) -> str | None:
-    """The editor's server's answer, or None when no server serves the folder (or none answers)."""
-    for server in servers(request["cwd"]):
+def ask_servers(
+    request: dict[str, str], budget: float = SERVERS_BUDGET_S, problems: list[str] | None = None
+) -> Answer | None:
+    """The answer of the editor's server for the folder, or None when none serves it or none answers
+    within ``budget`` seconds in all (at most :data:`MAX_SERVERS` are tried). An error a server
+    answers (it could not answer in time, say) is added to ``problems``, and the next one is asked."""
+    deadline = time.monotonic() + budget
+    for server in servers(request["cwd"])[:MAX_SERVERS]:
         try:
-            return ask(server, request)
+            return ask(server, request, deadline)
         except OSError:
-            continue  # gone since it was announced: the next one, or the disk
+            continue  # gone, stalled, or not the server it claims to be: the next one, or the disk
+        except HookFailure as exc:
+            if problems is not None:
+                problems.append(str(exc))
     return None
 
 
-def project_root(cwd: str) -> str:
-    """The repository holding ``cwd`` (the nearest folder above with ``.git``), else ``cwd``."""
-    current = cwd
-    while True:
-        if os.path.lexists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return cwd
-        current = parent
+def _quiet_logging() -> list[str]:
+    """Warnings of the composition are kept for the one stderr line, not printed each."""
+    import logging
+
+    kept: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if len(kept) < 100:
+                kept.append(record.getMessage().splitlines()[0][:300] if record.getMessage() else "")
+
+    logging.getLogger().addHandler(Keep(logging.WARNING))
+    logging.captureWarnings(True)  # a library's warnings.warn too: through the handler, not on stderr
+    return kept
 
 
-def compose_from_disk(request: dict[str, str]) -> str:
-    """The delivery without an editor: the project's memory on disk (root memory, rules that need
-    no open file), with per-session state in ``<runtime dir>/context-companion/hook-sessions.json``."""
-    import fcntl
-    from pathlib import Path
-
-    from .discovery import private_dir, runtime_dir, write_private
-    from .tokens import ESTIMATE, Tokenizer
-    from .workspace.companion import Companion
-    from .workspace.hooks import HookRequest, HookSessions
-    from .workspace.snapshot import WorkspaceSnapshot
-
-    if not os.path.isdir(request["cwd"]):
-        raise HookFailure(f"cwd: {request['cwd']} is not a directory")
-    folder = Path(project_root(request["cwd"]))
-    companion = Companion(WorkspaceSnapshot.resolve([folder]), tokenizer=Tokenizer(ESTIMATE))
-    directory = private_dir(runtime_dir())
-    path = directory / STATE_FILE
-    lock_fd = os.open(directory / (STATE_FILE + ".lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(lock_fd, "rb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # hooks of two agents at once: one state file, updated in turn
-        companion.hooks = HookSessions.from_json(read_private_json(path))
-        before = json.dumps(companion.hooks.to_json()).encode("utf-8")
-        delivery = companion.agent_hook(
-            HookRequest(request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]),
-            from_disk=True,
-        )
-        after = json.dumps(companion.hooks.to_json()).encode("utf-8")
-        if after != before or not os.path.exists(path):  # an unchanged prompt writes nothing
-            write_private(path, after)
-    return delivery.text
+def output(agent: str, event: str, text: str) -> dict[str, Any]:
+    """The hook output ``agent`` reads: Copilot CLI a top-level ``additionalContext`` (it ignores
+    ``hookSpecificOutput``), every other agent ``hookSpecificOutput`` alone (Codex fails a hook whose output
+    has a top-level key it does not know)."""
+    if agent == COPILOT_CLI:
+        return {"additionalContext": text}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
-    """The whole command; always 0."""
+    """The whole command; always 0. At most one line on stderr: the failure, else the first warning."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
+    warnings: list[str] = []
+    problems: list[str] = []
     try:
         agent = parse_args(argv)
-        fields = read_input(stdin)
+        if agent == "claude-code" and os.environ.get("COPILOT_CLI"):
+            raw = _read_stdin(stdin)
+            if isinstance(raw, dict) and run_by_copilot(agent, raw):
+                agent = COPILOT_CLI  # Copilot CLI runs Claude Code's hooks too: answer as its own hook
+            stdin = _Parsed(raw)
+        fields = read_input(stdin, agent)
         if fields["event"] not in EVENTS:
             return 0
-        request = {"agent": agent, **fields}
-        text = ask_server(request)
-        if text is None:
-            text = compose_from_disk(request)
-        if text:
-            output = {"hookSpecificOutput": {"hookEventName": fields["event"], "additionalContext": text}}
-            stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+        runner = fields.pop("runner", "")
+        request = {"agent": runner or agent, **fields}
+        answer: Answer | DiskAnswer | None
+        if runner == VSCODE:
+            # VS Code's own agent: our extension's chat instructions give its chat what it lacks; the editor's
+            # server answers for the agent the hook was set up for, whose memory VS Code reads in part itself.
+            # Its SessionStart ("source": "new") opens a chat with a new session id: nothing to forget or say.
+            quiet = fields["event"] == "SessionStart" or runner_has_editor(fields["cwd"])
+            answer = Answer("") if quiet else None
+        else:
+            answer = ask_servers(request, problems=problems)
+        if answer is None:
+            from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
+
+            answer = quiet_answer(request)  # nothing moved since this session was given everything
+            if answer is None:
+                warnings = _quiet_logging()
+                try:
+                    answer = compose_from_disk(request)
+                except DiskFailure as exc:
+                    raise HookFailure(str(exc)) from None
+        if answer.text:
+            stdout.write(json.dumps(output(request["agent"], fields["event"], answer.text), ensure_ascii=False) + "\n")
             stdout.flush()
+        answer.printed()
+        said = problems + warnings
+        if said:
+            more = f" (and {len(said) - 1} more)" if len(said) > 1 else ""
+            _fail_line(f"warning: {said[0]}{more}")
     except HookFailure as exc:
         _fail_line(str(exc))
     except Exception as exc:  # never a traceback, never a blocked prompt

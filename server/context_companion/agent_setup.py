@@ -1,42 +1,67 @@
-"""``context-companion setup --agent claude-code|gemini-cli|codex``: write the agent's hooks.
+"""``context-companion setup --agent AGENT``: write the agent's hooks.
 
-Each agent runs ``context-companion hook --agent <id>`` at ``SessionStart`` and before every
-prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``), configured in its settings file:
+Each agent runs ``context-companion hook --agent <id>`` before every prompt (``UserPromptSubmit``;
+Gemini CLI: ``BeforeAgent``; GitHub Copilot CLI: ``userPromptSubmitted``) and, where the agent has it,
+at ``SessionStart``, configured in its settings file:
 
 - Claude Code: ``<project>/.claude/settings.local.json`` (not committed), or with ``--user``
   ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``);
 - Gemini CLI: ``<project>/.gemini/settings.json``, or ``~/.gemini/settings.json``;
 - Codex: ``<project>/.codex/hooks.json`` (loaded only in a project Codex trusts), or
   ``$CODEX_HOME/hooks.json`` (default ``~/.codex``). Codex runs a new or changed hook only once
-  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust.
+  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust;
+- GitHub Copilot CLI: ``<project>/.github/hooks/context-companion.json`` (loaded only in a folder
+  Copilot CLI trusts), or ``$COPILOT_HOME/hooks/context-companion.json`` (default ``~/.copilot``);
+  its own flat shape ``{"version": 1, "hooks": {"userPromptSubmitted": [{"type": "command",
+  "bash": "...", "timeoutSec": 10}]}}``. VS Code 1.139.1's own agent, which reads ``.github/hooks`` too,
+  runs it as well: the hook recognises that runner and gives it only what its chat lacks
+  (:func:`.agent_hook.hook_runner`);
+- Qwen Code: ``<project>/.qwen/settings.json`` (loaded only in a trusted folder), or
+  ``$QWEN_HOME/settings.json`` (default ``~/.qwen``);
+- OpenCode: a plugin file of ours instead of settings (:mod:`.opencode_plugin`).
 
-All three take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
-"command": "..."}]}]}}``. The file is merged (every other key and hook kept, ours recognised by
-their command and replaced in place), written atomically with its mode kept, only inside the
-project or the agent's config folder (symlinks resolved); a file that is not plain JSON (Gemini
-CLI allows comments, which a rewrite would lose) is refused with exit status 2 and left as it is.
+All but Copilot CLI take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
+"command": "..."}]}]}}``. A hook is ours only when its command is exactly one setup writes
+(:func:`is_ours`); anything else, a wrapper around ours included, is the user's and is never
+touched. The file is edited in place (:mod:`.jsonc`): only the text of our entries changes, the
+user's layout and comments stay; ``--remove`` takes out exactly what setup added, and a file
+setup created (a record in the user's state folder says so) goes again, with the folders it
+made when they are empty. The file is read as its agent reads it (Gemini CLI, Qwen Code: comments
+allowed) and refused, untouched with exit status 2, when that reader would fail on it or take it another
+way than we would: no regular file (a FIFO, a socket), not UTF-8, a syntax error, a comment in a
+plain-JSON file, a trailing comma, a key written twice, a number out of range, a lone surrogate.
+Writes are atomic with the mode kept, only inside the project or the agent's config folder
+(symlinks resolved).
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import shlex
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ContextCompanionError
-from .fileio import make_folder, open_directory, read_in, replace_in, resolve_for_write, stat_in
+from . import jsonc
+from .fileio import resolve_for_write
 
 if TYPE_CHECKING:
     import argparse
 
-MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+from .setup_files import (
+    PROGRAM,
+    SetupError,
+    commit,
+    drop_record,
+    hook_command,
+    portability_note,
+    problem,
+    read_record,
+    read_settings,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +73,24 @@ class AgentHooks:
     user_dir_env: str | None  # the variable that moves its config folder
     user_dir: str  # its default config folder, under home
     user_file: str  # the file name in that folder
+    comments: bool  # the agent reads // and /* */ comments in this file
+    shared: bool  # teams commit the project file (a machine's path in it would reach teammates)
+    reads: str  # how the agent reads the file, said when one is refused
+    # The shape of its hooks: Claude Code's (``hooks.<event>`` is a list of groups, each with a
+    # ``hooks`` list of handlers) or flat (``hooks.<event>`` is the list of handlers).
+    grouped: bool = True
+    command_key: str = "command"  # the handler's field that holds the command
+    handler_fields: tuple[tuple[str, Any], ...] = (("type", "command"),)  # the rest of a new handler
+    file_fields: tuple[tuple[str, Any], ...] = ()  # what a file setup creates holds besides ``hooks``
+
+    def handler(self, command: str) -> dict[str, Any]:
+        """A new handler: the first field (``type``), the command, then the rest."""
+        fields = list(self.handler_fields)
+        return dict([*fields[:1], (self.command_key, command), *fields[1:]])
+
+    def entry(self, command: str) -> dict[str, Any]:
+        """What setup adds to an event's list."""
+        return {"hooks": [self.handler(command)]} if self.grouped else self.handler(command)
 
 
 AGENT_HOOKS = {
@@ -61,6 +104,9 @@ AGENT_HOOKS = {
             "CLAUDE_CONFIG_DIR",
             ".claude",
             "settings.json",
+            comments=False,
+            shared=False,
+            reads="Claude Code reads this file as plain JSON",
         ),
         AgentHooks(
             "gemini-cli",
@@ -70,6 +116,9 @@ AGENT_HOOKS = {
             None,
             ".gemini",
             "settings.json",
+            comments=True,
+            shared=True,
+            reads="Gemini CLI 0.61 reads comments here but stops at start on a trailing comma",
         ),
         AgentHooks(
             "codex",
@@ -79,35 +128,73 @@ AGENT_HOOKS = {
             "CODEX_HOME",
             ".codex",
             "hooks.json",
+            comments=False,
+            shared=True,
+            reads="Codex reads this file as plain JSON",
+        ),
+        AgentHooks(
+            "copilot-cli",
+            "GitHub Copilot CLI",
+            ("userPromptSubmitted",),
+            ".github/hooks/context-companion.json",
+            "COPILOT_HOME",
+            ".copilot",
+            "hooks/context-companion.json",
+            comments=False,
+            shared=True,
+            reads="GitHub Copilot CLI 1.0.102 reads this file as plain JSON and skips it whole otherwise",
+            grouped=False,
+            command_key="bash",
+            handler_fields=(("type", "command"), ("timeoutSec", 10)),
+            file_fields=(("version", 1),),
+        ),
+        AgentHooks(
+            "qwen-code",
+            "Qwen Code",
+            ("SessionStart", "UserPromptSubmit"),
+            ".qwen/settings.json",
+            "QWEN_HOME",
+            ".qwen",
+            "settings.json",
+            comments=True,
+            shared=True,
+            reads="Qwen Code 0.24 reads comments here but ignores the whole file on a trailing comma",
         ),
     )
 }
+PLUGIN_AGENTS = ("opencode",)  # a plugin file of ours instead of hooks in a settings file (opencode_plugin)
 
 CODEX_REVIEW = (
     'Codex will ask "Hooks need review" the next time it starts here: trust the Context Companion hooks there '
     "(setup never trusts them for you; `codex exec` skips a hook that is not trusted)."
 )
 
-_OURS = re.compile(r"(?:^|[\s/'\"])(?:context-companion|-m\s+context_companion)['\"]?\s+hook\s+--agent[\s=]")
+_PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 
 
-class SetupError(ContextCompanionError):
-    """``setup`` cannot do what it was asked; nothing was written."""
-
-
-def hook_command(agent: str) -> str:
-    """The command the agent runs: the ``context-companion`` next to this Python (or on PATH),
-    absolute and shell-quoted, else this Python with ``-m context_companion``."""
-    here = Path(sys.executable).parent / "context-companion"
-    exe = str(here) if here.is_file() and os.access(here, os.X_OK) else shutil.which("context-companion")
-    if exe:
-        return f"{shlex.quote(os.path.abspath(exe))} hook --agent {agent}"
-    return f"{shlex.quote(sys.executable)} -m context_companion hook --agent {agent}"
-
-
-def is_ours(handler: Any) -> bool:
-    command = handler.get("command") if isinstance(handler, dict) else None
-    return isinstance(command, str) and _OURS.search(command) is not None
+def is_ours(command: Any, agent: str) -> bool:
+    """True when ``command`` is exactly one that setup writes (or wrote) for ``agent``:
+    ``context-companion hook --agent <id>``, the same with the program's absolute path, or an
+    absolute Python with ``-m context_companion``; shell-quoted as setup quotes it."""
+    if not isinstance(command, str):
+        return False
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    if len(argv) < 4 or argv[-3:] != ["hook", "--agent", agent] or shlex.join(argv) != command:
+        return False
+    head = argv[:-3]
+    if head == [PROGRAM]:
+        return True
+    if len(head) == 1:
+        return os.path.isabs(head[0]) and os.path.basename(head[0]) == PROGRAM
+    return (
+        len(head) == 3
+        and head[1:] == ["-m", "context_companion"]
+        and os.path.isabs(head[0])
+        and _PYTHON.fullmatch(os.path.basename(head[0])) is not None
+    )
 
 
 def settings_path(agent: AgentHooks, workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
@@ -119,107 +206,163 @@ def settings_path(agent: AgentHooks, workspace: Path, user: bool, home: Path) ->
     return folder / agent.user_file, folder
 
 
-def _problem(path: Path, what: str) -> SetupError:
-    return SetupError(f"{path}: {what}; left untouched")
-
-
-def parse(path: Path, data: bytes | None) -> dict[str, Any]:
-    """The settings in ``data`` (None or blank: none yet). Raises :class:`SetupError`."""
-    if data is None or not data.strip():
-        return {}
+def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
+    """The settings as the agent reads them, checked for the shape setup edits. Raises :class:`SetupError`."""
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise _problem(path, "not UTF-8 text") from None
-    except ValueError as exc:
-        hint = " (comments or trailing commas would be lost by a rewrite: add the hooks by hand, see --dry-run)"
-        raise _problem(path, f"not plain JSON: {exc}{hint}") from None
-    if not isinstance(raw, dict):
-        raise _problem(path, "not a JSON object")
-    if "hooks" in raw and not isinstance(raw["hooks"], dict):
-        raise _problem(path, '"hooks" is not an object')
-    settings: dict[str, Any] = raw
-    return settings
+        doc = jsonc.parse(text, comments=agent.comments)
+    except jsonc.JsoncError as exc:
+        note = {
+            "comment": f" ({agent.reads})",
+            "trailing-comma": f" ({agent.reads})",
+            "duplicate-key": " (readers disagree on which one counts: keep one)",
+        }.get(exc.code, "")
+        raise problem(path, f"{exc}{note}") from None
+    root = doc.root
+    if root.kind != "object":
+        raise problem(path, "not a JSON object")
+    hooks = root.get("hooks")
+    if hooks is not None:
+        if hooks.kind != "object":
+            raise problem(path, '"hooks" is not an object')
+        for event in agent.events:
+            groups = hooks.get(event)
+            if groups is not None and groups.kind != "array":
+                raise problem(path, f'"hooks.{event}" is not a list')
+    return doc
 
 
-def merged(settings: dict[str, Any], agent: AgentHooks, command: str, path: Path) -> dict[str, Any]:
-    """``settings`` with our hook in each of the agent's events (replacing an older one of ours)."""
-    out: dict[str, Any] = json.loads(json.dumps(settings))
-    hooks = out.setdefault("hooks", {})
-    for event in agent.events:
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise _problem(path, f'"hooks.{event}" is not a list')
-        placed = False
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(handlers, list):
-                continue
-            for i, handler in enumerate(handlers):
-                if is_ours(handler):
-                    if not placed:
-                        handlers[i] = {**handler, "type": "command", "command": command}
-                        placed = True
-                    else:
-                        handlers[i] = None  # a second copy of ours
-            group["hooks"] = [h for h in handlers if h is not None]
-        hooks[event] = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [] and len(g) == 1)]
-        if not placed:
-            hooks[event].append({"hooks": [{"type": "command", "command": command}]})
-    return out
-
-
-def removed(settings: dict[str, Any], agent: AgentHooks, path: Path) -> dict[str, Any]:
-    """``settings`` without our hooks (groups and events they leave empty go too)."""
-    out: dict[str, Any] = json.loads(json.dumps(settings))
-    hooks = out.get("hooks")
-    if not isinstance(hooks, dict):
-        return out
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_ours(h) for h in handlers):
-                rest = [h for h in handlers if not is_ours(h)]
-                if not rest:
-                    continue
-                group = {**group, "hooks": rest}
-            kept_groups.append(group)
-        if kept_groups != groups:
-            if kept_groups:
-                hooks[event] = kept_groups
-            else:
-                del hooks[event]
-    if not hooks and settings.get("hooks"):
-        del out["hooks"]
-    return out
-
-
-def render(settings: dict[str, Any]) -> str:
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SETTINGS_BYTES + 1)
-    except FileNotFoundError:
+def _text(path: Path, data: bytes | None) -> str | None:
+    """The file's text; None when there is none or it is blank (setup then writes it whole)."""
+    if data is None:
         return None
-    except IsADirectoryError:
-        raise _problem(path, "a folder, not a file") from None
-    except OSError as exc:
-        raise SetupError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise _problem(path, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB")
-    return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise problem(path, f"not UTF-8 text (a bad byte at offset {exc.start})") from None
+    if text.startswith("\ufeff"):
+        raise problem(path, "starts with a byte order mark, which JSON readers such as JavaScript's JSON.parse reject")
+    return text if text.strip() else None
+
+
+Found = tuple[str, int, int]  # (event, entry, handler in the entry's group; -1 when flat)
+
+
+def _handlers(agent: AgentHooks, entry: jsonc.Node) -> list[jsonc.Node]:
+    if not agent.grouped:
+        return [entry]
+    handlers = entry.get("hooks") if entry.kind == "object" else None
+    return handlers.children if handlers is not None and handlers.kind == "array" else []
+
+
+def _ours(doc: jsonc.Document, agent: AgentHooks, events: tuple[str, ...] | None) -> list[Found]:
+    """Our handlers, in file order (``events`` None: in every event)."""
+    found = []
+    hooks = doc.root.get("hooks")
+    if hooks is None or hooks.kind != "object":
+        return []
+    for event, entries in zip(hooks.keys, hooks.children, strict=True):
+        if (events is not None and event not in events) or entries.kind != "array":
+            continue
+        for g, entry in enumerate(entries.children):
+            for h, handler in enumerate(_handlers(agent, entry)):
+                command = handler.get(agent.command_key) if handler.kind == "object" else None
+                if command is not None and is_ours(command.value, agent.id):
+                    found.append((event, g, h if agent.grouped else -1))
+    return found
+
+
+def _handler(doc: jsonc.Document, agent: AgentHooks, at: Found) -> jsonc.Node:
+    event, g, h = at
+    hooks = doc.root.get("hooks")
+    assert hooks is not None
+    entries = hooks.get(event)
+    assert entries is not None
+    return _handlers(agent, entries.children[g])[max(h, 0)]
+
+
+def _take_out(doc: jsonc.Document, agent: AgentHooks, at: Found) -> list[jsonc.Edit]:
+    """Edits that take our handler out, with the group, event and ``hooks`` it leaves empty."""
+    event, g, h = at
+    root = doc.root
+    hooks = root.get("hooks")
+    assert hooks is not None
+    groups = hooks.get(event)
+    assert groups is not None
+    handlers = groups.children[g].get("hooks") if agent.grouped else None
+    if handlers is not None and len(handlers.children) > 1:
+        return jsonc.remove(doc, handlers, h)
+    if len(groups.children) > 1:
+        return jsonc.remove(doc, groups, g)
+    if len(hooks.children) > 1:
+        return jsonc.remove(doc, hooks, hooks.index(event))
+    return jsonc.remove(doc, root, root.index("hooks"))
+
+
+def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
+    """``text`` with our hook in each of the agent's events: an older form of ours gets the new
+    command, a second copy goes, a missing one is added after the user's."""
+    for event in agent.events:
+        for _ in range(10_000):  # one change a pass; a pass that adds ours is the last for this event
+            doc = parse(path, agent, text)
+            hooks = doc.root.get("hooks")
+            groups = hooks.get(event) if hooks is not None else None
+            found = _ours(doc, agent, (event,))
+            last = True
+            if hooks is None:
+                edits = jsonc.add_member(doc, doc.root, "hooks", {event: [agent.entry(command)]})
+            elif groups is None:
+                edits = jsonc.add_member(doc, hooks, event, [agent.entry(command)])
+            elif not found:
+                edits = jsonc.add_item(doc, groups, agent.entry(command))
+            else:
+                last = False
+                edits = _update(doc, agent, found, command)
+                if not edits:
+                    break
+            text = jsonc.apply(text, edits)
+            if last:
+                break
+    return text
+
+
+def _update(doc: jsonc.Document, agent: AgentHooks, found: list[Found], command: str) -> list[jsonc.Edit]:
+    """The next edit that leaves one handler of ours, with today's command and the fields a new
+    one has (a field the user changed is theirs); none when it is so."""
+    if len(found) > 1:
+        return _take_out(doc, agent, found[-1])
+    handler = _handler(doc, agent, found[0])
+    current = handler.get(agent.command_key)
+    if current is not None and current.value != command:
+        return jsonc.replace(doc, current, command)
+    for key, value in agent.handler_fields:
+        if handler.get(key) is None:
+            return jsonc.add_member(doc, handler, key, value)
+    return []
+
+
+def removed(path: Path, agent: AgentHooks, text: str) -> str:
+    """``text`` without our hooks (in any event), and without what they alone held."""
+    for _ in range(10_000):
+        doc = parse(path, agent, text)
+        found = _ours(doc, agent, None)
+        if not found:
+            break
+        text = jsonc.apply(text, _take_out(doc, agent, found[0]))
+    return text
+
+
+def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool:
+    """The file holds what a file setup creates holds before the hooks (``{}``), and no comment."""
+    return doc.root.python() == dict(agent.file_fields) and not doc.comments
 
 
 def run(args: argparse.Namespace, home: Path | None = None) -> int:
-    agent = AGENT_HOOKS[args.agent]
     home = home if home is not None else Path.home()
+    if args.agent in PLUGIN_AGENTS:
+        from .opencode_plugin import run as run_plugin
+
+        return run_plugin(args, home)
+    agent = AGENT_HOOKS[args.agent]
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
@@ -227,40 +370,72 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     path, root = settings_path(agent, workspace, args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])  # refuses a symlink out of the folder: nothing read yet
-    command = hook_command(agent.id)
-    before = _read(target)
+    command, portable = hook_command(agent.id, shared=agent.shared and not args.user)
+    before = read_settings(target, path)
+    events = ", ".join(agent.events)
     try:
-        current = parse(path, before)
+        old_text = _text(path, before)
+        doc = parse(path, agent, old_text) if old_text is not None else None
     except SetupError:
         if args.dry_run and not args.remove:
             sys.stdout.write(f"# {path} cannot be merged automatically; add by hand:\n")
-            sys.stdout.write(render(merged({}, agent, command, path)))
+            sys.stdout.write(jsonc.render(_fresh(agent, command), "") + "\n")
         raise
-    after = removed(current, agent, path) if args.remove else merged(current, agent, command, path)
-    events = ", ".join(agent.events)
-    if after == current:
-        what = "no Context Companion hooks in" if args.remove else f"already set up ({events}) in"
-        sys.stdout.write(f"{agent.name}: {what} {path}; nothing changed\n")
-        return 0
-    new_text = render(after) if after else ""
-    if args.dry_run:
-        old_text = (before or b"").decode("utf-8")
-        diff = difflib.unified_diff(
-            old_text.splitlines(keepends=True), new_text.splitlines(keepends=True), str(path), f"{path} (after setup)"
+    record = read_record(target)
+    had_ours = doc is not None and bool(_ours(doc, agent, None))
+    delete = False
+    folders: list[Path] = []
+    if args.remove:
+        new_text = removed(path, agent, old_text) if old_text is not None else None
+        if doc is None or new_text == old_text:
+            drop_record(target)
+            sys.stdout.write(f"{agent.name}: no Context Companion hooks in {path}; nothing changed\n")
+            return 0
+        assert new_text is not None
+        # A file that held nothing but ours goes, unless a record says it was there before setup.
+        delete = _only_what_setup_starts_with(jsonc.parse(new_text, comments=agent.comments), agent) and (
+            record is None or record.get("createdFile") is not False
         )
-        sys.stdout.writelines(diff)
     else:
-        make_folder(target.parent, path)
-        with open_directory(target.parent, path, lock=True) as dir_fd:
-            old = stat_in(dir_fd, target.name, path)
-            if (read_in(dir_fd, target.name, path) if old is not None else None) != before:
-                raise SetupError(f"{path}: changed while setup was reading it; run it again")
-            replace_in(dir_fd, target.name, new_text.encode("utf-8"), old, path)
-    verb = (
-        ("would remove" if args.dry_run else "removed") if args.remove else ("would add" if args.dry_run else "added")
-    )
-    where = "from" if args.remove else "to"
-    sys.stdout.write(f"{agent.name}: {verb} the hooks {events} {where} {path} (command: {command})\n")
-    if agent.id == "codex" and not args.remove:
+        start = jsonc.render(dict(agent.file_fields), "") if old_text is None else old_text
+        new_text = merged(path, agent, start, command)
+        if old_text is None:
+            new_text += "\n"
+        if new_text == old_text:
+            sys.stdout.write(f"{agent.name}: already set up ({events}) in {path}; nothing changed\n")
+            portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
+            return 0
+    if args.dry_run:
+        old_lines = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+        new_lines = [] if delete else new_text.splitlines(keepends=True)
+        to = "/dev/null" if delete else f"{path} (after setup)"
+        sys.stdout.writelines(difflib.unified_diff(old_lines, new_lines, str(path), to))
+    else:
+        data = None if delete else new_text.encode("utf-8")
+        folders = commit(path, target, root_real, before, data, record, had_ours, args.remove)
+        if args.remove:
+            drop_record(target)
+    if args.remove:
+        gone = ""
+        if delete:
+            why = "setup had created it" if record is not None else "it held nothing but these hooks"
+            gone = f"; the file {'would go' if args.dry_run else 'is deleted'} ({why})"
+            if folders:
+                gone += ", and the empty folder " + ", ".join(str(f) for f in folders)
+        verb = "would remove" if args.dry_run else "removed"
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} from {path}{gone}\n")
+        return 0
+    if had_ours:  # an older form of ours (an absolute path, a second copy) brought to today's
+        verb = "would update" if args.dry_run else "updated"
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} in {path} (command: {command})\n")
+    else:
+        verb = "would add" if args.dry_run else "added"
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command})\n")
+    portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
+    if agent.id == "codex":
         sys.stdout.write(CODEX_REVIEW + "\n")
     return 0
+
+
+def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
+    return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}

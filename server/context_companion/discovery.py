@@ -1,9 +1,13 @@
 """Discovery files: how a client on this machine finds a running server and its token.
 
 A server listening on a socket writes ``<user runtime dir>/context-companion/server-<pid>-<port>.json``
-holding ``{"pid", "port", "transport", "workspaceFolders", "token"}``. The directory is 0700 and the
-file 0600, so only the same user can read the token; anything that can read it could already read
-the user's files. Files whose process is gone are removed by the next server that starts.
+holding ``{"pid", "startTime", "port", "transport", "workspaceFolders", "token"}``. The directory is 0700
+and the file 0600, so only the same user can read the token; anything that can read it could already
+read the user's files. Files whose process is gone are removed by the next server that starts.
+
+A file is believed only while its process is this user's and started at ``startTime``
+(:func:`~.procs.is_own_process`): a server killed with SIGKILL leaves its file behind, and its pid and
+port may then be anyone's.
 
 No protocol code here: the LSP transports and other bridges (an MCP endpoint, an IDE companion)
 share it. Small API: :class:`DiscoveryFile` (``write``, ``remove``), :func:`find`,
@@ -24,17 +28,16 @@ import os
 import re
 import secrets
 import stat
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .procs import APP_NAME as APP_NAME  # re-exported: these lived here first
+from .procs import is_own_process, platform_runtime_dir, read_private_json
 from .procs import pid_alive as pid_alive
 from .procs import proc_stat_field as proc_stat_field
 from .procs import process_start_time as process_start_time
-from .procs import read_private_json
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +62,16 @@ class Entry:
     workspace_folders: tuple[str, ...]
     token: str | None
     url: str | None = None  # for HTTP transports (an MCP endpoint): where to connect
+    start_time: int | None = None  # the process's start time (procs.process_start_time)
+
+    def believed(self) -> bool:
+        """Whether the announced process is still the one that wrote the file: this user's, started then."""
+        return is_own_process(self.pid, self.start_time)
 
 
 def runtime_dir() -> Path:
     """``<user runtime dir>/context-companion`` (``$XDG_RUNTIME_DIR`` on Linux, via platformdirs)."""
-    from platformdirs import user_runtime_dir
-
-    with warnings.catch_warnings():
-        # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset and it falls back: not news.
-        warnings.simplefilter("ignore")
-        return Path(user_runtime_dir(APP_NAME, appauthor=False))
+    return Path(platform_runtime_dir())
 
 
 def private_dir(directory: Path) -> Path:
@@ -244,6 +247,7 @@ class DiscoveryFile(PrivateFile):
         created with O_EXCL|O_NOFOLLOW, then renamed over the old one."""
         payload = {
             "pid": self.pid,
+            "startTime": process_start_time(self.pid),
             "port": self.port,
             "transport": self.transport,
             "workspaceFolders": [str(f) for f in workspace_folders],
@@ -270,6 +274,7 @@ def read(path: Path) -> Entry | None:
         workspace_folders=tuple(str(f) for f in folders),
         token=token if isinstance(token, str) else None,
         url=raw["url"] if isinstance(raw.get("url"), str) else None,
+        start_time=raw["startTime"] if isinstance(raw.get("startTime"), int) else None,
     )
 
 
@@ -295,7 +300,7 @@ def find(workspace: str | Path, directory: Path | None = None, transports: Seque
         if not name.startswith("server-") or not _NAME.match(name):
             continue
         entry = read(directory / name)
-        if entry is None or not pid_alive(entry.pid) or (transports and entry.transport not in transports):
+        if entry is None or not entry.believed() or (transports and entry.transport not in transports):
             continue
         depth = max((len(Path(f).parts) for f in entry.workspace_folders if _contains(f, target)), default=-1)
         if depth < 0 and entry.workspace_folders:
@@ -310,7 +315,8 @@ def find(workspace: str | Path, directory: Path | None = None, transports: Seque
 
 
 def remove_stale(directory: Path | None = None) -> list[Path]:
-    """Remove discovery (and leftover temporary) files whose process is gone. Returns what went."""
+    """Remove discovery (and leftover temporary) files whose process is gone, or whose pid now names
+    another process (another start time, another user). Returns what went."""
     directory = directory if directory is not None else runtime_dir()
     removed: list[Path] = []
     try:
@@ -319,9 +325,13 @@ def remove_stale(directory: Path | None = None) -> list[Path]:
         return removed
     for name in names:
         match = _NAME.match(name) or _TEMP.match(name)
-        if match is None or pid_alive(int(match.group(1))):
+        if match is None:
             continue
         path = directory / name
+        if pid_alive(int(match.group(1))):
+            entry = read(path) if _NAME.match(name) else None
+            if entry is None or entry.start_time is None or entry.believed():
+                continue  # a live server's, or one this process cannot judge
         try:
             if path.lstat().st_uid != os.getuid():
                 continue

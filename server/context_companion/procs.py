@@ -30,6 +30,36 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def process_owner(pid: int) -> int | None:
+    """The user id that owns ``pid`` (the owner of ``/proc/<pid>``), or None where that cannot be read
+    (no such process, no ``/proc``)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except (OSError, ValueError):
+        return None
+
+
+def is_own_process(pid: int, start_time: Any) -> bool:
+    """Whether ``pid`` is a live process of this user that started at ``start_time`` (what an
+    announcement recorded, :func:`process_start_time`): a pid of another user, or a pid reused since
+    the announcement was written, is not the process announced. Where ``/proc`` is missing, a live pid
+    this user may signal counts (the channel's proof of the token still decides)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if os.path.isdir("/proc/self"):
+        if process_owner(pid) != os.getuid():
+            return False
+        now = process_start_time(pid)
+        return (
+            now is not None and isinstance(start_time, int) and not isinstance(start_time, bool) and now == start_time
+        )
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False  # gone, or another user's (PermissionError)
+    return True
+
+
 def proc_stat_field(pid: int, number: int) -> int | None:
     """Field ``number`` (1-based, as proc(5) numbers them) of ``/proc/<pid>/stat`` as an int, or
     None where it cannot be read (no such process, no ``/proc``)."""
@@ -102,3 +132,29 @@ def runtime_dir_fast() -> str | None:
         return None
     folder = os.path.join(base, APP_NAME)
     return folder if os.path.isdir(folder) else None
+
+
+def runtime_folder() -> str | None:
+    """The user's runtime folder for our files (:func:`runtime_dir_fast`, else platformdirs' answer), or None
+    when there is none this user can trust (``XDG_RUNTIME_DIR`` unset and the fallback folder made by
+    another user: then no server could announce itself there either)."""
+    directory = runtime_dir_fast()
+    if directory is not None:
+        return directory
+    try:
+        return platform_runtime_dir()
+    except OSError:
+        return None
+
+
+def platform_runtime_dir() -> str:
+    """``<user runtime dir>/context-companion`` as platformdirs finds it (``$XDG_RUNTIME_DIR`` on Linux, else
+    its fallbacks); raises ``OSError`` (PermissionError) when its fallback folder is not this user's."""
+    import warnings
+
+    from platformdirs import user_runtime_dir
+
+    with warnings.catch_warnings():
+        # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset and it falls back: not news.
+        warnings.simplefilter("ignore")
+        return user_runtime_dir(APP_NAME, appauthor=False)

@@ -18,15 +18,22 @@ One agent process, six turns:
 2. nothing changed: the hook adds nothing;
 3. after an ``AGENTS.md`` edit: the new text, in this turn's hook context;
 4. after the cursor rule was deleted: one line saying it no longer applies, not its text;
-5. after the active file moved from ``src/`` to ``lib/``: ``lib/AGENTS.md``'s text, and one line each
-   for ``src/AGENTS.md`` and the ``applyTo`` rule, which stopped applying;
+5. after the active file moved from ``src/`` to ``lib/``: ``lib/AGENTS.md``'s text, and nothing taken back
+   (``src/AGENTS.md`` and the ``applyTo`` rule stopped applying to the open files, not in their own text:
+   the agent may still be working on ``src/``);
 6. a new conversation (``/clear``; Codex ``/new``): everything that applies, once again.
 
 Through turns 1-5 the agent's system part (its prompt-cache prefix) stays byte-identical.
+
+A second workspace (issue 33) has a ``CLAUDE.md`` that is a link to a large root ``AGENTS.md`` (~7,000
+characters), each rule kept in ``.cursor/rules`` and ``.claude/rules`` with the same text, and an editor
+open: on the first turn every applicable text is in the request once, none that the agent reads itself
+comes from us, and nothing is cut by the agent (the root memory's last line is there).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -78,9 +85,9 @@ MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 NO_LONGER = re.compile(r"no longer appl", re.I)
 
 
-def make_workspace(root: Path) -> Path:
+def make_workspace(root: Path, files: dict[str, str] = WORKSPACE) -> Path:
     ws = root.resolve()
-    for name, text in WORKSPACE.items():
+    for name, text in files.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text, encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(ws)], check=True, capture_output=True)
@@ -180,9 +187,11 @@ def one_line_notice(label: str, hooked: str, path: str, marker: str) -> None:
 
 @pytest.fixture(params=sorted(AGENTS))
 def session(request: pytest.FixtureRequest, tmp_path: Path, model_stub: ModelStub) -> Iterator[Session]:
-    agent = AGENTS[request.param]
+    yield from _session(AGENTS[request.param], make_workspace(tmp_path / "project"), tmp_path, model_stub)
+
+
+def _session(agent: Agent, ws: Path, tmp_path: Path, model_stub: ModelStub) -> Iterator[Session]:
     agent.install()
-    ws = make_workspace(tmp_path / "project")
     home = (tmp_path / "home").resolve()  # the suite's own HOME (tests/conftest.py): seeded here
     agent.seed(home, ws, model_stub)
     env = agent.env(model_stub)
@@ -195,11 +204,11 @@ def session(request: pytest.FixtureRequest, tmp_path: Path, model_stub: ModelStu
         editor.stop()
 
 
-def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Session, agent_figures: Any) -> None:
-    agent, editor, stub = session.agent, session.editor, session.stub
+def set_up_and_start(session: Session, open_files: list[str]) -> None:
+    """The user's one setup step, in the project, before starting the agent; then the editor with
+    ``open_files`` (the first one active) and the agent in its terminal, ready for a prompt."""
+    agent, editor = session.agent, session.editor
     ws = editor.workspace
-
-    # The user's one setup step, in the project, before starting the agent.
     done = subprocess.run(
         [context_companion(editor.env), "setup", "--agent", agent.name, "--workspace", str(ws)],
         env=editor.env,
@@ -214,13 +223,18 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
         assert len(asked) == 1, f"setup does not say in one line what Codex will ask:\n{done.stdout}"
         assert "trusted_hash" not in (editor.home / ".codex" / "config.toml").read_text(encoding="utf-8")
 
-    editor.start(["src/app.py", ".env"])
-    editor.wait_lua(
-        ACTIVE_FILE_LUA + f"return f and f.path == {lua_str(str(ws / 'src' / 'app.py'))}", "src/app.py active"
-    )
+    editor.start(open_files)
+    active = str(ws / open_files[0])
+    editor.wait_lua(ACTIVE_FILE_LUA + f"return f and f.path == {lua_str(active)}", f"{open_files[0]} active")
     editor.terminal(shlex.join(agent.command()))
     agent.accept_hooks(editor)
     agent.wait_ready(editor)
+
+
+def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Session, agent_figures: Any) -> None:
+    agent, editor, stub = session.agent, session.editor, session.stub
+    ws = editor.workspace
+    set_up_and_start(session, ["src/app.py", ".env"])
 
     base = {ROOT_V1, CLAUDE_OWN, CURSOR_RULE, COPILOT_RULE, SRC_MEMORY}
     seen = set(base)
@@ -279,8 +293,8 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
     seen |= applies
     fifth, hooked = session.turn("5", "Turn five: I moved the file, tell me what applies now.")
     assert LIB_MEMORY in hooked, f"turn 5: lib/AGENTS.md, which applies now, is not in the hook context:\n{hooked}"
-    one_line_notice("5", hooked, "src/AGENTS.md", SRC_MEMORY)
-    one_line_notice("5", hooked, COPILOT_PATH, COPILOT_RULE)
+    assert not NO_LONGER.search(hooked), f"turn 5: a file that only left the editor was taken back:\n{hooked}"
+    assert SRC_MEMORY not in hooked and COPILOT_RULE not in hooked
     assert_once("5", fifth, applies, seen)
 
     # (4) Cache kept: the agent's system part is the same bytes on every turn of the conversation.
@@ -309,3 +323,76 @@ def test_memory_reaches_the_agent_through_its_hooks_once_and_live(session: Sessi
         agent.name, "hook context per turn (chars)", ", ".join(f"{t}: {len(h)}" for t, h in session.delivered)
     )
     assert identical, f"the system part changed between turns: first {same} bytes identical of {len(systems[0])}"
+
+
+BIG_START, BIG_END = "BIG-ROOT-MEMORY-START", "BIG-ROOT-MEMORY-END"
+MIRROR_ALWAYS, MIRROR_PY = "MIRRORED-ALWAYS-RULE", "MIRRORED-PYTHON-RULE"
+BIG_SECTION = (
+    "Each change comes with a test that fails without it; run the package's own checks before pushing, "
+    "and keep the public names stable once released.\n"
+)
+MIRRORED = {
+    "AGENTS.md": f"# Project\n\n{BIG_START}: build with make.\n\n"
+    + "".join(f"## Section {i}\n\n{BIG_SECTION}\n" for i in range(43))
+    + f"{BIG_END}: that is all.\n",
+    ".cursor/rules/house.mdc": f"---\ndescription: house style\nalwaysApply: true\n---\n{MIRROR_ALWAYS}: plain words.\n",
+    ".claude/rules/house.md": f"{MIRROR_ALWAYS}: plain words.\n",
+    ".cursor/rules/python.mdc": f'---\nglobs: "src/**/*.py"\n---\n{MIRROR_PY}: type every function.\n',
+    ".claude/rules/python.md": f'---\npaths:\n  - "src/**/*.py"\n---\n{MIRROR_PY}: type every function.\n',
+    "src/app.py": APP,
+    "src/AGENTS.md": f"# src\n\n{SRC_MEMORY}: src holds the application code.\n",
+}
+MIRRORED_MARKERS = (BIG_START, BIG_END, MIRROR_ALWAYS, MIRROR_PY, SRC_MEMORY)
+# What each agent reads itself at start (never from us): Claude Code its CLAUDE.md (a link to AGENTS.md)
+# and its .claude/rules file without paths; Codex the root AGENTS.md.
+READS_ITSELF = {
+    "claude-code": {BIG_START, BIG_END, MIRROR_ALWAYS},
+    "gemini-cli": set(),
+    "codex": {BIG_START, BIG_END},
+}
+
+
+@pytest.fixture(params=sorted(AGENTS))
+def mirrored(request: pytest.FixtureRequest, tmp_path: Path, model_stub: ModelStub) -> Iterator[Session]:
+    ws = make_workspace(tmp_path / "mirrored", MIRRORED)
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")
+    yield from _session(AGENTS[request.param], ws, tmp_path, model_stub)
+
+
+def from_disk(agent: Agent, ws: Path, env: dict[str, str]) -> str:
+    """The hook's text with no editor (a runtime folder no server announces in), for the same project."""
+    runtime = ws.parent / "no-editor-run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    event = "BeforeAgent" if agent.name == "gemini-cli" else "UserPromptSubmit"
+    payload = {"hook_event_name": event, "session_id": "no-editor", "cwd": str(ws), "prompt": "hi"}
+    out = subprocess.run(
+        [context_companion(env), "hook", "--agent", agent.name],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env={**env, "XDG_RUNTIME_DIR": str(runtime)},
+        timeout=60,
+    )
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    text: str = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] if out.stdout else ""
+    return text
+
+
+def test_a_linked_claude_md_mirrored_rules_and_a_large_root_memory_arrive_once_and_whole(
+    mirrored: Session, agent_figures: Any
+) -> None:
+    agent, editor = mirrored.agent, mirrored.editor
+    set_up_and_start(mirrored, ["src/app.py"])
+    first, hooked = mirrored.turn("1", "Turn one: tell me what to keep in mind for this file.")
+    found = {marker: first.text.count(marker) for marker in MIRRORED_MARKERS}
+    assert all(n == 1 for n in found.values()), f"not every applicable text is in the request once: {found}"
+    own = [m for m in READS_ITSELF[agent.name] if m in hooked]
+    assert not own, f"we sent what {agent.name} reads itself: {own}\n{hooked}"
+    assert "truncated" not in first.text and "Left out" not in hooked, hooked
+    if BIG_START in hooked:  # sent by us: whole, its last line too, within the agent's own limit
+        assert BIG_END in hooked and len(hooked) <= 30_000
+    size = len(hooked.encode()) if agent.name == "codex" else len(hooked)
+    unit = "bytes" if agent.name == "codex" else "chars"
+    alone = from_disk(agent, editor.workspace, editor.env)
+    alone_size = len(alone.encode()) if agent.name == "codex" else len(alone)
+    agent_figures(agent.name, f"mirrored repo, turn 1 ({unit})", f"editor {size}, no editor {alone_size}")

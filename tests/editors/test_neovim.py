@@ -439,7 +439,11 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
     nvim = start_nvim()
     edit(nvim, workspace / "src" / "main.py")
     nvim.wait_attached()
-    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup c', 'cmdline')") == ["claude-code", "codex"]
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup c', 'cmdline')") == [
+        "claude-code",
+        "codex",
+        "copilot-cli",
+    ]
 
     nvim.lua("vim.cmd('ContextCompanionSetup claude-code')")
     settings = workspace / ".claude" / "settings.local.json"
@@ -458,12 +462,17 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
     refused = nvim.wait_for(
         lambda: [m for m in nvim.messages() if "claude-code hooks not set up" in m["msg"]], "the refusal"
     )
-    assert refused[0]["level"] == 4 and "not plain JSON" in refused[0]["msg"] and "left untouched" in refused[0]["msg"]
+    assert (
+        refused[0]["level"] == 4
+        and "plain JSON does not allow" in refused[0]["msg"]
+        and "left untouched" in refused[0]["msg"]
+    )
 
     nvim.lua("vim.cmd('ContextCompanionSetup cursor')")
     nvim.wait_for(
         lambda: any(
-            'unknown agent "cursor"; agents with hooks: claude-code, gemini-cli, codex' in m["msg"]
+            'unknown agent "cursor"; agents with hooks: claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code'
+            in m["msg"]
             for m in nvim.messages()
         ),
         "the unknown agent message",
@@ -522,16 +531,17 @@ def test_bad_input_gets_a_clear_message(start_nvim, workspace: Path, tmp_path: P
     nvim.wait_for(lambda: any("memory file" in m["msg"] for m in nvim.messages()), "the refresh summary")
 
 
-def test_missing_server_package_offers_the_pip_command(start_nvim, workspace: Path) -> None:
+def test_missing_server_package_offers_the_install_command(start_nvim, workspace: Path) -> None:
     # -S leaves site-packages out: an interpreter without context_companion installed
     nvim = start_nvim(setup_call(cmd=[sys.executable, "-S", "-m", "context_companion", "serve"]))
     edit(nvim, workspace / "src" / "main.py")
     msg = nvim.wait_for(
-        lambda: next((m for m in nvim.messages() if "pip install context-companion" in m["msg"]), None),
+        lambda: next((m for m in nvim.messages() if ":ContextCompanionInstall" in m["msg"]), None),
         "the install hint",
     )
     assert msg["level"] == 4  # vim.log.levels.ERROR
-    assert f"{sys.executable} -S -m pip install context-companion" in msg["msg"]
+    assert f"the server is not installed for {sys.executable} -S: run :ContextCompanionInstall" in msg["msg"]
+    assert "pip install context-companion" not in msg["msg"]  # not a package on the index
 
     nvim.lua(setup_call(cmd=["/nonexistent/python3", "-m", "context_companion", "serve"]))
     edit(nvim, workspace / "api" / "handler.py")

@@ -44,10 +44,11 @@ def _starter(base: Path, config_dir: Path, started: list[LanguageClient], fork: 
         configuration: dict[str, Any] | None = None,
         folders: list[Path] | None = None,
         answers_configuration: bool | None = None,
+        args: list[str] | None = None,
     ) -> Harness:
         """``configuration``: the client's ``contextCompanion`` section for ``workspace/configuration``;
         the client announces that capability when one is given, or when ``answers_configuration``
-        (then a None section is answered as ``[null]``)."""
+        (then a None section is answered as ``[null]``). ``args``: more arguments for ``serve``."""
         home = base / "home"
         home.mkdir(exist_ok=True)
         server_env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_") and k not in _UNSET}
@@ -60,7 +61,7 @@ def _starter(base: Path, config_dir: Path, started: list[LanguageClient], fork: 
             }
         )
         server_env.update(env or {})
-        config = ClientServerConfig(server_command=SERVER, server_env=server_env)
+        config = ClientServerConfig(server_command=[*SERVER, *(args or [])], server_env=server_env)
         client = await start_client(config, fork=fork)
         started.append(client)
         pulls = configuration is not None if answers_configuration is None else answers_configuration

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -14,10 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_runner import run_hook
+from context_companion.procs import process_start_time
+from hook_runner import Channel, ask_channel, run_hook
 from lsp_harness import Harness
 
-PROMPT = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini-cli": "BeforeAgent"}
+PROMPT = {
+    "claude-code": "UserPromptSubmit",
+    "codex": "UserPromptSubmit",
+    "gemini-cli": "BeforeAgent",
+    "opencode": "UserPromptSubmit",
+    "qwen-code": "UserPromptSubmit",
+}
 
 
 @pytest.fixture
@@ -105,6 +113,8 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     start: Any, project: Path, runtime: Path
 ) -> None:
     """Also in a folder whose path has a space, non-ASCII letters and '#' (editors percent-encode it)."""
+    conventions = "".join(f"Convention {i}: name things for what they hold, not for their type.\n" for i in range(8))
+    (project / "AGENTS.md").write_text("# Team\nRun make check before committing.\n" + conventions)
     h = await start(project)
     app = h.open("api/app.py")
     h.cursor(app, 0, 0)
@@ -121,18 +131,31 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
         "API folder: keep handlers thin.",
     ):
         assert first.count(text) == 1, first
-    assert first.index("API folder: keep handlers thin.") < first.index("Run make check before committing.")
+    # The root memory it lacks first, then the active file's folder and the rules matching it.
+    assert first.index("Run make check before committing.") < first.index("API folder: keep handlers thin.")
     assert "prefer small diffs" not in first  # CLAUDE.md: Claude Code reads and tracks it itself
     assert "Web folder" not in first and "hunter2" not in first and "<" not in first
     assert "No editor is connected" not in first
+    # It speaks as the system, names the editor's active file, and says per file why it applies.
+    assert first.splitlines()[0].startswith("Context Companion: project memory and rules")
+    assert first.splitlines()[2] == "The editor's active file is api/app.py."
+    assert " I " not in first and ".env" not in first
+    assert "--- Context from: api/AGENTS.md (applies: active file api/app.py is under api/) ---" in first
+    assert "--- Context from: AGENTS.md (applies: always: project memory) ---" in first
+    assert "--- Context from: .cursor/rules/api.mdc (applies: glob 'api/**' matches api/app.py) ---" in first
 
     nothing(hook("claude-code", "UserPromptSubmit", "s1", project))  # nothing changed: zero bytes
 
-    (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n")
+    (project / "AGENTS.md").write_text("# Team\nRun make lint before committing.\n" + conventions)
     await seen(h, "AGENTS.md", "make lint")
     edited = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
-    assert "Run make lint before committing." in edited
-    assert "API folder" not in edited and "Type every" not in edited
+    # The change itself, marked as replacing the copy given earlier, with line numbers.
+    assert "--- Changed on disk: AGENTS.md (applies: always: project memory)." in edited
+    assert "replace the same lines of the earlier copy" in edited
+    assert (
+        "@@ -1,3 +1,3 @@\n # Team\n-Run make check before committing.\n+Run make lint before committing.\n Convention 0"
+    ) in edited
+    assert "API folder" not in edited and "Type every" not in edited and "Convention 5" not in edited
 
     (project / ".cursor" / "rules" / "api.mdc").unlink()
     await seen(h, ".cursor/rules/api.mdc", None)
@@ -145,8 +168,14 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     await synced(h)
     moved = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
     assert "Web folder: no inline styles." in moved
-    assert "api/AGENTS.md no longer applies" in moved
+    assert moved.splitlines()[2] == "The editor's active file is web/page.py."
+    # A closed tab takes nothing back: the agent may still be working on api/ files.
+    assert "api/AGENTS.md" not in moved and "no longer applies" not in moved
     assert "Type every Python function." not in moved  # still applies (web/page.py), already given
+    # Back to api/: api/AGENTS.md is unchanged and the agent has it: nothing new.
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
 
     # A compacted history lost what was delivered: the next prompt has it all again.
     nothing(hook("claude-code", "SessionStart", "s1", project, source="compact"))
@@ -154,6 +183,53 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
     assert "Run make lint before committing." in again and "Web folder" in again and "no longer applies" not in again
     # Another session is another history.
     assert "Run make lint" in context(hook("claude-code", "UserPromptSubmit", "s2", project), "claude-code")
+
+
+async def test_copilot_cli_opencode_and_qwen_code_get_what_they_lack_from_the_editor_in_their_shape(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    """Issue 35: the editor's server answers the three next agents' hooks, each without the files it reads
+    itself, Copilot CLI in its own top-level shape (also when it runs a Claude Code hook)."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+
+    def copilot(session: str, env: dict[str, str] | None = None, *, as_claude: bool = False) -> str:
+        if as_claude:
+            payload = {"hook_event_name": "UserPromptSubmit", "session_id": session, "timestamp": "t"}
+            out = run_hook("claude-code", json.dumps({**payload, "cwd": str(project), "prompt": "go"}).encode(), env)
+        else:
+            payload = {"sessionId": session, "timestamp": 1, "cwd": str(project), "prompt": "go"}
+            out = run_hook("copilot-cli", json.dumps(payload).encode(), env)
+        assert out.returncode == 0 and out.stderr == b"", out.stderr
+        if not out.stdout:
+            return ""
+        data = json.loads(out.stdout)
+        assert list(data) == ["additionalContext"]
+        text: str = data["additionalContext"]
+        return text
+
+    given = copilot("cp1")
+    # Copilot CLI reads AGENTS.md and CLAUDE.md at the root and lists the applyTo instructions (the model may
+    # read them when it touches a matching file): those come, the Cursor rule and api/AGENTS.md too.
+    assert "Run make check" not in given and "Claude: prefer small diffs." not in given
+    assert "Type every Python function." in given and "API handlers return JSON." in given
+    assert "API folder: keep handlers thin." in given and "The editor's active file is api/app.py" in given
+    # The Claude Code hook Copilot CLI runs for the same prompt has nothing more to say.
+    assert copilot("cp1", {"COPILOT_CLI": "1"}, as_claude=True) == ""
+    assert copilot("cp1") == ""
+    # A Claude Code hook Copilot CLI runs in a project set up only for Claude Code delivers in Copilot's shape.
+    assert "Type every Python function." in copilot("cp2", {"COPILOT_CLI": "1"}, as_claude=True)
+
+    opencode = context(hook("opencode", "UserPromptSubmit", "o1", project), "opencode")
+    qwen = context(hook("qwen-code", "UserPromptSubmit", "q1", project), "qwen-code")
+    # OpenCode reads the root AGENTS.md (not CLAUDE.md beside it); Qwen Code AGENTS.md (and QWEN.md).
+    for text in (opencode, qwen):
+        assert "Run make check" not in text and "Claude: prefer small diffs." in text
+        assert "API folder: keep handlers thin." in text and "Type every Python function." in text
+    nothing(hook("opencode", "UserPromptSubmit", "o1", project))
+    nothing(hook("qwen-code", "UserPromptSubmit", "q1", project))
 
 
 async def test_codex_and_gemini_get_their_start_files_only_when_they_change(
@@ -197,35 +273,55 @@ async def test_large_memory_stays_under_the_limit_active_folder_first(start: Any
     await synced(h)
     await announcement(runtime)
     text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
-    assert len(text) < 10_000
+    assert len(text) <= 10_000
     assert "API folder: keep handlers thin." in text and "API handlers return JSON." in text
     last = text.splitlines()[-1]
-    assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: ")
-    assert str(project / "AGENTS.md") in last
+    assert last == f"Left out to stay under 10,000 characters; read these files yourself: {project / 'AGENTS.md'}"
     nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
+    # Gemini CLI takes 30,000 characters whole: the same root memory (19,207 characters) goes in.
+    gemini = context(hook("gemini-cli", "BeforeAgent", "g1", project), "gemini-cli")
+    assert "Root line that is fairly long" in gemini and "Left out" not in gemini and len(gemini) <= 30_000
 
 
-async def test_channel_refuses_a_wrong_token_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
+async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, project: Path, runtime: Path) -> None:
     h = await start(project)
     await synced(h)
     entry = await announcement(runtime)
+    assert entry["startTime"] == process_start_time(h.server_pid)
 
-    def ask(data: bytes) -> dict[str, Any]:
-        with socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) as sock:
-            sock.sendall(data)
-            answer: dict[str, Any] = json.loads(sock.makefile("rb").readline())
-            return answer
+    def refused(*lines: bytes) -> dict[str, Any]:
+        channel = Channel(entry["port"])
+        try:
+            for line in lines:
+                channel.send_raw(line)
+            return channel.receive()
+        finally:
+            channel.close()
 
     request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "x", "cwd": str(project)}
-    assert ask(json.dumps({"token": "nope", "request": request}).encode() + b"\n") == {
-        "error": "token: wrong or missing"
+    # The first version's request (the token first) is refused: the server never asks for the token.
+    assert refused(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n") == {
+        "error": "this hook speaks an older protocol (it sends the token first): update context-companion"
     }
-    assert ask(b"x" * (70 * 1024) + b"\n") == {"error": "the request is larger than 64 KiB"}
-    bad = {"token": entry["token"], "request": {**request, "agent": "vim"}}
-    assert ask(json.dumps(bad).encode() + b"\n") == {
-        "error": "request.agent: expected one of claude-code, gemini-cli, codex"
+    assert refused(b'{"hello": "context-companion-hook", "version": 2, "nonce": "xyz"}\n') == {
+        "error": "nonce: expected 32 to 128 hexadecimal characters"
     }
-    good = ask(json.dumps({"token": entry["token"], "request": request}).encode() + b"\n")
+    channel = Channel(entry["port"])
+    greeting = channel.greet()
+    assert "text" not in greeting and set(greeting) == {"nonce", "proof"}  # nothing said before the hook's proof
+    assert channel.request("not the token", request, greeting) == {"error": "proof: wrong or missing"}
+    channel.close()
+    channel = Channel(entry["port"])
+    channel.greet()
+    channel.send_raw(b"x" * (70 * 1024) + b"\n")
+    with pytest.raises((AssertionError, ConnectionError)):
+        channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
+    channel.close()
+    bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
+    assert bad == {
+        "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code"
+    }
+    good = ask_channel(entry["port"], entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
 
@@ -272,3 +368,179 @@ async def test_the_hook_path_imports_nothing_heavy_when_a_server_answers(
     modules = set(json.loads(line.removeprefix("sys.modules at exit: ")))
     loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("context_companion.workspace"))
     assert loaded == []
+
+
+SECTION = (
+    "Run the unit tests of a package with its own test script before pushing; the shared fixtures live in the "
+    "test-utils package and are never copied into a package. Keep each module small and named for what it holds.\n"
+)
+API = "# API handlers\n\nAPI-RULE: every handler checks permissions first and returns typed errors.\n"
+
+
+@pytest.fixture
+def monorepo(workspace: Path) -> Path:
+    """Shaped like a monorepo issue 33 tried: a ~7,000-character root AGENTS.md, CLAUDE.md a link to it,
+    each rule kept in .cursor/rules and .claude/rules with the same text, and many small back-end rules."""
+    (workspace / ".git").mkdir()
+    (workspace / "AGENTS.md").write_text(
+        "# Working in this monorepo\n\n" + "".join(f"## Part {i}\n\n{SECTION}\n" for i in range(24))
+    )
+    (workspace / "CLAUDE.md").symlink_to("AGENTS.md")
+    for folder, front in ((".cursor/rules", 'globs: "back/**/*.ts"'), (".claude/rules", 'paths:\n  - "back/**/*.ts"')):
+        (workspace / folder).mkdir(parents=True)
+        (workspace / folder / ("api.mdc" if "cursor" in folder else "api.md")).write_text(f"---\n{front}\n---\n{API}")
+    for i in range(30):
+        (workspace / ".cursor/rules" / f"small-{i:02d}.mdc").write_text(
+            f'---\nglobs: "back/**/*.ts"\n---\nSMALL-{i:02d}: keep back-end file {i} short.\n'
+        )
+    (workspace / "back" / "src").mkdir(parents=True)
+    (workspace / "back" / "src" / "app.ts").write_text("export const app = 1;\n")
+    (workspace / "front").mkdir()
+    (workspace / "front" / "page.ts").write_text("export const page = 1;\n")
+    (workspace / ".env").write_text("API_TOKEN=hunter2-very-secret\n")
+    return workspace
+
+
+async def test_an_editor_on_a_monorepo_each_agent_gets_what_it_lacks_once_in_its_own_limit(
+    start: Any, monorepo: Path, runtime: Path
+) -> None:
+    h = await start(monorepo)
+    h.open("front/page.ts")
+    h.open(".env")
+    h.cursor(h.open("back/src/app.ts"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+
+    claude = context(hook("claude-code", "UserPromptSubmit", "c", monorepo), "claude-code")
+    # CLAUDE.md is a link to AGENTS.md: Claude Code has it. Its own copy of the API rule (read just in time)
+    # is the one named; the .cursor copy never.
+    assert "## Part" not in claude and ".cursor/rules/api.mdc" not in claude
+    assert claude.count("API-RULE") == 1 and "--- Context from: .claude/rules/api.md (applies: " in claude
+    assert claude.splitlines()[2] == "The editor's active file is back/src/app.ts; also open: front/page.ts."
+    assert len(claude) <= 10_000
+
+    gemini = context(hook("gemini-cli", "BeforeAgent", "g", monorepo), "gemini-cli")
+    # Gemini CLI takes 30,000 characters: the root memory first, then every rule, nothing left out.
+    assert gemini.count("## Part 23") == 1 and gemini.count("API-RULE") == 1
+    assert all(f"SMALL-{i:02d}" in gemini for i in range(30)) and "Left out" not in gemini
+    assert gemini.index("## Part 0") < gemini.index("API-RULE") and len(gemini) <= 30_000
+
+    codex = context(hook("codex", "UserPromptSubmit", "x", monorepo), "codex")
+    assert "## Part" not in codex and codex.count("API-RULE") == 1 and len(codex.encode()) <= 9_800
+    for text in (claude, gemini, codex):
+        assert "hunter2" not in text and ".env" not in text
+
+    # The snapshot VS Code reads is one file too: AGENTS.md, never CLAUDE.md beside it.
+    snapshot = await h.command("contextCompanion.getAgentMemory", {"agent": "gemini-cli"})
+    paths = [f["path"] for f in snapshot["files"]]
+    assert "AGENTS.md" in paths and "CLAUDE.md" not in paths and snapshot["text"].count("## Part 23") == 1
+
+
+async def test_what_was_left_out_or_closed_is_never_taken_back(start: Any, monorepo: Path, runtime: Path) -> None:
+    (monorepo / "AGENTS.md").write_text("# Big\n\n" + SECTION * 120)  # over Claude Code's 10,000 characters
+    (monorepo / "CLAUDE.md").unlink()
+    (monorepo / "CLAUDE.md").write_text("Claude: short answers.\n")
+    h = await start(monorepo)
+    h.cursor(h.open("back/src/app.ts"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    first = context(hook("claude-code", "UserPromptSubmit", "c", monorepo), "claude-code")
+    assert first.splitlines()[-1].startswith("Left out to stay under 10,000 characters; read these files yourself: ")
+    assert str(monorepo / "AGENTS.md") in first.splitlines()[-1] and "SMALL-00" in first
+    # The back-end file is closed: the rules it brought stay with the agent, AGENTS.md was never given.
+    h.close("back/src/app.ts")
+    h.cursor(h.open("front/page.ts"), 0, 0)
+    await synced(h)
+    nothing(hook("claude-code", "UserPromptSubmit", "c", monorepo))
+    # A rule's own text changes so that it no longer applies to the back end: that one is taken back.
+    (monorepo / ".cursor/rules/small-03.mdc").write_text('---\nglobs: "docs/**"\n---\nSMALL-03: docs only.\n')
+    for _ in range(400):
+        files = (await h.command("contextCompanion.showMemory", {}))["files"]
+        if any(f["path"] == ".cursor/rules/small-03.mdc" and "docs/" in f["reason"] for f in files):
+            break
+        await asyncio.sleep(0.025)
+    back = context(hook("claude-code", "UserPromptSubmit", "c", monorepo), "claude-code")
+    assert back.count("no longer applies") == 1 and ".cursor/rules/small-03.mdc no longer applies" in back
+    assert "AGENTS.md" not in back
+
+
+async def test_a_delivery_counts_only_once_the_hook_has_it(start: Any, project: Path, runtime: Path) -> None:
+    """The server commits what it answered only when the hook acknowledges it: an answer the hook never
+    took (it gave up, its deadline passed) is sent again at the next prompt, never lost."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "acks", "cwd": str(project)}
+    first = ask_channel(entry["port"], entry["token"], request, ack=False)
+    assert "API folder: keep handlers thin." in first["text"] and first["delivery"]
+    again = ask_channel(entry["port"], entry["token"], request)  # not acknowledged: not committed
+    assert again["text"] == first["text"]
+    assert ask_channel(entry["port"], entry["token"], request)["text"] == ""  # acknowledged: delivered
+    # An answer the server cannot give within the hook's budget is not given (and nothing is committed).
+    other = {**request, "sessionId": "late"}
+    channel = Channel(entry["port"])
+    late = channel.request(entry["token"], other, channel.greet(), budget_ms=0)
+    channel.close()
+    assert late == {"error": "the editor's server could not answer within the hook's deadline"}
+    assert "API folder: keep handlers thin." in ask_channel(entry["port"], entry["token"], other)["text"]
+
+
+async def test_a_server_stopped_for_seconds_loses_no_delivery(start: Any, project: Path, runtime: Path) -> None:
+    """The editor's server stops (SIGSTOP: a long pause, a swap storm) while a hook asks: the hook gives
+    up after its deadline and prints the memory from disk; the server, once it runs again, has not
+    recorded the open files' memory as delivered, so the next prompt gets it."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    os.kill(h.server_pid, signal.SIGSTOP)
+    try:
+        stopped = context(hook("claude-code", "UserPromptSubmit", "paused", project), "claude-code")
+    finally:
+        os.kill(h.server_pid, signal.SIGCONT)
+    assert stopped.splitlines()[2].startswith("(No editor is connected for this folder")
+    assert "API folder: keep handlers thin." not in stopped
+    await synced(h)  # the server ran the stale exchange by now
+    after = context(hook("claude-code", "UserPromptSubmit", "paused", project), "claude-code")
+    assert "API folder: keep handlers thin." in after and "No editor is connected" not in after
+    nothing(hook("claude-code", "UserPromptSubmit", "paused", project))
+
+
+async def test_an_agent_started_through_a_symlink_finds_the_editors_server(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+    link = tmp_path / "link-to-proj"
+    link.symlink_to(project)
+    text = context(hook("gemini-cli", "BeforeAgent", "via-link", link / "api"), "gemini-cli")
+    assert "API folder: keep handlers thin." in text and "No editor is connected" not in text
+
+
+async def test_connections_that_never_prove_the_token_are_capped_and_logged_once(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Hundreds of connections that say nothing: past the cap the oldest waiting one is closed for each
+    new one, so the hook (which greets at once) still gets its answer, and the log gets one line, not one
+    per connection."""
+    log = tmp_path / "server.log"
+    h = await start(project, args=["--log-file", str(log)])
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    idle = [socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) for _ in range(200)]
+    try:
+        for sock in idle[:20]:  # the oldest, past the cap: closed by the server without a word
+            sock.settimeout(10)
+            assert sock.recv(1) == b""
+        text = context(hook("claude-code", "UserPromptSubmit", "crowd", project), "claude-code")
+        assert "API folder: keep handlers thin." in text
+    finally:
+        for sock in idle:
+            sock.close()
+    await synced(h)
+    refusals = [line for line in log.read_text().splitlines() if "agent hooks' channel: " in line]
+    assert len(refusals) == 1, refusals

@@ -197,3 +197,21 @@ async def test_a_memory_file_matching_context_exclude_is_never_delivered(start, 
     shown = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
     assert "GEMINI-DDD" in shown["text"] and "SECRET-RULE-777" not in shown["text"]
     assert ".cursor/rules/secrets.mdc" not in {f["path"] for f in shown["files"]}
+
+
+async def test_vscode_gets_no_copy_of_a_text_it_reads_under_another_name(start, tmp_path):
+    """A rule kept twice (Cursor's folder and Copilot's file, same text) and GEMINI.md as a link to AGENTS.md:
+    VS Code reads its own copy and AGENTS.md, so neither the other copy nor the link is in the snapshot."""
+    files = {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "AGENTS.md": "- Root marker ROOT-AAA.\n",
+        ".cursor/rules/all.mdc": "---\nalwaysApply: true\n---\n- Twin marker TWIN-XYZ.\n",
+        ".github/copilot-instructions.md": "- Twin marker TWIN-XYZ.\n",
+        ".cursor/rules/own.mdc": "---\nalwaysApply: true\n---\n- Cursor only OWN-QQQ.\n",
+    }
+    ws = write_tree(tmp_path / "ws", files)
+    (ws / "GEMINI.md").symlink_to("AGENTS.md")
+    h = await start(ws, settings=NO_ENV)
+    shown = await h.command("contextCompanion.getAgentMemory", {"agent": "vscode"})
+    assert [f["path"] for f in shown["files"]] == [".cursor/rules/own.mdc"]
+    assert "TWIN-XYZ" not in shown["text"] and "ROOT-AAA" not in shown["text"]

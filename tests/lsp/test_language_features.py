@@ -94,9 +94,11 @@ async def test_an_import_that_only_repeats_an_included_file_gets_a_hint(start, w
     shown = await h.command("contextCompanion.showMemory", {})
     claude = next(f for f in shown["files"] if f["path"] == "CLAUDE.md")
     assert claude["repeatedImports"] == [{"path": "AGENTS.md", "duplicateOf": "AGENTS.md"}]
-    assert claude["included"] is True  # its heading stays; only the repeated import is left out
+    # Nothing but a heading is left once the repeated import is out: not a block of its own (issue 33: a title
+    # alone reached agents as a block), and said so.
+    assert claude["included"] is False and "only repeats AGENTS.md" in claude["reason"], claude
     instruction = await h.command("contextCompanion.getSystemInstruction", {})
-    assert instruction["text"].count("Shared rules.") == 1
+    assert instruction["text"].count("Shared rules.") == 1 and "# Claude" not in instruction["text"]
     sections = {s["id"]: s["tokens"] for s in instruction["tokens"]["sections"]}
     assert shown["tokens"] == sections["memory"] > 0
 

@@ -213,3 +213,83 @@ async def test_memory_elsewhere_leaves_the_memory_files_out_for_that_agent_only(
             assert "Indent with tabs." in status["text"]
     finally:
         await asyncio.wait_for(lsp.shutdown_session(), 10)
+
+
+# A process of the same user on the port a killed server announced: an HTTP server that records every
+# request it gets (and answers every proof request with a forged proof).
+_IMPOSTOR = r"""
+import http.server, json, sys
+record = sys.argv[1]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(record, "a") as fh:
+            fh.write(self.requestline + "\n" + str(self.headers) + "\n")
+        body = json.dumps({"proof": "0" * 64}).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_POST = do_GET
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_port, flush=True)
+server.serve_forever()
+"""
+
+
+@pytest.mark.parametrize("flag", ["--attach", None])
+async def test_an_endpoint_that_cannot_prove_the_token_is_never_given_it(
+    ws: Path, server_env: dict[str, str], tmp_path: Path, flag: str | None
+) -> None:
+    """A leftover announcement of an MCP endpoint whose port another process holds now (its pid and
+    start time right: the strongest case): the relay asks for a proof of the token without sending it,
+    gets none, and never sends the token. With --attach: exit 2 and one line; without: it serves the
+    workspace itself."""
+    import subprocess
+
+    from context_companion.procs import process_start_time
+
+    record = tmp_path / "impostor.log"
+    impostor = subprocess.Popen([sys.executable, "-c", _IMPOSTOR, str(record)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert impostor.stdout is not None
+        port = int(impostor.stdout.readline())
+        folder = Path(server_env["XDG_RUNTIME_DIR"]) / "context-companion"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        token = "killed-servers-token-" + "x" * 30
+        entry = {
+            "pid": impostor.pid,
+            "startTime": process_start_time(impostor.pid),
+            "port": port,
+            "transport": "mcp-http",
+            "workspaceFolders": [str(ws)],
+            "token": token,
+            "url": f"http://127.0.0.1:{port}/mcp",
+        }
+        path = folder / f"server-{impostor.pid}-{port}.json"
+        path.write_text(json.dumps(entry))
+        path.chmod(0o600)
+        if flag is not None:
+            process = await asyncio.create_subprocess_exec(
+                *mcp_command(ws, flag),
+                env=server_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            _, err = await asyncio.wait_for(process.communicate(), 30)
+            assert process.returncode == 2
+            lines = err.decode().splitlines()
+            assert len(lines) == 1 and "did not prove it holds the token" in lines[0], lines
+        else:
+            params = StdioServerParameters(command=mcp_command(ws)[0], args=mcp_command(ws)[1:], env=server_env)
+            async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
+                assert "attached to the editor" not in (client.instructions or "")
+                instruction = await client.call_tool("get_system_instruction", {})
+                assert "Indent with tabs." in instruction.content[0].text  # read from the workspace itself
+        seen = record.read_text() if record.exists() else ""
+        assert "/context-companion/proof?nonce=" in seen  # asked for the proof...
+        assert token not in seen and "authorization" not in seen.lower()  # ...and never sent the token
+    finally:
+        impostor.kill()
+        impostor.wait()

@@ -94,11 +94,43 @@ def test_agents_that_do_not_expand_imports_count_the_line_as_written(repo: Path,
 def test_gemini_without_context_filename_says_what_it_assumes(repo: Path, home: Path) -> None:
     (repo / "AGENTS.md").write_text("Shared.\n")
     (home / ".gemini").mkdir()
-    (home / ".gemini" / "settings.json").write_text('{ // a comment\n "ui": {} }')
+    (home / ".gemini" / "settings.json").write_text('{\n  "context": {"fileName": ["AGENTS.md"]},\n}')
     data = explain("gemini-cli", repo, home=home)
     assert "AGENTS.md" not in loaded(data)
-    assert data["assumed"][0].startswith("assumed Gemini CLI's default context.fileName ['GEMINI.md']: ")
-    assert "is not plain JSON" in data["assumed"][0]
+    settings = home / ".gemini" / "settings.json"
+    assert data["assumed"] == [
+        f"assumed Gemini CLI's default context.fileName ['GEMINI.md']: {settings} is not JSON that Gemini CLI can "
+        "read (line 2, column 41: a trailing comma before '}'; Gemini CLI stops at start on it)"
+    ]
+
+
+GEMINI_JSONC = """{
+  // Gemini CLI strips comments before it parses its settings.
+  "context": {
+    "fileName": ["AGENTS.md", "GEMINI.md"] /* both */
+  }
+}
+"""
+
+
+def test_gemini_settings_with_comments_are_read_as_gemini_reads_them(repo: Path, home: Path) -> None:
+    (repo / "AGENTS.md").write_text("Shared rules for every agent.\n")
+    (repo / ".gemini").mkdir()
+    settings = repo / ".gemini" / "settings.json"
+    settings.write_text(GEMINI_JSONC)
+    data = explain("gemini-cli", repo, home=home)
+    assert loaded(data)["AGENTS.md"]["reading"] == "start"  # Gemini loads it itself: nothing to send again
+    assert data["assumed"] == [f"context.fileName ['AGENTS.md', 'GEMINI.md'] from {settings}"]
+
+
+def test_a_fifo_as_gemini_settings_does_not_stall_explain(repo: Path, home: Path) -> None:
+    (repo / ".gemini").mkdir()
+    settings = repo / ".gemini" / "settings.json"
+    os.mkfifo(settings)  # no writer: a plain open() would wait forever
+    data = explain("gemini-cli", repo, home=home)
+    assert data["assumed"] == [
+        f"assumed Gemini CLI's default context.fileName ['GEMINI.md']: cannot read {settings}: not a regular file"
+    ]
 
 
 def test_claude_code_lists_claude_md_above_the_repository_root(repo: Path, home: Path) -> None:

@@ -122,6 +122,44 @@ def test_a_malformed_message_is_answered_invalid_request_with_its_id_or_null(
     still_serves(server, log_mark)  # a shutdown with a bad id did not shut the server down
 
 
+METHOD_NOT_FOUND = -32601
+
+
+@pytest.mark.parametrize("params", ["left out", None, {}], ids=["no params", "null params", "object params"])
+def test_an_unknown_method_is_answered_method_not_found_with_or_without_params(server, log_mark, params):
+    """JSON-RPC lets params be left out: an unknown method is MethodNotFound whatever its params (it
+    was InvalidParams when they were left out)."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 7301, "method": "someTool/doesNotExist"}
+    if params != "left out":
+        message["params"] = params
+    reply = answer_to(server, raw(message))
+    assert reply["id"] == 7301 and reply["error"]["code"] == METHOD_NOT_FOUND, reply
+    assert "someTool/doesNotExist" in reply["error"]["message"]
+    still_serves(server, log_mark)
+
+
+def test_an_integer_too_long_to_read_still_gets_an_answer(server, log_mark):
+    """A 5,000-digit id (over Python's 4,300-digit limit for reading integers) made the whole message
+    unreadable: it was never answered. Now the id is refused like any other bad id, and such an integer
+    inside params fails the params' schema with the request's own id."""
+    huge = b"7" * 5000
+    reply = answer_to(server, b'{"jsonrpc": "2.0", "id": ' + huge + b', "method": "shutdown"}')
+    assert reply["id"] is None and reply["error"]["code"] == INVALID_REQUEST, reply
+    assert reply["error"]["message"] == (
+        "id must be an integer or a string, got an integer too long to read (5,000 digits)"
+    )
+    body = (
+        b'{"jsonrpc": "2.0", "id": 7302, "method": "textDocument/hover", "params": {"textDocument": {"uri": "'
+        + DOC.encode()
+        + b'"}, "position": {"line": '
+        + huge
+        + b', "character": 0}}}'
+    )
+    reply = answer_to(server, body)
+    assert reply["id"] == 7302 and reply["error"]["code"] == INVALID_PARAMS, reply
+    still_serves(server, log_mark)
+
+
 def test_a_batch_is_refused_and_each_request_in_it_answered(server, log_mark):
     start = len(server.responses)
     batch = [

@@ -297,6 +297,10 @@ ALLOWED = {
         "import websockets",
     ): "ConnectionClosed only: the MCP side reads and writes the sockets the Claude Code listener accepted",
     (
+        "bridges/http_host.py",
+        "import urllib.request",
+    ): "proves_token: asks an endpoint of an owner-only discovery file, on loopback only (checked), for its proof of the token, without sending the token",
+    (
         "agent_hook.py",
         "import socket",
     ): "`context-companion hook` asks the editor's server on 127.0.0.1 (the port and token of its owner-only discovery file)",

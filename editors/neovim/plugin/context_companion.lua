@@ -55,7 +55,16 @@ end, {
       return id:find(lead, 1, true) == 1
     end, require('context_companion.commands').HOOK_AGENTS)
   end,
-  desc = "Context Companion: set up an agent's hooks (claude-code, gemini-cli, codex) for this workspace",
+  desc = "Context Companion: set up an agent's hooks (claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code) for this workspace",
+})
+
+command('ContextCompanionInstall', function(args)
+  require('context_companion.install').command(args)
+end, {
+  nargs = '?',
+  bang = true,
+  complete = 'shellcmd',
+  desc = "Context Companion: install or update the server in Neovim's data folder (! = a fresh environment; argument: the Python)",
 })
 
 command('ContextCompanionAddMemory', function(args)

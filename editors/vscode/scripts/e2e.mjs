@@ -9,6 +9,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { runChatSuite } from './e2e-chat.mjs';
+import { runHooksSuite } from './e2e-hooks.mjs';
+import { runInstallSuite } from './e2e-install.mjs';
 import {
   commonPrefixBytes,
   extensionLog as extensionLogIn,
@@ -391,11 +393,40 @@ async function launchBrowser() {
   browser = await chromium.connect(browserServer.wsEndpoint());
 }
 
+const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks').split(',').map((s) => s.trim());
+
 async function main() {
-  if (env.E2E_SUITES === 'chat') {
-    await launchBrowser();
-    return chat();
+  if (SUITES.includes('main')) await mainSuite();
+  for (const [name, suite] of [
+    ['install', install],
+    ['chat', chat],
+    ['hooks', hooks],
+  ]) {
+    if (!SUITES.includes(name)) continue;
+    prerequisiteFailed = false;
+    if (!browser) await launchBrowser();
+    await suite();
   }
+}
+
+async function install() {
+  await runInstallSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function mainSuite() {
   writeWorkspace();
   writeUserSettings();
   const port = await freePort();
@@ -770,7 +801,7 @@ async function main() {
     await clearNotifications();
   });
 
-  await check('a Python without the package gets the exact pip install command', async () => {
+  await check('an interpreter the user set without the package gets the exact command with the bundled wheel, and is not installed into', async () => {
     const venv = path.join(scratch, 'venv-without-server');
     await run(env.E2E_PYTHON, ['-m', 'venv', '--without-pip', venv], { env: childEnv });
     const python = path.join(venv, 'bin', 'python');
@@ -781,21 +812,22 @@ async function main() {
     await clearNotifications();
     await runFromPalette('Context Companion: Restart Server');
     const message = await waitFor('the missing-package message', async () =>
-      (await notifications()).find((n) => n.includes('pip install context-companion')),
+      (await notifications()).find((n) => n.includes('-m pip install')),
     );
-    if (!message.includes(`${python} -m pip install context-companion`)) throw new Error(`message: ${message}`);
+    // the wheel the .vsix carries, never a package name the index does not have
+    const wanted = `${python} -m pip install `;
+    const rest = message.slice(message.indexOf(wanted) + wanted.length).split(' ')[0];
+    if (!message.includes(wanted) || !/\/server\/context_companion-[^/]+-py3-none-any\.whl$/.test(rest)) throw new Error(`message: ${message}`);
     if (!message.includes('Copy Command')) throw new Error(`no Copy Command button: ${message}`);
+    const offered = (await notifications()).filter((n) => n.includes('no server found'));
+    if (offered.length) throw new Error(`the extension offered to install into an interpreter the user set: ${offered.join(' | ')}`);
     await waitFor('the status bar to show the problem', async () => (await statusText()) === 'Context Companion');
   });
 
-  // VS Code's own agent mode needs VS Code 1.139 (code-server 4.139.1 on Node 24): a second code-server,
-  // after this one is gone.
+  // The other suites run their own code-servers, after this one is gone.
   await context?.close().catch(() => undefined);
   await stopCodeServer();
   stubProcess?.kill();
-  prerequisiteFailed = false;
-  if (!browser) await launchBrowser();
-  await chat();
 }
 
 async function chat() {
@@ -810,6 +842,23 @@ async function chat() {
     pidFile,
     env,
     docsImage: saveScreenshotForDocs,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hooks() {
+  await runHooksSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
     setScreenshotPage: (p) => {
       page = p;
     },

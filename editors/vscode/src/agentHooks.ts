@@ -1,5 +1,5 @@
 /**
- * "Connect Agent Memory Hooks…": pick Claude Code, Gemini CLI or Codex, and run
+ * "Connect Agent Memory Hooks…": pick Claude Code, Gemini CLI, Codex, GitHub Copilot CLI, OpenCode or Qwen Code, and run
  * `context-companion setup --agent <id> --workspace <folder>` for the window's folder with the same
  * program the extension runs the server with; show what it did (or its one-line error). From then
  * on that agent's hooks run `context-companion hook`, which asks this window's server for the memory
@@ -19,6 +19,9 @@ export const HOOK_AGENTS: readonly { id: string; label: string; detail: string }
   { id: 'claude-code', label: 'Claude Code', detail: 'hooks in .claude/settings.local.json' },
   { id: 'gemini-cli', label: 'Gemini CLI', detail: 'hooks in .gemini/settings.json' },
   { id: 'codex', label: 'Codex', detail: 'hooks in .codex/hooks.json (Codex asks you to trust them)' },
+  { id: 'copilot-cli', label: 'GitHub Copilot CLI', detail: 'hooks in .github/hooks/context-companion.json' },
+  { id: 'opencode', label: 'OpenCode', detail: 'a plugin in .opencode/plugins/context-companion.js' },
+  { id: 'qwen-code', label: 'Qwen Code', detail: 'hooks in .qwen/settings.json' },
 ];
 
 export interface CommandLine {

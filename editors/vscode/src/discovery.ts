@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { isAnnouncedProcess } from './processes';
 
 export interface DiscoveryEntry {
   file: string;
@@ -14,6 +15,8 @@ export interface DiscoveryEntry {
   transport: string;
   workspaceFolders: string[];
   token: string | null;
+  /** When the server's process started (`/proc/<pid>/stat` field 22), `null` where the server could not tell. */
+  startTime: number | null;
   /** Modification time (ms), to prefer the newest of equally good files. */
   mtimeMs: number;
 }
@@ -47,6 +50,7 @@ export function parseDiscovery(text: string, file: string, mtimeMs: number): Dis
     transport: typeof r.transport === 'string' ? r.transport : '',
     workspaceFolders: r.workspaceFolders.filter((f): f is string => typeof f === 'string'),
     token: typeof r.token === 'string' ? r.token : null,
+    startTime: Number.isSafeInteger(r.startTime) ? (r.startTime as number) : null,
     mtimeMs,
   };
 }
@@ -57,20 +61,21 @@ function contains(folder: string, workspace: string): boolean {
 }
 
 /**
- * The server to attach to for `workspace`: a live process (`isAlive`) whose workspace folders hold
+ * The server to attach to for `workspace`: the process announced (`isAnnounced`: alive, this user's, started
+ * when the file says: a file left by a killed server names a pid and a port anyone may hold now) whose workspace folders hold
  * the workspace, with the given transport and port (0: any port); the most specific folder first,
  * then the newest file; failing that, a server that has no client (and so no folders) yet.
  */
 export function chooseDiscovery(
   entries: readonly DiscoveryEntry[],
   workspace: string,
-  isAlive: (pid: number) => boolean,
+  isAnnounced: (entry: DiscoveryEntry) => boolean,
   transport = 'tcp',
   port = 0,
 ): DiscoveryEntry | undefined {
   let best: { depth: number; entry: DiscoveryEntry } | undefined;
   for (const entry of entries) {
-    if (entry.transport !== transport || (port !== 0 && entry.port !== port) || !isAlive(entry.pid)) continue;
+    if (entry.transport !== transport || (port !== 0 && entry.port !== port) || !isAnnounced(entry)) continue;
     const depths = entry.workspaceFolders.filter((f) => contains(f, workspace)).map((f) => path.resolve(f).length);
     // A server without folders has had no client yet (they come with initialize): it may be ours.
     if (depths.length === 0 && entry.workspaceFolders.length > 0) continue;
@@ -80,15 +85,6 @@ export function chooseDiscovery(
     }
   }
   return best?.entry;
-}
-
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -124,5 +120,6 @@ export function readDiscoveryFiles(dirs: readonly string[], uid = process.getuid
 export function findServer(workspace: string, transport = 'tcp', port = 0): DiscoveryEntry | undefined {
   const uid = process.getuid?.() ?? -1;
   const dirs = runtimeDirCandidates(process.env, uid, os.tmpdir());
-  return chooseDiscovery(readDiscoveryFiles(dirs, uid), workspace, pidAlive, transport, port);
+  const announced = (entry: DiscoveryEntry) => isAnnouncedProcess(entry.pid, entry.startTime, uid);
+  return chooseDiscovery(readDiscoveryFiles(dirs, uid), workspace, announced, transport, port);
 }

@@ -8,12 +8,11 @@ import { execFile } from 'node:child_process';
 export const SERVER_MODULE_ARGS: readonly string[] = ['-m', 'context_companion', 'serve'];
 /** The module the import probe checks for. */
 export const SERVER_MODULE = 'context_companion';
-/** What `pip install` needs to install the server. */
-export const PIP_PACKAGE = 'context-companion';
 /** The console script the package installs. */
 export const CLI_PROGRAM = 'context-companion';
 
-export type LaunchSource = 'serverCommand' | 'interpreter' | 'pythonExtension' | 'path';
+/** `bundled`: the private environment the extension installed its own wheel into (serverInstall.ts). */
+export type LaunchSource = 'serverCommand' | 'interpreter' | 'pythonExtension' | 'path' | 'bundled';
 
 export interface LaunchInputs {
   /** Raw value of `contextCompanion.serverCommand` (anything a settings.json may hold). */
@@ -137,6 +136,11 @@ export function resolveLaunch(inputs: LaunchInputs): LaunchPlan {
   return fromPython([inputs.platform === 'win32' ? 'python' : 'python3'], 'path');
 }
 
+/** The plan that runs the server from the private environment's Python. */
+export function bundledPlan(python: string): LaunchPlan {
+  return fromPython([python], 'bundled');
+}
+
 function fromPython(python: string[], source: LaunchSource): LaunchPlan {
   const [command, ...prefix] = python;
   return { command, args: [...prefix, ...SERVER_MODULE_ARGS], source, python };
@@ -153,9 +157,14 @@ export function shellQuote(arg: string, platform: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The exact command that installs the server into the interpreter the extension runs. */
-export function pipInstallCommand(python: readonly string[], platform: string): string {
-  return [...python, '-m', 'pip', 'install', PIP_PACKAGE].map((a) => shellQuote(a, platform)).join(' ');
+/**
+ * The exact command that installs the server into the interpreter the extension runs: the wheel the
+ * extension carries (the package is not on any public index under our name, so never a bare name);
+ * a development build without a wheel can only point at a clone.
+ */
+export function pipInstallCommand(python: readonly string[], platform: string, wheelPath: string | undefined): string {
+  const target = wheelPath ? [wheelPath] : ['-e', '<clone of context-companion>'];
+  return [...python, '-m', 'pip', 'install', ...target].map((a) => (a.startsWith('<') ? a : shellQuote(a, platform))).join(' ');
 }
 
 /** How long the import probe may take before it counts as hung. */
@@ -205,7 +214,7 @@ function lastLine(text: string): string {
 }
 
 /** Turn the import probe's result into what the user is told. */
-export function classifyProbe(result: ProbeResult, plan: LaunchPlan, platform: string): ProbeOutcome {
+export function classifyProbe(result: ProbeResult, plan: LaunchPlan, platform: string, wheelPath?: string): ProbeOutcome {
   const python = plan.python ?? [plan.command];
   const shown = python.map((a) => shellQuote(a, platform)).join(' ');
   const where = describeSource(plan.source);
@@ -229,7 +238,7 @@ export function classifyProbe(result: ProbeResult, plan: LaunchPlan, platform: s
   }
   const err = result.stderr;
   if (new RegExp(`No module named '?${SERVER_MODULE}'?(\\s|$)`).test(err)) {
-    const installCommand = pipInstallCommand(python, platform);
+    const installCommand = pipInstallCommand(python, platform, wheelPath);
     return {
       kind: 'missingPackage',
       message:
@@ -255,5 +264,7 @@ export function describeSource(source: LaunchSource): string {
       return "the Python extension's active interpreter";
     case 'path':
       return 'looked up on PATH';
+    case 'bundled':
+      return "the extension's own environment";
   }
 }

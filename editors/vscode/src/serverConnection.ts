@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as net from 'node:net';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
   CloseAction,
@@ -18,10 +19,30 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { findServer } from './discovery';
-import { classifyProbe, describeSource, LaunchSettingError, type LaunchPlan, resolveLaunch, runProbe } from './launch';
+import {
+  bundledPlan,
+  classifyProbe,
+  describeSource,
+  LaunchSettingError,
+  type LaunchPlan,
+  type ProbeOutcome,
+  type ProbeResult,
+  resolveLaunch,
+  runProbe,
+} from './launch';
 import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
 import { withMcpEndpoint } from './mcpProvider';
 import { activePythonInterpreter, onPythonInterpreterChanged } from './pythonInterpreter';
+import {
+  type BundledWheel,
+  decideServer,
+  findBundledWheel,
+  type InstallResult,
+  installBundledServer,
+  otherEnvs,
+  readyEnv,
+  runProcess,
+} from './serverInstall';
 import { buildServerSettings, isOwnSection, SECTION, sectionValue, serverSettingKeys } from './settingsPayload';
 
 const CLIENT_ID = 'contextCompanion';
@@ -53,6 +74,15 @@ export class ServerConnection implements vscode.Disposable {
   private serverProcess: ChildProcess | undefined;
   /** True between an automatic restart after a crash and the server running again. */
   private recovering = false;
+  /** The plan the running (or last started) server was started with, before `--mcp-endpoint`. */
+  private startedPlan: LaunchPlan | undefined;
+  /** The user chose Install (or Retry): the next start installs the bundled server without asking. */
+  private installApproved = false;
+  private readonly extensionPath: string;
+  private readonly extensionVersion: string;
+  /** `<global storage>/server`: the private environments of the bundled server. */
+  private readonly installRoot: string;
+  private wheel: BundledWheel | undefined | null = null;
 
   private readonly stateEmitter = new vscode.EventEmitter<ConnectionState>();
   /** Fires on every state change (starting, running, stopped, error). */
@@ -66,6 +96,9 @@ export class ServerConnection implements vscode.Disposable {
     readonly output: vscode.OutputChannel,
   ) {
     this.settingKeys = serverSettingKeys(context.extension.packageJSON);
+    this.extensionPath = context.extensionPath;
+    this.extensionVersion = String(context.extension.packageJSON.version ?? '');
+    this.installRoot = path.join(context.globalStorageUri.fsPath, 'server');
   }
 
   get state(): ConnectionState {
@@ -189,9 +222,10 @@ export class ServerConnection implements vscode.Disposable {
       return;
     }
 
+    this.startedPlan = undefined;
     let plan: LaunchPlan;
     try {
-      plan = await this.launchPlan();
+      plan = await this.settingsPlan();
     } catch (err) {
       if (err instanceof LaunchSettingError) {
         this.fail(err.message);
@@ -200,18 +234,24 @@ export class ServerConnection implements vscode.Disposable {
       }
       throw err;
     }
+    await this.watchPythonExtension(plan);
+    if (plan.python) {
+      const usable = await this.serverFromPython(plan);
+      if (!usable) return;
+      plan = usable;
+    }
+    this.startedPlan = plan;
     if (this.mcpEndpoint) plan = withMcpEndpoint(plan);
     this.log(`Server command (${describeSource(plan.source)}): ${[plan.command, ...plan.args].join(' ')}`);
-    await this.watchPythonExtension(plan);
-
-    if (plan.python && !(await this.probe(plan))) return;
+    const command = plan.command;
+    const args = plan.args;
 
     // Spawned here rather than by the client (same command, `--stdio` appended): its pid names
     // this window's server to `mcp --server-pid`. The client calls this again on a restart.
     const cwd = folder?.uri.fsPath ?? os.homedir();
     const serverOptions: ServerOptions = () =>
       new Promise<ChildProcess>((resolve, reject) => {
-        const child = spawn(plan.command, [...plan.args, '--stdio'], { cwd, env: { ...process.env }, windowsHide: true });
+        const child = spawn(command, [...args, '--stdio'], { cwd, env: { ...process.env }, windowsHide: true });
         this.serverProcess = child;
         child.on('error', (err) => this.log(`Server process: ${err.message}`));
         child.once('error', reject);
@@ -221,10 +261,20 @@ export class ServerConnection implements vscode.Disposable {
   }
 
   /**
-   * The command line that starts the server for this window (settings, else the Python extension's
-   * interpreter, else `python3`). Throws {@link LaunchSettingError} for an unusable setting.
+   * The command line that starts the server for this window: the one the server was started with
+   * (which may be the extension's own environment), else what the settings say. Other commands of the
+   * same installation (`mcp`, `setup`) are run from it. Throws {@link LaunchSettingError} for an unusable setting.
    */
   async launchPlan(): Promise<LaunchPlan> {
+    await this.queue;
+    return this.startedPlan ?? (await this.settingsPlan());
+  }
+
+  /**
+   * What the settings choose (serverCommand, else interpreter, else the Python extension's
+   * interpreter, else `python3`). Throws {@link LaunchSettingError} for an unusable setting.
+   */
+  private async settingsPlan(): Promise<LaunchPlan> {
     const folder = vscode.workspace.workspaceFolders?.[0];
     const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
     const serverCommand = config.get<unknown>('serverCommand');
@@ -406,11 +456,125 @@ export class ServerConnection implements vscode.Disposable {
     child.once('exit', () => clearTimeout(timer));
   }
 
-  /** Check the interpreter can import the server package; tell the user how to fix it if not. */
-  private async probe(plan: LaunchPlan): Promise<boolean> {
+  /**
+   * The plan to start when the server runs from Python: `plan` when its interpreter imports the
+   * package; else, for an interpreter the extension found (not one the user set: that is never
+   * touched), the bundled server in the extension's own environment, installed when needed.
+   * Undefined when there is nothing to start yet (the user was told why).
+   */
+  private async serverFromPython(plan: LaunchPlan): Promise<LaunchPlan | undefined> {
     const result = await runProbe(plan.python ?? [plan.command], undefined, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
-    const outcome = classifyProbe(result, plan, process.platform);
-    if (outcome.kind === 'ok') return true;
+    const wheel = this.bundledWheel();
+    const outcome = classifyProbe(result, plan, process.platform, wheel?.path);
+    if (outcome.kind === 'ok') return plan;
+    if (plan.source === 'interpreter') {
+      this.reportProbe(outcome, result);
+      return undefined;
+    }
+    this.log(`No server in the Python found: ${outcome.message}`);
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const autoInstall = vscode.workspace.getConfiguration(SECTION, folder?.uri).get<unknown>('server.autoInstall') === true;
+    const decision = decideServer({
+      wheel,
+      ready: wheel ? readyEnv(this.installRoot, wheel, process.platform) : undefined,
+      others: wheel ? otherEnvs(this.installRoot, wheel) : [],
+      autoInstall,
+      approved: this.installApproved,
+    });
+    this.installApproved = false;
+    switch (decision.kind) {
+      case 'usePrivate':
+        return bundledPlan(decision.python);
+      case 'noWheel':
+        this.reportProbe(outcome, result);
+        return undefined;
+      case 'ask': {
+        const version = wheel?.version ?? '';
+        this.fail(
+          `No server is installed (${plan.python?.join(' ')} cannot import context_companion). ` +
+            `Choose Install to put the server ${version} that comes with the extension into its own environment.`,
+        );
+        void this.offerInstall(version);
+        return undefined;
+      }
+      case 'install': {
+        const installed = await this.install(wheel!, plan, decision.reason);
+        return installed ? bundledPlan(installed) : undefined;
+      }
+    }
+  }
+
+  /** The wheel the `.vsix` carries (undefined in a development build without one). */
+  private bundledWheel(): BundledWheel | undefined {
+    if (this.wheel === null) {
+      try {
+        this.wheel = findBundledWheel(this.extensionPath, this.extensionVersion);
+      } catch (err) {
+        this.log(`Cannot read the bundled server wheel: ${err instanceof Error ? err.message : String(err)}`);
+        this.wheel = undefined;
+      }
+    }
+    return this.wheel;
+  }
+
+  /** One click: install the bundled server, then start it. */
+  private async offerInstall(version: string): Promise<void> {
+    const install = 'Install';
+    const choice = await vscode.window.showInformationMessage(
+      `${CLIENT_NAME}: no server found. Install the server ${version} that comes with the extension into its own ` +
+        'environment (its dependencies come from your package index)?',
+      install,
+      'Open Settings',
+    );
+    if (choice === install) {
+      this.installApproved = true;
+      await this.restart();
+    } else if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'contextCompanion.server.autoInstall');
+    }
+  }
+
+  /** Install the bundled wheel with a progress notification; the environment's Python, or undefined. */
+  private async install(wheel: BundledWheel, found: LaunchPlan, reason: 'autoInstall' | 'approved' | 'upgrade'): Promise<string | undefined> {
+    const title =
+      reason === 'upgrade' ? `${CLIENT_NAME}: upgrading the server to ${wheel.version}` : `${CLIENT_NAME}: installing the server ${wheel.version}`;
+    this.log(`${title} (${reason}).`);
+    const started = Date.now();
+    const result: InstallResult = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: false },
+      (progress) =>
+        installBundledServer(
+          { run: runProcess, log: (line) => this.log(line), report: (message) => progress.report({ message }) },
+          { root: this.installRoot, wheel, foundPython: found.python, platform: process.platform },
+        ),
+    );
+    if (result.kind === 'installed') {
+      this.log(`The server ${wheel.version} is ready (${((Date.now() - started) / 1000).toFixed(1)} s, ${result.installer}).`);
+      return result.python;
+    }
+    this.fail(result.message);
+    void this.offerInstallFailure(result.message, result.command);
+    return undefined;
+  }
+
+  private async offerInstallFailure(message: string, command: string | undefined): Promise<void> {
+    const buttons = ['Retry', ...(command ? ['Copy Command'] : []), 'Show Output'];
+    const choice = await vscode.window.showErrorMessage(`${CLIENT_NAME}: ${message}`, ...buttons);
+    if (choice === 'Retry') {
+      this.installApproved = true;
+      await this.restart();
+    } else if (choice === 'Copy Command' && command) {
+      await vscode.env.clipboard.writeText(command);
+      void vscode.window.showInformationMessage(
+        'Context Companion: the command is on the clipboard. Run it in a terminal, then run "Context Companion: Restart Server".',
+      );
+    } else if (choice === 'Show Output') {
+      this.output.show(true);
+    }
+  }
+
+  /** Tell the user why the interpreter cannot run the server, and how to fix it. */
+  private reportProbe(outcome: Exclude<ProbeOutcome, { kind: 'ok' }>, result: ProbeResult): void {
     this.fail(outcome.message);
     if (result.stderr.trim()) this.output.appendLine(result.stderr.trimEnd());
     if (outcome.kind === 'missingPackage') {
@@ -429,7 +593,6 @@ export class ServerConnection implements vscode.Disposable {
     } else {
       void this.offerSettings(outcome.message, 'contextCompanion.interpreter');
     }
-    return false;
   }
 
   private async watchPythonExtension(plan: LaunchPlan): Promise<void> {

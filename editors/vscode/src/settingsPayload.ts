@@ -14,6 +14,7 @@ export const SECTION = 'contextCompanion';
 export const CLIENT_ONLY_KEYS: ReadonlySet<string> = new Set([
   'serverCommand',
   'interpreter',
+  'server.autoInstall',
   'trace.server',
   'connect.mode',
   'connect.port',

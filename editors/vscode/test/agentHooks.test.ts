@@ -62,7 +62,7 @@ function fakeVs(folders: string[], answers: (items: { label: string }[]) => unkn
 
 describe('Connect Agent Memory Hooks…', () => {
   it('offers the three agents with hooks', () => {
-    assert.deepEqual(HOOK_AGENTS.map((a) => a.id), ['claude-code', 'gemini-cli', 'codex']);
+    assert.deepEqual(HOOK_AGENTS.map((a) => a.id), ['claude-code', 'gemini-cli', 'codex', 'copilot-cli', 'opencode', 'qwen-code']);
   });
 
   it('runs setup with the interpreter of the server, or the program of a serverCommand', () => {

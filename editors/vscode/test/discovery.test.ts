@@ -4,13 +4,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { chooseDiscovery, type DiscoveryEntry, parseDiscovery, readDiscoveryFiles, runtimeDirCandidates } from '../src/discovery';
+import { isAnnouncedProcess, probeProcess } from '../src/processes';
 
 function entry(over: Partial<DiscoveryEntry>): DiscoveryEntry {
-  return { file: 'f', pid: 100, port: 4000, transport: 'tcp', workspaceFolders: [], token: 't', mtimeMs: 0, ...over };
+  return { file: 'f', pid: 100, port: 4000, transport: 'tcp', workspaceFolders: [], token: 't', startTime: 7, mtimeMs: 0, ...over };
 }
 
 describe('chooseDiscovery: which running server to attach to', () => {
-  const alive = (pid: number) => pid !== 666;
+  const alive = (e: DiscoveryEntry) => e.pid !== 666;
 
   it('takes the live server whose folders hold the workspace, the most specific folder first', () => {
     const entries = [
@@ -42,7 +43,7 @@ describe('reading discovery files', () => {
   it('parses the server format and rejects anything else', () => {
     const text = JSON.stringify({ pid: 1, port: 2, transport: 'tcp', workspaceFolders: ['/w'], token: 'abc' });
     assert.deepEqual(parseDiscovery(text, 'x', 3), {
-      file: 'x', pid: 1, port: 2, transport: 'tcp', workspaceFolders: ['/w'], token: 'abc', mtimeMs: 3,
+      file: 'x', pid: 1, port: 2, transport: 'tcp', workspaceFolders: ['/w'], token: 'abc', startTime: null, mtimeMs: 3,
     });
     assert.equal(parseDiscovery('{"pid": "1"}', 'x', 0), undefined);
     assert.equal(parseDiscovery('not json', 'x', 0), undefined);
@@ -76,5 +77,31 @@ describe('chooseDiscovery: a server that has no client yet', () => {
     const mine = entry({ file: 'mine', workspaceFolders: ['/w'], mtimeMs: 1 });
     assert.equal(chooseDiscovery([fresh, mine], '/w', () => true)?.file, 'mine');
     assert.equal(chooseDiscovery([fresh, mine], '/other', () => true)?.file, 'fresh');
+  });
+});
+
+describe('isAnnouncedProcess: a discovery file is believed only for the process that wrote it', () => {
+  const uid = process.getuid?.() ?? -1;
+  const started = (probeProcess(process.pid) as { startTime: number | null }).startTime;
+
+  it('believes a live process of this user that started when the file says', () => {
+    assert.equal(isAnnouncedProcess(process.pid, started, uid), true);
+  });
+
+  it('refuses a pid that started at another time (reused since a killed server wrote the file)', () => {
+    assert.equal(isAnnouncedProcess(process.pid, (started ?? 0) + 1, uid), false);
+    assert.equal(isAnnouncedProcess(process.pid, null, uid), false);
+  });
+
+  it("refuses another user's process and a gone one", () => {
+    assert.equal(isAnnouncedProcess(process.pid, started, uid, probeProcess, () => uid + 1), false);
+    assert.equal(isAnnouncedProcess(2 ** 22 + 7, 1, uid), false);
+    assert.equal(isAnnouncedProcess(-1, 1, uid), false);
+  });
+
+  it('parses startTime from the file', () => {
+    const text = JSON.stringify({ pid: 5, startTime: 123, port: 1, transport: 'tcp', workspaceFolders: [], token: 'x' });
+    assert.equal(parseDiscovery(text, 'f', 0)?.startTime, 123);
+    assert.equal(parseDiscovery(JSON.stringify({ pid: 5, port: 1, workspaceFolders: [] }), 'f', 0)?.startTime, null);
   });
 });

@@ -91,21 +91,34 @@ describe('resolveLaunch: bad settings give an error naming the setting', () => {
 });
 
 describe('pip install hint', () => {
+  const wheel = '/ext/server/context_companion-0.1.0-py3-none-any.whl';
+
+  it('installs the wheel the extension carries, never a bare package name', () => {
+    assert.equal(pipInstallCommand(['/usr/bin/python3'], 'linux', wheel), `/usr/bin/python3 -m pip install ${wheel}`);
+    assert.doesNotMatch(pipInstallCommand(['/usr/bin/python3'], 'linux', wheel), /install context-companion/);
+  });
+
   it('quotes only what the shell needs quoted', () => {
-    assert.equal(pipInstallCommand(['/usr/bin/python3'], 'linux'), '/usr/bin/python3 -m pip install context-companion');
     assert.equal(
-      pipInstallCommand(['/Users/ada/My Envs/py/bin/python'], 'darwin'),
-      "'/Users/ada/My Envs/py/bin/python' -m pip install context-companion",
+      pipInstallCommand(['/Users/ada/My Envs/py/bin/python'], 'darwin', '/Users/ada/Library/Application Support/x/cc.whl'),
+      "'/Users/ada/My Envs/py/bin/python' -m pip install '/Users/ada/Library/Application Support/x/cc.whl'",
     );
     assert.equal(
-      pipInstallCommand(['C:\\Program Files\\Python312\\python.exe'], 'win32'),
-      '"C:\\Program Files\\Python312\\python.exe" -m pip install context-companion',
+      pipInstallCommand(['C:\\Program Files\\Python312\\python.exe'], 'win32', 'C:\\ext\\cc.whl'),
+      '"C:\\Program Files\\Python312\\python.exe" -m pip install C:\\ext\\cc.whl',
     );
     assert.equal(shellQuote("it's", 'linux'), `'it'\\''s'`);
   });
 
   it('keeps a multi-word interpreter command line', () => {
-    assert.equal(pipInstallCommand(['conda', 'run', '-n', 'work', 'python'], 'linux'), 'conda run -n work python -m pip install context-companion');
+    assert.equal(
+      pipInstallCommand(['conda', 'run', '-n', 'work', 'python'], 'linux', wheel),
+      `conda run -n work python -m pip install ${wheel}`,
+    );
+  });
+
+  it('points a development build without a wheel at a clone', () => {
+    assert.equal(pipInstallCommand(['python3'], 'linux', undefined), 'python3 -m pip install -e <clone of context-companion>');
   });
 });
 
@@ -116,7 +129,7 @@ describe('classifyProbe', () => {
     assert.deepEqual(classifyProbe({ exitCode: 0, stderr: '' }, plan, 'linux'), { kind: 'ok' });
   });
 
-  it('offers the exact pip command when the package is missing', () => {
+  it('offers the exact pip command (the bundled wheel) when the package is missing', () => {
     const outcome = classifyProbe(
       {
         exitCode: 1,
@@ -124,12 +137,13 @@ describe('classifyProbe', () => {
       },
       plan,
       'linux',
+      '/ext/server/context_companion-0.1.0-py3-none-any.whl',
     );
     assert.equal(outcome.kind, 'missingPackage');
     assert.ok(outcome.kind === 'missingPackage');
-    assert.equal(outcome.installCommand, '/venv/bin/python -m pip install context-companion');
+    assert.equal(outcome.installCommand, '/venv/bin/python -m pip install /ext/server/context_companion-0.1.0-py3-none-any.whl');
     assert.match(outcome.message, /not installed for \/venv\/bin\/python \(from contextCompanion\.interpreter\)/);
-    assert.match(outcome.message, /Install it with: \/venv\/bin\/python -m pip install context-companion$/);
+    assert.match(outcome.message, /Install it with: \/venv\/bin\/python -m pip install \/ext\/server\/context_companion-0\.1\.0-py3-none-any\.whl$/);
   });
 
   it('does not mistake a broken dependency for a missing package', () => {
@@ -175,10 +189,10 @@ describe('runProbe against a real interpreter', () => {
   it('classifies a real missing package', async () => {
     const plan = resolveLaunch({ ...base, pythonExtension: [python, '-S'] });
     const result = await runProbe(plan.python!, undefined, empty);
-    const outcome = classifyProbe(result, plan, 'linux');
+    const outcome = classifyProbe(result, plan, 'linux', '/ext/cc.whl');
     assert.equal(outcome.kind, 'missingPackage', JSON.stringify(result));
     assert.ok(outcome.kind === 'missingPackage');
-    assert.equal(outcome.installCommand, `${python} -S -m pip install context-companion`);
+    assert.equal(outcome.installCommand, `${python} -S -m pip install /ext/cc.whl`);
   });
 
   it('classifies a real interpreter that does not exist', async () => {

@@ -3,10 +3,11 @@
  * setting per server setting with the server's default (checked against the Python Settings model).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { CONNECT_AGENT_HOOKS } from '../src/agentHooks';
 import { PaletteCommand, ServerCommand } from '../src/protocol';
 import { CLIENT_ONLY_KEYS, SECTION, serverSettingKeys } from '../src/settingsPayload';
@@ -109,5 +110,70 @@ print(json.dumps(dict(leaves(Settings, '', Settings().to_wire()))))
       if (want.minimum !== undefined) assert.equal(schema.minimum, want.minimum, `minimum of ${key}`);
       if (want.maximum !== undefined) assert.equal(schema.maximum, want.maximum, `maximum of ${key}`);
     }
+  });
+});
+
+describe('package.json: the server the extension carries', () => {
+  it('declares contextCompanion.server.autoInstall: off by default, user (machine) settings only, never sent to the server', () => {
+    const schema = properties[`${SECTION}.server.autoInstall`];
+    assert.equal(schema.type, 'boolean');
+    assert.equal(schema.default, false);
+    assert.equal(schema.scope, 'machine');
+    assert.ok(CLIENT_ONLY_KEYS.has('server.autoInstall'));
+    assert.ok(!serverSettingKeys(manifest).includes('server.autoInstall'));
+    assert.ok(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.includes(`${SECTION}.server.autoInstall`));
+  });
+
+  it('packages the wheel: `npm run package` puts it in place before vsce, and .vscodeignore lets it in', () => {
+    assert.match(manifest.scripts.package, /node scripts\/server-wheel\.mjs && vsce package/);
+    const ignore = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8').split('\n');
+    assert.ok(ignore.includes('!server/context_companion-*.whl'), ignore.join('|'));
+  });
+});
+
+describe('scripts/server-wheel.mjs', () => {
+  const made: string[] = [];
+  after(() => {
+    for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  /** A copy of the extension folder's package.json and the script, at <tmp>/editors/vscode (no repository around it). */
+  function layout(version: string): string {
+    const top = fs.mkdtempSync(path.join(os.tmpdir(), 'cc-wheel-script-'));
+    made.push(top);
+    const dir = path.join(top, 'editors', 'vscode');
+    fs.mkdirSync(path.join(dir, 'scripts'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ version }));
+    fs.copyFileSync(path.join(root, 'scripts', 'server-wheel.mjs'), path.join(dir, 'scripts', 'server-wheel.mjs'));
+    return dir;
+  }
+  const run = (dir: string): { status: number | null; stderr: string } => {
+    const r = spawnSync(process.execPath, [path.join(dir, 'scripts', 'server-wheel.mjs')], { encoding: 'utf8' });
+    return { status: r.status, stderr: r.stderr };
+  };
+
+  it('accepts the wheel of the extension’s version the release command placed', () => {
+    const dir = layout('1.2.3');
+    fs.mkdirSync(path.join(dir, 'server'));
+    fs.writeFileSync(path.join(dir, 'server', 'context_companion-1.2.3-py3-none-any.whl'), Buffer.alloc(4096));
+    const r = run(dir);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /the \.vsix carries server\/context_companion-1\.2\.3-py3-none-any\.whl \(4 KiB\)/);
+  });
+
+  it('fails in one line when the wheel is missing and there is no repository to build it from', () => {
+    const r = run(layout('1.2.3'));
+    assert.equal(r.status, 1);
+    assert.match(r.stderr.trim(), /^server-wheel: .*context_companion-1\.2\.3-py3-none-any\.whl is missing and .* is not the repository to build it from/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
+  it('fails when a wheel of another version is there too (the .vsix would carry both)', () => {
+    const dir = layout('1.2.3');
+    fs.mkdirSync(path.join(dir, 'server'));
+    fs.writeFileSync(path.join(dir, 'server', 'context_companion-1.2.3-py3-none-any.whl'), Buffer.alloc(4096));
+    fs.writeFileSync(path.join(dir, 'server', 'context_companion-1.2.2-py3-none-any.whl'), Buffer.alloc(4096));
+    const r = run(dir);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /holds context_companion-1\.2\.2-py3-none-any\.whl besides context_companion-1\.2\.3-py3-none-any\.whl: remove it/);
   });
 });

@@ -2,37 +2,59 @@
 
 The server listens on a loopback port (a :class:`~.listener.Listener`: bound and announced at
 start, served from the first connection on) and announces it in a discovery file
-(``"transport": "agent-hook"``, with a per-start token, owner-only: :mod:`context_companion.discovery`).
-One connection carries one request: a line of JSON ``{"token", "request": {"agent", "event",
-"sessionId", "source", "cwd"}}``, answered by one line ``{"text": "..."}`` (empty when nothing is
-new) or ``{"error": "one line"}``, then closed. A request is at most :data:`MAX_REQUEST` bytes
-and must arrive within :data:`READ_TIMEOUT` seconds; a wrong token is refused without a word
-about the state. No library beyond asyncio: nothing is loaded until a hook connects.
+(``"transport": "agent-hook"``, with a per-start token and the server's process start time,
+owner-only: :mod:`context_companion.discovery`). One connection carries one exchange of lines of
+JSON (docs/protocol.md, "Agent hooks"):
+
+1. hook → ``{"hello": "context-companion-hook", "version": 2, "nonce": N1}``
+2. server → ``{"nonce": N2, "proof": HMAC(token, server label, N1, N2)}``: the server proves it holds
+   the token before the hook reveals anything (a port left by a killed server may be anyone's now);
+3. hook → ``{"proof": HMAC(token, client label, N2, N1), "budgetMs": B, "request": {"agent", "event",
+   "sessionId", "source", "cwd"}}``;
+4. server → ``{"text": "...", "delivery": ID}`` (``text`` empty when nothing is new) or
+   ``{"error": "one line"}``; an answer the server cannot give within ``budgetMs`` is not given;
+5. hook → ``{"ack": ID}`` once it has printed the text: only then is the delivery committed to the
+   session's state, so a hook that gave up waiting never loses what was meant for it.
+
+Lines are at most :data:`MAX_REQUEST` bytes and each must arrive within :data:`LINE_TIMEOUT` seconds;
+at most :data:`MAX_UNPROVEN` connections may wait before step 3 (a new one closes the oldest); a wrong
+proof is refused without a word about the state. No library beyond asyncio: nothing is loaded until a
+hook connects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import proofs
 from ..discovery import new_token
+from ..ratelimit import Sparse
 from .listener import Listener
 
 if TYPE_CHECKING:
     from ..workspace.companion import Companion
+    from ..workspace.hooks import HookOutcome
 
 log = logging.getLogger(__name__)
 
 TRANSPORT = "agent-hook"
 FILE_PREFIX = "hook"  # <runtime dir>/context-companion/hook-<pid>-<port>.json
+HELLO = "context-companion-hook"
+VERSION = 2
 MAX_REQUEST = 64 * 1024
-READ_TIMEOUT = 2.0  # seconds for the request line
-ANSWER_TIMEOUT = 5.0  # seconds for the server to be ready and answer
-AGENTS = ("claude-code", "gemini-cli", "codex")
+LINE_TIMEOUT = 1.0  # seconds for each line the hook sends
+ANSWER_TIMEOUT = 5.0  # seconds for the server to be ready, when the hook gives no budget
+MAX_BUDGET_MS = 60_000
+MAX_UNPROVEN = 16  # connections that have not proved the token yet
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")  # agent_hook.AGENTS
 _FIELDS = ("agent", "event", "sessionId", "source", "cwd")
 
 
@@ -46,17 +68,43 @@ class RequestError(Exception):
     """A request the channel answers with ``{"error": ...}``."""
 
 
-def parse_request(line: bytes, token: str) -> dict[str, str]:
-    """The request's fields, or :class:`RequestError` naming the field and the reason."""
+def _object(line: bytes, what: str) -> dict[str, Any]:
     try:
         raw = json.loads(line)
-    except ValueError:
-        raise RequestError("the request is not a line of JSON") from None
+    except (ValueError, RecursionError):
+        raise RequestError(f"the {what} is not a line of JSON") from None
     if not isinstance(raw, dict):
-        raise RequestError("the request is not a JSON object")
-    given = raw.get("token")
-    if not isinstance(given, str) or not hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
-        raise RequestError("token: wrong or missing")
+        raise RequestError(f"the {what} is not a JSON object")
+    return raw
+
+
+def parse_hello(line: bytes) -> str:
+    """The hook's nonce, or :class:`RequestError`."""
+    raw = _object(line, "greeting")
+    if raw.get("hello") != HELLO or raw.get("version") != VERSION:
+        if "token" in raw:
+            raise RequestError(
+                "this hook speaks an older protocol (it sends the token first): update context-companion"
+            )
+        raise RequestError(f'expected {{"hello": "{HELLO}", "version": {VERSION}, "nonce": ...}}')
+    nonce = raw.get("nonce")
+    if not proofs.valid_nonce(nonce):
+        raise RequestError("nonce: expected 32 to 128 hexadecimal characters")
+    assert isinstance(nonce, str)
+    return nonce
+
+
+def parse_request(line: bytes, token: str, hook_nonce: str, server_nonce: str) -> tuple[dict[str, str], float | None]:
+    """The request's fields and its budget in seconds (None: none given), or :class:`RequestError`
+    naming the field and the reason."""
+    raw = _object(line, "request")
+    if not proofs.check(raw.get("proof"), token, proofs.HOOK_CLIENT, server_nonce, hook_nonce):
+        raise RequestError("proof: wrong or missing")
+    budget = raw.get("budgetMs")
+    if budget is not None and (
+        not isinstance(budget, int) or isinstance(budget, bool) or not 0 <= budget <= MAX_BUDGET_MS
+    ):
+        raise RequestError(f"budgetMs: expected an integer from 0 to {MAX_BUDGET_MS}")
     request = raw.get("request")
     if not isinstance(request, dict):
         raise RequestError("request: expected an object")
@@ -70,7 +118,7 @@ def parse_request(line: bytes, token: str) -> dict[str, str]:
         raise RequestError(f"request.agent: expected one of {', '.join(AGENTS)}")
     if not fields["sessionId"]:
         raise RequestError("request.sessionId: missing")
-    return fields
+    return fields, None if budget is None else budget / 1000
 
 
 class HookChannel:
@@ -82,6 +130,8 @@ class HookChannel:
         self._listener = Listener()
         self._server: asyncio.base_events.Server | None = None
         self._handlers: set[asyncio.Task[Any]] = set()
+        self._unproven: OrderedDict[object, asyncio.StreamWriter] = OrderedDict()  # not proved yet, oldest first
+        self._refusals = Sparse(log)  # a flood of bad connections must not fill the editor's log
         self.port = 0
 
     def start(self) -> int:
@@ -97,49 +147,104 @@ class HookChannel:
         self._server = await asyncio.start_server(self._handle, sock=sock, limit=MAX_REQUEST)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._unproven) >= MAX_UNPROVEN:
+            # The oldest waiting connection goes, not the new one: a real hook greets at once, so a crowd
+            # of silent connections cannot keep it out (it would then get only the memory on disk).
+            _task, oldest = self._unproven.popitem(last=False)
+            oldest.transport.abort()
+            self._refusals.warning(
+                "agent hooks' channel: closed a connection: more than %d were waiting to prove the token",
+                MAX_UNPROVEN,
+            )
         task = asyncio.current_task()
+        key = object()
+        self._unproven[key] = writer
         if task is not None:
             self._handlers.add(task)
+
+        def proven() -> None:
+            self._unproven.pop(key, None)
+
         try:
-            answer = await self._answer(reader)
-            writer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")
-            await asyncio.wait_for(writer.drain(), READ_TIMEOUT)
-        except (OSError, asyncio.TimeoutError):
-            pass  # the hook went away: nothing to tell
+            await self._exchange(reader, writer, proven)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass  # the hook went away or stalled: nothing to tell
         finally:
+            proven()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             if task is not None:
                 self._handlers.discard(task)
 
-    async def _answer(self, reader: asyncio.StreamReader) -> dict[str, Any]:
+    async def _line(self, reader: asyncio.StreamReader, timeout: float = LINE_TIMEOUT) -> bytes:
+        return await asyncio.wait_for(reader.readuntil(b"\n"), timeout)
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, answer: dict[str, Any]) -> None:
+        writer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")
+        await asyncio.wait_for(writer.drain(), LINE_TIMEOUT)
+
+    async def _exchange(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, proven: Callable[[], None]
+    ) -> None:
+        """One hook's exchange; ``proven()`` once it proved the token (it no longer counts as waiting)."""
         try:
-            line = await asyncio.wait_for(reader.readuntil(b"\n"), READ_TIMEOUT)
-        except asyncio.TimeoutError:
-            return {"error": f"no request line within {READ_TIMEOUT:g} s"}
-        except asyncio.LimitOverrunError:
-            return {"error": f"the request is larger than {MAX_REQUEST // 1024} KiB"}
-        except asyncio.IncompleteReadError:
-            return {"error": "the request line has no end"}
-        try:
-            fields = parse_request(line, self.token)
+            hook_nonce = parse_hello(await self._line(reader))
         except RequestError as exc:
-            return {"error": str(exc)}
+            self._refusals.warning("agent hooks' channel: refused a connection: %s", exc)
+            await self._send(writer, {"error": str(exc)})
+            return
+        server_nonce = proofs.new_nonce()
+        mine = proofs.proof(self.token, proofs.HOOK_SERVER, hook_nonce, server_nonce)
+        await self._send(writer, {"nonce": server_nonce, "proof": mine})
+        try:
+            fields, budget = parse_request(await self._line(reader), self.token, hook_nonce, server_nonce)
+        except RequestError as exc:
+            self._refusals.warning("agent hooks' channel: refused a connection: %s", exc)
+            await self._send(writer, {"error": str(exc)})
+            return
+        proven()
+        deadline = time.monotonic() + (ANSWER_TIMEOUT if budget is None else budget)
+        answer, outcome, companion = await self._answer(fields, deadline)
+        if outcome is None or companion is None or outcome.key is None:
+            await self._send(writer, answer)  # an error, or nothing that needs the hook's word
+            return
+        delivery = secrets.token_hex(8)
+        await self._send(writer, {**answer, "delivery": delivery})
+        # Committed only when the hook says it has the text (it prints, then acknowledges).
+        line = await self._line(reader, max(deadline - time.monotonic(), 0.0) + LINE_TIMEOUT)
+        try:
+            ack = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(ack, dict) and ack.get("ack") == delivery:
+            companion.hooks.commit(outcome)
+
+    async def _answer(
+        self, fields: dict[str, str], deadline: float
+    ) -> tuple[dict[str, Any], HookOutcome | None, Companion | None]:
         from ..workspace.hooks import HookRequest
 
+        def expired() -> dict[str, Any]:
+            return {"error": "the editor's server could not answer within the hook's deadline"}
+
         try:
-            companion = await asyncio.wait_for(self.source.ready(), ANSWER_TIMEOUT)
+            companion = await asyncio.wait_for(self.source.ready(), max(deadline - time.monotonic(), 0.0))
+            if time.monotonic() >= deadline:
+                return expired(), None, None
             request = HookRequest(
                 fields["agent"], fields["event"], fields["sessionId"], fields["source"], fields["cwd"]
             )
-            delivery = companion.agent_hook(request)
+            outcome = companion.hook_outcome(request)
         except asyncio.TimeoutError:
-            return {"error": f"the editor's server was not ready within {ANSWER_TIMEOUT:g} s"}
+            return expired(), None, None
         except Exception as exc:
             log.exception("agent hook request failed")
-            return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
-        return {"text": delivery.text}
+            return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}, None, None
+        if time.monotonic() >= deadline:
+            return expired(), None, None  # the hook has given up: dropped, nothing committed
+        return {"text": outcome.delivery.text}, outcome, companion
 
     async def stop(self) -> None:
         """Stop listening and end the connections in progress (idempotent)."""

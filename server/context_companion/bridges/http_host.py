@@ -3,6 +3,11 @@
 Every request must carry ``Authorization: Bearer <token>`` (else 401) and a ``Host`` naming a
 loopback address with the bound port (else 403: a web page cannot reach us through DNS
 rebinding); a browser ``Origin`` other than loopback is refused too. Bound to 127.0.0.1 only.
+
+One request needs no token: ``GET`` :data:`PROOF_PATH` ``?nonce=N`` answers ``{"proof": HMAC(token,
+N)}`` (:mod:`..proofs`), so a client that found the endpoint in a discovery file (``mcp --attach``)
+checks the server holds the token before it sends it: a file left by a killed server names a port
+anyone may hold now.
 Used by ``context-companion mcp --http``, the language server's MCP endpoint and the Gemini CLI
 companion.
 """
@@ -37,7 +42,10 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def refusal(headers: dict[bytes, bytes], token: str, port: int) -> tuple[int, str] | None:
+PROOF_PATH = "/context-companion/proof"
+
+
+def refusal(headers: dict[bytes, bytes], token: str, port: int, *, token_needed: bool = True) -> tuple[int, str] | None:
     """Why a request is refused (HTTP status, message), or None when it may pass."""
     host = headers.get(b"host", b"").decode("latin-1").lower()
     if host not in {f"{name}:{port}" for name in _LOOPBACK_NAMES}:
@@ -47,6 +55,8 @@ def refusal(headers: dict[bytes, bytes], token: str, port: int) -> tuple[int, st
         allowed = {f"http://{name}:{port}".encode() for name in _LOOPBACK_NAMES}
         if origin.lower() not in allowed:
             return 403, "requests from web pages are not accepted"
+    if not token_needed:
+        return None
     auth = headers.get(b"authorization", b"").decode("latin-1")
     scheme, _, presented = auth.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), token.encode()):
@@ -64,17 +74,56 @@ class _Guard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            why = refusal(dict(scope.get("headers") or ()), self.token, self.port)
+            proving = scope.get("path") == PROOF_PATH and scope.get("method") == "GET"
+            why = refusal(dict(scope.get("headers") or ()), self.token, self.port, token_needed=not proving)
+            if why is None and proving:
+                why = self._proof(scope)
             if why is not None:
                 status, message = why
-                body = json.dumps({"error": message}).encode()
-                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-                if status == 401:
-                    headers.append((b"www-authenticate", b"Bearer"))
-                await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+                await _json(send, status, {"proof": message} if status == 200 else {"error": message})
                 return
         await self.app(scope, receive, send)
+
+    def _proof(self, scope: Scope) -> tuple[int, str]:
+        from urllib.parse import parse_qs
+
+        from .. import proofs
+
+        nonces = parse_qs(bytes(scope.get("query_string") or b"").decode("latin-1")).get("nonce", [])
+        if len(nonces) != 1 or not proofs.valid_nonce(nonces[0]):
+            return 400, "nonce: expected one nonce of 32 to 128 hexadecimal characters"
+        return 200, proofs.proof(self.token, proofs.HTTP_SERVER, nonces[0])
+
+
+async def _json(send: Send, status: int, payload: dict[str, str]) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def proves_token(url: str, token: str, timeout: float = 2.0) -> bool:
+    """Whether the endpoint serving ``url`` proves it holds ``token`` (:data:`PROOF_PATH`), asked without
+    revealing it. Blocking; False for any failure (nothing listens, another program, a wrong proof)."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from .. import proofs
+
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return False  # our endpoints listen on loopback only: anything else is not ours to ask
+    nonce = proofs.new_nonce()
+    probe = f"{parts.scheme}://{parts.netloc}{PROOF_PATH}?nonce={nonce}"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+    try:
+        with opener.open(probe, timeout=timeout) as response:
+            answer = json.loads(response.read(4096))
+    except (OSError, ValueError):
+        return False
+    return isinstance(answer, dict) and proofs.check(answer.get("proof"), token, proofs.HTTP_SERVER, nonce)
 
 
 class SessionsTask:

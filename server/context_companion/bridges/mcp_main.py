@@ -102,6 +102,13 @@ def _choose(args: argparse.Namespace, workspace: Path) -> discovery.Entry | None
     return servers[0] if len(servers) == 1 else None
 
 
+def _proven(entry: discovery.Entry) -> bool:
+    """The endpoint proves it holds the announced token before the relay sends it (see http_host)."""
+    from .http_host import proves_token
+
+    return entry.url is not None and entry.token is not None and proves_token(entry.url, entry.token)
+
+
 def _by_pid(args: argparse.Namespace, workspace: Path, pid: int) -> discovery.Entry:
     """The language server ``--server-pid`` names (two editor windows may serve the same folder)."""
     if pid <= 0:
@@ -129,6 +136,15 @@ def run(args: argparse.Namespace) -> int:
         raise ContextCompanionError(f"--workspace {args.workspace}: not a directory")
     workspace = workspace.resolve()
     target = _choose(args, workspace)
+    if target is not None and not _proven(target):
+        why = (
+            f"the MCP endpoint announced by process {target.pid} at {target.url} did not prove it holds the "
+            "token (a file left by a server that is gone?)"
+        )
+        if args.attach is True or getattr(args, "server_pid", None) is not None:
+            raise ContextCompanionError(f"--attach: {why}")
+        log.warning("%s: reading the workspace itself", why)
+        target = None
     if target is not None:
         assert target.url is not None  # matching_servers keeps only entries with a URL
         log.info("attached to the language server (pid %s) at %s", target.pid, target.url)

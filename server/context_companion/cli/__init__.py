@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 
+# The commands that print what an agent would get: their warnings go to a person at a terminal, and
+# the one about estimated token counts is said once per machine unless -v (cli/output.py).
+REPORTS = ("instruction", "turn", "memory", "explain")
+
+
 def _handler(command: str) -> Callable[[argparse.Namespace], int]:
     if command in ("serve", "mcp", "setup"):
         from . import servers
@@ -62,9 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         import logging
 
         quiet = getattr(args, "quiet", False)
+        stderr = logging.StreamHandler(sys.stderr)
+        if args.command in REPORTS and not args.verbose:
+            from .output import OncePerMachine
+
+            stderr.addFilter(OncePerMachine())
         logging.basicConfig(
             level=logging.ERROR if quiet else logging.WARNING,
-            stream=sys.stderr,
+            handlers=[stderr],
             format="context-companion: warning: %(message)s",
         )
     try:

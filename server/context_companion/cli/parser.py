@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent",
         required=True,
         help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot, windsurf, cline, continue, "
-        "kiro, zed, vscode, context-companion",
+        "kiro, zed, vscode, copilot-cli, opencode, qwen-code (or qwen), context-companion",
     )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")
@@ -201,9 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
         "hook",
         help="what an agent's hook runs: the memory it does not read itself, once, as JSON on stdout",
         description="Reads the agent's hook input (JSON) on stdin and prints its hook output "
-        '({"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}), or nothing when nothing '
-        "is new. Asks the editor's language server for the folder (open files, active file), or composes from "
-        "disk when none runs. Always exits 0; a failure prints one line on stderr. Set it up with `setup`.",
+        '({"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}; GitHub Copilot CLI: '
+        '{"additionalContext": ...}), or nothing when nothing is new. Asks the editor\'s language server for the '
+        "folder (open files, active file), or composes from disk when none runs. Always exits 0; a failure prints "
+        "one line on stderr. Set it up with `setup`. Agents: claude-code (or claude), gemini-cli (or gemini), "
+        "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen).",
     )
     hook.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
 
@@ -211,24 +213,34 @@ def build_parser() -> argparse.ArgumentParser:
         "setup",
         help="write the hooks that run `context-companion hook` into an agent's settings",
         description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to "
-        "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json or Codex's "
-        ".codex/hooks.json (with --user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, "
-        "~/.gemini/settings.json, $CODEX_HOME/hooks.json). Merges into what is there, keeps every other key and "
-        "hook, writes atomically; refuses a file it cannot parse (exit 2, file untouched).",
+        "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json, Codex's "
+        ".codex/hooks.json or Qwen Code's .qwen/settings.json; GitHub Copilot CLI's userPromptSubmitted hook to "
+        ".github/hooks/context-companion.json; OpenCode's plugin .opencode/plugins/context-companion.js (with "
+        "--user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, ~/.gemini/settings.json, "
+        "$CODEX_HOME/hooks.json, ~/.qwen/settings.json, ~/.copilot/hooks/context-companion.json, "
+        "~/.config/opencode/plugins/context-companion.js). Edits the file in place: only its own entries change, "
+        "your layout and comments stay; the command is the bare context-companion when PATH finds this "
+        "installation. Refuses a file its agent could not read or would read another way, or a plugin file that "
+        "is not ours (exit 2, one line, file untouched).",
     )
     setup.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
     setup.add_argument("--workspace", default=None, help="the project folder (default: current directory)")
     setup.add_argument("--user", action="store_true", help="the agent's user settings instead of the project's")
-    setup.add_argument("--remove", action="store_true", help="take out Context Companion's hooks (only those)")
-    setup.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    setup.add_argument(
+        "--remove",
+        action="store_true",
+        help="take out Context Companion's hooks (only those); a file setup created goes too",
+    )
+    setup.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
     return parser
 
 
-AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex")
+AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
 
 
 def _hook_agent(name: str) -> str:
-    """``--agent`` of hook and setup: an id or a short name (``claude``, ``gemini``), in any case."""
+    """``--agent`` of hook and setup: an id or a short name (``claude``, ``gemini``, ``copilot``, ``qwen``), in
+    any case."""
     from ..agent_hook import hook_agent
 
     return hook_agent(name)
@@ -236,9 +248,17 @@ def _hook_agent(name: str) -> str:
 
 def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:
     kept = "; --json keeps them in 'warnings'" if json_warnings else ""
-    sub.add_argument(
+    loudness = sub.add_mutually_exclusive_group()
+    loudness.add_argument(
         "-q",
         "--quiet",
         action="store_true",
         help=f"print no warnings on stderr (errors still print{kept})",
+    )
+    loudness.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also repeat the warnings said once per machine (token counts are estimated: said the first time only; "
+        "--json results say it every time)",
     )

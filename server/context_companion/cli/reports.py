@@ -101,6 +101,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     open_paths, active = editor_files(args, workspace)
     interactive = companion.snapshot.settings.profile.interactive
     wire = companion.memory.explain(agent, open_paths, active, interactive=interactive).to_wire()
+    wire["estimated"] = companion.tokenizer.estimated
     if args.json:
         sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
         return 0

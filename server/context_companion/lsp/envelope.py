@@ -32,12 +32,44 @@ class Refusal:
     answer: bool = True
 
 
+class HugeInteger:
+    """An integer too long for Python to read (over ``sys.get_int_max_str_digits()`` digits, 4,300 by
+    default), kept as its digit count: a message holding one is still answered (:func:`parse`)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+
+def _bounded_int(text: str) -> int | HugeInteger:
+    try:
+        return int(text)
+    except ValueError:
+        return HugeInteger(text)
+
+
+def parse(body: bytes | str) -> Any:
+    """The JSON value of a frame's body. An integer too long to read becomes a :class:`HugeInteger`
+    (an id that is one is refused as any other bad id; elsewhere it fails the params' schema), instead
+    of the whole message being unreadable and its request never answered. Raises what ``json.loads``
+    raises otherwise."""
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+    return json.loads(body, parse_int=_bounded_int)
+
+
 def valid_id(value: Any) -> bool:
     """An id LSP allows: an integer or a string (JSON ``true`` is no integer)."""
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, HugeInteger):
+        return f"an integer too long to read ({value.digits:,} digits)"
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import signal
@@ -22,7 +21,7 @@ from typing import Any, Protocol
 from pygls.exceptions import JsonRpcException
 
 from ..heap import AfterBursts
-from .envelope import PARSE_ERROR, top_level_id
+from .envelope import PARSE_ERROR, parse, top_level_id
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +189,7 @@ def read_message(body: bytes | str, protocol: Any) -> Any:
     ParseError (-32700), with the request's id when it can be read at the top level. Raises
     ValueError for a body that is not JSON (the frame reader then resynchronises)."""
     try:
-        data = json.loads(body)
+        data = parse(body)
     except RecursionError:
         raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
         return protocol.refuse(

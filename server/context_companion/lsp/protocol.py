@@ -118,6 +118,10 @@ class Protocol(LanguageServerProtocol):
             else:
                 log.warning("ignored a response that is not JSON-RPC 2.0: %s", refused.reason)
             return IGNORED
+        if "method" in data and "params" not in data and self.get_message_type(str(data["method"])) is None:
+            # JSON-RPC lets a request or notification leave params out; pygls' generic message type needs
+            # the key. With it, an unknown method is answered MethodNotFound (-32601), not InvalidParams.
+            data = {**data, "params": None}
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:

@@ -33,6 +33,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..discovery import DiscoveryFile, remove_stale
 from ..errors import ContextCompanionError
+from ..ratelimit import Sparse
+from .envelope import parse
 from .framing import (
     MAX_BODY,
     ExitHere,
@@ -50,6 +52,8 @@ log = logging.getLogger(__name__)
 UNAUTHORIZED = -32001  # JSON-RPC's implementation-defined server error range
 AUTH_TIMEOUT = 10.0  # seconds a connection may take to send its initialize
 MAX_FIRST_MESSAGE = 4 * 1024 * 1024
+MAX_UNAUTHENTICATED = 16  # connections that have not shown the token yet
+MAX_UNAUTHENTICATED_BYTES = 8 * 1024 * 1024  # what all of them together may make the server hold
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -73,6 +77,8 @@ class Auth:
 class _State:
     claimed: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: int = 0  # connections that have not authenticated yet
+    held: int = 0  # bytes they made the server read, in all
 
     def taken(self) -> bool:
         return self.claimed
@@ -160,8 +166,11 @@ def _error_frame(msg_id: Any, message: str) -> bytes:
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
+_refusals = Sparse(log)  # a flood of connections must not fill the log
+
+
 async def _refuse(writer: asyncio.StreamWriter, msg_id: Any, message: str, peer: Any) -> None:
-    log.warning("refused a TCP connection from %s: %s", peer, message)
+    _refusals.warning("refused a TCP connection from %s: %s", peer, message)
     with contextlib.suppress(Exception):
         writer.write(_error_frame(msg_id, message))
         await asyncio.wait_for(writer.drain(), 2)
@@ -182,7 +191,7 @@ async def _first_message(frames: FrameReader, auth: Auth) -> tuple[dict[str, Any
     if body is None:
         return None, None, "closed before initialize"
     try:
-        data = json.loads(body)
+        data = parse(body)  # an over-long integer id still gets its answer
     except (ValueError, RecursionError):
         return None, None, "the first message must be an initialize request (got something that is not JSON)"
     msg_id = data.get("id") if isinstance(data, dict) else None
@@ -213,13 +222,26 @@ async def _tcp_main(
     async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         authenticating = auth.token is not None
-        frames = FrameReader(_LimitedReader(reader) if authenticating else reader, strict=authenticating)
+        limited = _LimitedReader(reader, state)
+        frames = FrameReader(limited if authenticating else reader, strict=authenticating)
         if state.claimed:
             await _refuse(writer, None, "the server already has a client", peer)
             return
         first = None
         if auth.token is not None:
-            data, msg_id, why = await _first_message(frames, auth)
+            if state.waiting >= MAX_UNAUTHENTICATED:
+                await _refuse(
+                    writer, None, f"more than {MAX_UNAUTHENTICATED} connections are waiting to authenticate", peer
+                )
+                return
+            state.waiting += 1
+            try:
+                data, msg_id, why = await _first_message(frames, auth)
+            finally:
+                state.waiting -= 1
+                limited.release()
+            if limited.over is not None:
+                why = limited.over
             if data is None:
                 await _refuse(writer, msg_id, why, peer)
                 return
@@ -256,23 +278,40 @@ async def _tcp_main(
 
 
 class _LimitedReader:
-    """Caps what an unauthenticated connection can make the server buffer."""
+    """Caps what an unauthenticated connection can make the server buffer: :data:`MAX_FIRST_MESSAGE`
+    each, :data:`MAX_UNAUTHENTICATED_BYTES` for all of them together (``state.held``; given back by
+    :meth:`release` once the connection authenticated or was refused)."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, state: _State) -> None:
         self._reader = reader
+        self._state = state
+        self._seen = 0
+        self.over: str | None = None  # why the connection was cut off
+
+    def _take(self, n: int) -> bool:
+        if self._seen + n > MAX_FIRST_MESSAGE:
+            self.over = f"the first message is larger than {MAX_FIRST_MESSAGE >> 20} MiB"
+            return False
+        if self._state.held + n > MAX_UNAUTHENTICATED_BYTES:
+            self.over = f"the connections waiting to authenticate hold more than {MAX_UNAUTHENTICATED_BYTES >> 20} MiB"
+            return False
+        self._seen += n
+        self._state.held += n
+        return True
+
+    def release(self) -> None:
+        self._state.held -= self._seen
         self._seen = 0
 
     async def readline(self) -> bytes:
         line = await self._reader.readline()
-        self._seen += len(line)
-        if self._seen > MAX_FIRST_MESSAGE:
+        if not self._take(len(line)):
             return b""
         return line
 
     async def readexactly(self, n: int) -> bytes:
-        if self._seen + n > MAX_FIRST_MESSAGE:
+        if not self._take(n):
             raise asyncio.IncompleteReadError(b"", n)
-        self._seen += n
         return await self._reader.readexactly(n)
 
 

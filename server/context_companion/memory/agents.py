@@ -4,8 +4,9 @@ Each table says which memory file names the agent reads and where (folders above
 sub-folders), its global files, the rule formats it reads and any rule of its own (Codex reads
 one file per folder, Zed only the first file of a list, Cline reads other tools' rules only
 without its own). :mod:`.explain` applies a table to the files we found; no agent has a code
-branch of its own. Checked against each page as of 2026-11; the three agents with hooks (Claude Code,
-Gemini CLI, Codex) also against the real executables (``checked``: the version, recorded requests).
+branch of its own. Checked against each page as of 2026-11; the six agents with hooks (Claude Code,
+Gemini CLI, Codex, GitHub Copilot CLI, OpenCode, Qwen Code) also against the real executables
+(``checked``: the version, recorded requests).
 
 How an agent keeps what it loads (``keeps``) decides what ``context-companion hook`` delivers: a file
 it reads and *tracks* (re-reads on change) is never delivered; one it reads *once at start* is
@@ -32,6 +33,9 @@ AgentId = Literal[
     "kiro",
     "zed",
     "vscode",
+    "copilot-cli",
+    "opencode",
+    "qwen-code",
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
@@ -236,6 +240,7 @@ VSCODE = AgentRules(
     root_only=("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md"),
     globals=("~/.claude/CLAUDE.md",),
     rules=("copilot",),
+    keeps="tracked",  # re-read on every request (1.139.1, measured): a Claude Code hook VS Code runs never sends them
     attached_rules=("copilot-instructions", "claude"),
 )
 
@@ -261,6 +266,61 @@ def vscode_rules(
     )
 
 
+# GitHub Copilot CLI, as measured with @github/copilot 1.0.102 against a recording stub: its system message
+# carries ~/.copilot/copilot-instructions.md, .github/copilot-instructions.md, then AGENTS.md, CLAUDE.md and
+# GEMINI.md of every folder from the working folder up to the repository root, then the .github/instructions
+# files with applyTo "**" or none and the .claude/rules files without paths; the instructions and rules for
+# other globs are only listed (a table of pattern and path the model may read when it touches such a file).
+# Not read: sub-folder memory below the working folder, CLAUDE.local.md, .cursor/rules. The interactive CLI
+# reads them at start and keeps them for the session (an edit of AGENTS.md is not seen by its next request).
+COPILOT_CLI = AgentRules(
+    "copilot-cli",
+    "GitHub Copilot CLI",
+    ("https://docs.github.com/en/copilot/how-tos/copilot-cli/customize-copilot/overview",),
+    names=("AGENTS.md", "CLAUDE.md", "GEMINI.md"),
+    upward=True,
+    globals=("~/.copilot/copilot-instructions.md",),
+    rules=("copilot", "copilot-instructions", "claude"),
+    keeps="start",
+    checked="1.0.102",
+)
+
+# OpenCode, as measured with opencode-ai 1.18.33 (https://opencode.ai/docs/rules): the first of AGENTS.md,
+# CLAUDE.md, CONTEXT.md found from the working folder up to the worktree root (every copy of that name on the
+# way), ~/.config/opencode/AGENTS.md (else ~/.claude/CLAUDE.md), and a sub-folder's file when its read tool
+# reads a file there. It reads them again for every request (an edit of AGENTS.md is in the next request's
+# system message). No rule formats of other tools. ``one_per_folder`` approximates "the first name found on
+# the way up" (they differ only when folders on that way hold different names).
+OPENCODE = AgentRules(
+    "opencode",
+    "OpenCode",
+    ("https://opencode.ai/docs/rules",),
+    names=("AGENTS.md", "CLAUDE.md", "CONTEXT.md"),
+    upward=True,
+    one_per_folder=True,
+    subfolders="when-open",
+    globals=("~/.config/opencode/AGENTS.md", "~/.claude/CLAUDE.md"),
+    keeps="tracked",
+    checked="1.18.33",
+)
+
+# Qwen Code, as measured with @qwen-code/qwen-code 0.24.4 (its bundled docs: features/memory.md): QWEN.md and
+# AGENTS.md (or the names of context.fileName in .qwen/settings.json or ~/.qwen/settings.json) from the working
+# folder up to the repository root, ~/.qwen/QWEN.md and ~/.qwen/AGENTS.md, and .qwen/QWEN.local.md at the root,
+# with @ imports expanded, in the system message; read at start (a Gemini CLI fork: the session keeps them).
+# Not read: sub-folder memory below the working folder, CLAUDE.md, GEMINI.md; its own rules are .qwen/rules.
+QWEN_CODE = AgentRules(
+    "qwen-code",
+    "Qwen Code",
+    ("https://github.com/QwenLM/qwen-code (docs/users/features/memory.md, bundled with the package)",),
+    names=("QWEN.md", "AGENTS.md"),
+    upward=True,
+    globals=("~/.qwen/QWEN.md", "~/.qwen/AGENTS.md"),
+    expands_imports=True,
+    keeps="start",
+    checked="0.24.4",
+)
+
 # Ourselves: docs/memory.md. Explained from the composition itself, not from a table.
 CONTEXT_COMPANION = AgentRules("context-companion", "Context Companion", ("docs/memory.md",))
 
@@ -278,13 +338,18 @@ AGENTS: dict[str, AgentRules] = {
         KIRO,
         ZED,
         VSCODE,
+        COPILOT_CLI,
+        OPENCODE,
+        QWEN_CODE,
         CONTEXT_COMPANION,
     )
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
-HOOK_AGENTS: tuple[str, ...] = ("claude-code", "gemini-cli", "codex")  # agents `context-companion hook` serves
-# What users type for the two agents whose ids are longer than their command's name.
-AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli"}
+# Agents `context-companion hook` serves (agent_hook.AGENTS, bridges.hook_channel.AGENTS).
+HOOK_AGENTS: tuple[str, ...] = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+# What users type for the agents whose ids are longer than their command's name. ``copilot`` stays the id of
+# GitHub Copilot's own table here (explain); hook and setup take it for copilot-cli, the only Copilot they serve.
+AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli", "qwen": "qwen-code"}
 
 
 def agent_id(name: str) -> str | None:

@@ -17,7 +17,7 @@ from .model import MemoryBlock, MemoryFileInfo, MemoryResult
 from .paths import is_within, posix
 from .reading import cut_at_line, read_text_file
 from .render import Rendered
-from .rules import describe_globs
+from .rules import ParsedRule, describe_globs
 from .wording import (
     LISTING_FOOTER,
     LISTING_HEADER,
@@ -150,6 +150,7 @@ class _Accounts:
     text_twins: set[str] = field(default_factory=set)  # displays another file repeated the text of
     body_owner: dict[str, str] = field(default_factory=dict)  # normalised text → abs path of its inclusion
     warned: set[str] = field(default_factory=set)  # file keys whose warnings were told
+    imported_by: dict[str, str] = field(default_factory=dict)  # file key → display of the first file importing it
 
     def consider(self, entry: Entry, wants: bool, reason: str) -> None:
         if entry.abs_path in self.verdicts:
@@ -180,13 +181,15 @@ class _Accounts:
         if self.index is not None and any(p in self.included_real for p, _d in r.imported):
             # An import repeats a file already in the instruction: render without it.
             r = self.rendered[entry.abs_path] = self.index.without_seen(entry, tuple(self.included_real.items()))
-        if not r.block:
+        if not r.block or (r.repeats and only_headings(r.content)):
+            # Nothing of its own is left (a title and imports of files already included): not a block.
             if r.repeats:
                 firsts = list(dict.fromkeys(d for _p, d in r.repeats))
                 self.duplicates[entry.abs_path] = firsts[0]
                 return False, f"not included: only repeats {', '.join(firsts)}"
             return False, REASON_EMPTY
-        body = normalised_body(r.content)
+        # Texts compare after imports: two files holding the same line and `@AGENTS.md` of their own folders differ.
+        body = normalised_body(entry.rendered.content if r is not entry.rendered else r.content)
         copy_of = self.included_bodies.get(body)
         if copy_of is not None:
             # Generated copies of one rule in several formats: the text goes in once.
@@ -198,7 +201,25 @@ class _Accounts:
         self.included_real[key] = entry.display
         for p, d in r.imported:
             self.included_real.setdefault(p, d)
+            self.imported_by.setdefault(p, entry.display)
         return True, reason
+
+    def imported_shadows(self) -> None:
+        """A file another one hides (``AGENTS.override.md`` beside ``AGENTS.md``) whose text still comes in
+        through an included file's import says so: its reason is that import, not the file that hides it."""
+        for entry in self.order:
+            included, reason = self.verdicts[entry.abs_path]
+            shadow = self.shadows.get((entry.abs_path, entry.tier))
+            r = entry.rendered
+            importer = self.imported_by.get(r.key or r.real or entry.abs_path)
+            if not included and shadow is not None and importer is not None and reason == reason_shadowed(shadow):
+                why = f"imported by {importer} ({shadow} takes its place as a file of its own)"
+                self.verdicts[entry.abs_path] = (False, why)
+
+
+def only_headings(content: str) -> bool:
+    """Whether ``content`` says nothing but Markdown headings (a title left once its imports are gone)."""
+    return all(not line.strip() or line.lstrip().startswith("#") for line in content.splitlines())
 
 
 def normalised_body(content: str) -> str:
@@ -261,6 +282,7 @@ def compose_traced(
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
+    acc.imported_shadows()
     acc.order.sort(key=folder_rank)
     blocks = {e.abs_path: acc.rendered[e.abs_path].block for e in acc.order if acc.verdicts[e.abs_path][0]}
     listing = listing_block(acc.listed)
@@ -329,6 +351,7 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
     _consider_fixed_tiers(index, acc)
     _consider_jit(index, acc, activity.jit)
     _consider_rules(index, acc, activity)
+    acc.imported_shadows()
     out = []
     for e in acc.order:
         included, reason = acc.verdicts[e.abs_path]
@@ -336,9 +359,20 @@ def compose_blocks(index: MemoryIndex, activity: Activity) -> tuple[MemoryBlock,
         on_demand = e.tier == "jit" or (e.tier == "rule" and rule is not None and rule.mode == "globs")
         jit, hit = activity.jit.get(e.abs_path), activity.rules.get(e.abs_path)
         for_active = (jit is not None and jit[1]) or (hit is not None and hit[2])
-        content = acc.rendered[e.abs_path].content
-        out.append(MemoryBlock(e.display, e.abs_path, e.tier, included, reason, content, on_demand, for_active))
+        rendered = acc.rendered[e.abs_path]
+        key = e.rendered.key or e.rendered.real or e.abs_path
+        scope = e.rel_dir if e.tier == "jit" else _scope(rule) if rule is not None else ""
+        out.append(
+            MemoryBlock(
+                e.display, e.abs_path, e.tier, included, reason, rendered.content, on_demand, for_active, key, scope
+            )
+        )
     return tuple(out)
+
+
+def _scope(rule: ParsedRule) -> str:
+    """What decides when a rule applies, as its own text says it (mode, globs, regexes)."""
+    return "|".join([rule.mode, *rule.globs, *(r.pattern for r in rule.regexes), *rule.exclude_agent])
 
 
 def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,20 +108,64 @@ class FolderIndex:
         self._warnings = None
 
 
-def index_folder(folder: str, settings: MemorySettings, names: Sequence[str]) -> FolderIndex:
+def index_folder(
+    folder: str, settings: MemorySettings, names: Sequence[str], *, walk_below: bool | Sequence[str] = True
+) -> FolderIndex:
     """Walk ``folder`` once; record memory files below its root and every directory entered.
 
     ``names``: the memory file names in force (``memory.fileNames`` as the sources read them,
     :func:`~.formats.effective_names`), the same in every tier: a sub-folder's
     ``AGENTS.override.md`` is found exactly like the root's. The walk stops at
-    ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`)."""
+    ``memory.maxWalkDirectories`` or ``memory.maxWalkFiles`` (see :func:`_left_out`). ``walk_below``
+    other than True lists the folder itself and, of what is below it, only those sub-directories
+    (posix, relative, each one's parent first: the chain down to where an agent runs), never a walk:
+    ``context-companion hook`` without an editor delivers no other sub-folder's memory, and the walk of a
+    big folder would cost it seconds a prompt."""
     index = FolderIndex()
-    budget = WalkBudget(settings.max_walk_directories, settings.max_walk_files)
-    listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget)
-    _record(index, listings, frozenset(names))
-    if budget.left_out:
-        _left_out(index, folder, budget)
+    if walk_below is True:
+        budget = WalkBudget(settings.max_walk_directories, settings.max_walk_files)
+        listings = walk(Path(folder), max_patterns=settings.max_ignore_patterns, budget=budget)
+        _record(index, listings, frozenset(names))
+        if budget.left_out:
+            _left_out(index, folder, budget)
+        return index
+    # Not a walk, not even a listing: the ignore files and memory files are looked up by name (a listing of
+    # the folder would make the hook's record of what it read move with every file created there).
+    rules = IgnoreRules.for_root(Path(folder), max_patterns=settings.max_ignore_patterns)
+    index.dirs[""] = rules
+    for rel in walk_below or ():
+        directory = os.path.join(folder, *rel.split("/"))
+        if rules.is_ignored(rel, True) or not _real_dir(directory):
+            break
+        rules = rules.descend(rel, directory)
+        index.dirs[rel] = rules
+        for path, name in dir_candidates(directory, names):
+            if _file_entry(path):
+                rel_dir = posix_rel(os.path.dirname(path), folder)
+                governs = governed_dir(rel_dir, name)
+                file_rel = rel_dir + "/" + name
+                index.files.append(IndexedFile(path, file_rel, governs, rules.is_ignored(file_rel, False)))
     return index
+
+
+def _real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _file_entry(path: str) -> bool:
+    """Something a walk would list as a file: present, not a directory (a link to a file counts)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def posix_rel(path: str, folder: str) -> str:
+    rel = os.path.relpath(path, folder)
+    return "" if rel == "." else rel.replace(os.sep, "/")
 
 
 def _record(index: FolderIndex, listings: Iterable[DirListing], wanted: frozenset[str]) -> list[str]:

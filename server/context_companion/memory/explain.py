@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .agents import AgentRules
-from .compose import REGEX_MARK, Activity, rule_verdict
+from .compose import REGEX_MARK, Activity, normalised_body, rule_verdict
 from .formats import BY_FORMAT, NAME_FAMILY
 from .index import Entry, MemoryIndex
 from .model import MemoryResult
@@ -36,12 +36,15 @@ class Explained:
     glob: str | None = None
     reading: str = ""  # tracked, start, just-in-time ("" when not loaded, or not known for the agent)
     abs_path: str = ""
+    counted: bool = True  # in the total: not text already counted in another loaded file (an import, a link)
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"path": self.path, "tier": self.tier, "trigger": self.trigger, "why": self.why}
         if self.glob is not None:
             wire["glob"] = self.glob
         wire["tokens"] = self.tokens
+        if self.loaded and not self.counted:
+            wire["inTotal"] = False
         if self.reading and self.loaded:
             wire["reading"] = self.reading
         return wire
@@ -74,7 +77,7 @@ class Explanation:
             "notLoaded": [{"path": i.path, "reason": i.why} for i in self.items if not i.loaded and not i.listed],
             "onlyAgent": list(self.only_agent),
             "onlyContextCompanion": list(self.only_ours),
-            "tokens": sum(i.tokens for i in loads),
+            "tokens": sum(i.tokens for i in loads if i.counted),
             **({"checked": self.agent.checked} if self.agent.checked else {}),
             **({"assumed": list(self.assumed)} if self.assumed else {}),
         }
@@ -103,17 +106,72 @@ def explain(
     items = judge.imports([judge.item(e) for e in entries], entries)
     items = judge.budget(items, entries)
     items = [*judge.above_root(), *items]
-    items = sorted(items, key=judge.order_key)
+    items = _one_file(sorted(items, key=judge.order_key), entries, agent.name)
     loaded = [i.path for i in items if i.loaded]
-    only_agent = tuple(p for p in loaded if p not in ours)
-    only_ours = tuple(f.path for f in result.files if f.included and f.path not in set(loaded))
+    keys = {e.abs_path: e.rendered.key or e.rendered.real or e.abs_path for e in entries}
+    loaded_keys = {keys.get(i.abs_path, i.abs_path) for i in items if i.loaded}
+    our_keys = {keys.get(f.abs_path, f.abs_path) for f in result.files if f.included}
+    only_agent = tuple(
+        i.path for i in items if i.loaded and i.path not in ours and keys.get(i.abs_path) not in our_keys
+    )
+    only_ours = tuple(
+        f.path
+        for f in result.files
+        if f.included and f.path not in set(loaded) and keys.get(f.abs_path, f.abs_path) not in loaded_keys
+    )
     return Explanation(agent, tuple(items), only_agent, only_ours, tuple(assumed))
+
+
+def _one_file(items: list[Explained], entries: list[Entry], agent: str) -> list[Explained]:
+    """Links to one file (``CLAUDE.md -> AGENTS.md``) are one file: a second loaded name is not counted
+    again, and a name not loaded says it is the same file as the one loaded. A file whose text the agent
+    loads under another name (the same rule in two vendors' folders) says so too."""
+    by_path = {e.abs_path: e for e in entries}
+
+    def key(item: Explained) -> str:
+        e = by_path.get(item.abs_path)
+        return (e.rendered.key or e.rendered.real or item.abs_path) if e is not None else item.abs_path
+
+    def body(item: Explained) -> str:
+        e = by_path.get(item.abs_path)
+        return normalised_body(e.rendered.content) if e is not None and not e.rendered.skip else ""
+
+    first: dict[str, Explained] = {}
+    texts: dict[str, Explained] = {}
+    for item in items:
+        if item.loaded:
+            first.setdefault(key(item), item)
+            text = body(item)
+            if text and item.trigger != "import":
+                texts.setdefault(text, item)
+    others: dict[str, list[Explained]] = {}
+    for item in items:
+        others.setdefault(key(item), []).append(item)
+    out = []
+    for item in items:
+        twin = first.get(key(item))
+        # A link not loaded beside a name the agent does know (not loaded either): that name's reason.
+        link = next((o for o in others[key(item)] if o is not item and not o.why.startswith(agent)), None)
+        if item.loaded and item.trigger == "import":
+            item = replace(item, counted=False, why=f"{item.why} (its text is counted there)")
+        elif item.loaded and twin is not None and twin is not item:
+            item = replace(item, counted=False, why=f"{item.why}; the same file as {twin.path} (counted once)")
+        elif not item.loaded and not item.listed and twin is not None:
+            item = replace(item, why=f"the same file as {twin.path} (a link), which {agent} loads")
+        elif not item.loaded and not item.listed and link is not None and item.why.startswith(agent):
+            item = replace(item, why=f"the same file as {link.path} (a link): {link.why}")
+        elif not item.loaded and not item.listed and (copy := texts.get(body(item))) is not None and body(item):
+            item = replace(item, why=f"{item.why}; its text is the same as {copy.path}, which {agent} loads")
+        out.append(item)
+    return out
 
 
 def _ours(
     index: MemoryIndex, activity: Activity, path: str, tier: str, inc: bool, reason: str, tokens: int, abs_path: str
 ) -> Explained:
     listed = reason.endswith("(listed)")
+    if reason.startswith("imported by "):  # its text comes in through the importing file
+        return Explained(path, tier, True, False, "import", reason, tokens, abs_path=abs_path, counted=False)
     trigger = {"global": "global", "workspace": "workspace", "jit": "subfolder"}.get(tier, "always")
     if tier == "rule":
         trigger = "regex" if "regex" in reason else "glob" if "glob" in reason else "always"
@@ -365,6 +423,9 @@ class _Judge:
         if fmt in a.fallback_rules:
             if any(f in self.formats_present for f in a.rules):
                 return out(False, "", f"{a.name} reads {label} only when it has no rules of its own")
+        elif fmt in a.attached_rules:
+            why = f"{a.name} reads {label} only for files attached to the request (the active file once it has a selection)"
+            return out(False, "", why)
         elif fmt not in a.rules:
             return out(False, "", f"{a.name} does not read {label}")
         prefix = self.index.folders[e.folder].prefix if e.folder is not None else ""

@@ -122,9 +122,17 @@ class MemoryIndex:
     """Memory and rule files per tier; see the module docstring. Not thread-safe (the store locks)."""
 
     def __init__(
-        self, settings: MemorySettings, renderer: Renderer, home: str, global_dir: str, exclude: Sequence[str]
+        self,
+        settings: MemorySettings,
+        renderer: Renderer,
+        home: str,
+        global_dir: str,
+        exclude: Sequence[str],
+        *,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
         self.settings = settings
+        self.walk_below = walk_below  # not True: a folder's own files and the sub-directories named (see index_folder)
         self.exclude = exclude_matcher(tuple(exclude)).matches
         self.renderer = renderer
         self.home = home
@@ -234,7 +242,11 @@ class MemoryIndex:
     def reindex(self, i: int) -> None:
         """Walk the folder again (JIT tier); unchanged files render from the cache."""
         folder = self.folders[i]
-        folder.index = index_folder(folder.path, self.settings, self.names) if folder.exists else FolderIndex()
+        folder.index = (
+            index_folder(folder.path, self.settings, self.names, walk_below=self.walk_below)
+            if folder.exists
+            else FolderIndex()
+        )
         folder.ignore_sources = frozenset(str(p) for p in ignore_sources(folder.path)) if folder.exists else frozenset()
         self.policy += 1  # ignore rules may have changed: renderings cached under the old ones are stale
         self._sync_jit(i)

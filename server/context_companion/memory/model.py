@@ -80,6 +80,12 @@ class MemoryBlock:
     content: str  # imports expanded, frontmatter stripped; "" when skipped or empty
     on_demand: bool  # a JIT file or a glob-scoped rule: applies because of what is open
     for_active: bool = False  # on demand because of the active file (its folder's memory, a rule matching it)
+    key: str = ""  # the file itself: symlinks and hard links to one file share it ("": the abs path)
+    scope: str = ""  # what in its own text decides where it applies (a rule's mode and globs; a sub-folder)
+
+    @property
+    def file_key(self) -> str:
+        return self.key or self.abs_path
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,9 +69,11 @@ class MemoryStore:
         global_dir: Path | None = None,
         home: Path | None = None,
         exclude: Sequence[str] | None = None,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
         """``exclude``: ``context.exclude`` patterns; imports of matching files are refused (None: the
-        default patterns, so secrets stay out even when a caller passes nothing)."""
+        default patterns, so secrets stay out even when a caller passes nothing). ``walk_below`` not True:
+        the folders' own memory and rules, and only the sub-directories named, never a walk (see index_folder)."""
         self.settings = settings
         self._count = count_tokens
         home_path = norm(home if home is not None else Path.home())
@@ -79,7 +81,9 @@ class MemoryStore:
             settings.max_file_bytes, settings.import_max_depth, home_path, count_tokens, settings.max_total_bytes
         )
         patterns = ContextSettings().exclude if exclude is None else exclude
-        self._index = MemoryIndex(settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns)
+        self._index = MemoryIndex(
+            settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns, walk_below=walk_below
+        )
         self._index.set_folders(workspace_folders, loaded=False)
         self._lock = threading.RLock()
         self._loaded = False

@@ -9,8 +9,8 @@ Machines may be offline. The encoding is looked for, in order:
 3. the estimator (:func:`estimate_tokens`), with ``estimated = True`` and the reason, and
    ``warning``: one line for the user that names the setting that fixes it (``tokens.encodingFile``,
    ``tokens.allowDownload``). The tokenizer does not log it: its owner (the workspace ``Companion``)
-   tells it once per process, however many tokenizers settings changes make. The tokenizer owns
-   all of its state; the module holds none.
+   tells it once per process, however many tokenizers settings changes make (and the command line
+   once per machine: ``cli/output.py``). The tokenizer owns all of its state; the module holds none.
 
 ``tokens.encoding = "estimate"`` picks the estimator on purpose: no lookup, no warning.
 

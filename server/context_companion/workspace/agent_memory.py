@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..memory import MemoryBlock
+from ..memory.compose import normalised_body, only_headings
 from ..memory.explain import Explanation
 from ..memory.wording import render_block
 
@@ -123,8 +124,73 @@ def lacking(
     for explanation in explanations:
         for path, how in explanation.reading_of().items():
             reading.setdefault(path, how)
+    # A sub-folder file the agent read at start because it runs below that folder applies to its session,
+    # whether or not an open file is there: an edit of it must reach the agent.
+    for path, how in reading.items():
+        block = every.get(path)
+        if block is None or how != AT_START or path in applies or block.tier != "jit" or not block.content.strip():
+            continue
+        if not excluded(block) and not block.reason.startswith("skipped"):
+            where = block.path.rsplit("/", 1)[0] + "/"
+            applies[path] = replace(block, included=True, reason=f"sub-folder memory of {where}, where the agent runs")
+    applies = _one_per_twins(every, applies, reading)
     read = tuple(dict.fromkeys(item.path for e in explanations for item in e.loads))
     return Lacking(every, applies, reading, read)
+
+
+_RANK = {TRACKED: 0, AT_START: 1}
+
+
+def _one_per_twins(
+    every: Mapping[str, MemoryBlock], applies: dict[str, MemoryBlock], reading: dict[str, str]
+) -> dict[str, MemoryBlock]:
+    """Copies of one text (a symlink, a hard link, or the same text after imports, e.g. one rule kept in
+    two vendors' folders) are one file: when the agent reads any copy itself, that copy stands for all of
+    them (each gets its reading, so none is sent for it) and is the one delivered when its reading asks for
+    it. ``reading`` is completed in place; the new ``applies`` keeps the composition's order."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    firsts: dict[str, str] = {}
+    for path, block in every.items():
+        if not block.content.strip():
+            continue
+        find(path)
+        keys = ["f:" + block.file_key]
+        if not only_headings(block.content):  # a title left once imports are gone says nothing of its own
+            keys.append("t:" + normalised_body(block.content))
+        for key in keys:
+            other = firsts.setdefault(key, path)
+            if other != path:
+                parent[find(path)] = find(other)
+    groups: dict[str, list[str]] = {}
+    for path in parent:
+        groups.setdefault(find(path), []).append(path)
+    stand_in: dict[str, str] = {}  # path → the agent's own copy standing for it
+    for members in groups.values():
+        own = [m for m in members if m in reading]
+        if len(members) < 2 or not own:
+            continue
+        mine = min(own, key=lambda m: _RANK.get(reading[m], 2))
+        for m in members:
+            if m != mine:
+                reading[m] = reading[mine]
+                stand_in[m] = mine
+    if not stand_in:
+        return applies
+    out: dict[str, MemoryBlock] = {}
+    for path, block in applies.items():
+        copy = stand_in.get(path)
+        if copy is None:
+            out.setdefault(path, block)
+        elif copy not in applies and copy in every:
+            out.setdefault(copy, replace(every[copy], included=True, reason=block.reason))
+    return out
 
 
 def agent_memory(agent: str, lacks: Lacking, count: Callable[[str], int]) -> AgentMemory:

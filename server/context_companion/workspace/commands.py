@@ -119,6 +119,7 @@ def memory_payload(c: Companion) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "dropped": list(result.dropped),
         "tokens": c.memory_tokens(result),
+        "estimated": c.tokenizer.estimated,
     }
 
 
@@ -128,7 +129,7 @@ def _add_memory(c: Companion, p: P.AddMemoryParams, _: Texts) -> Outcome:
 
 
 def _explain_memory(c: Companion, p: P.ExplainMemoryParams, _: Texts) -> dict[str, Any]:
-    return c.explain_memory(p.agent, p.active_file).to_wire()
+    return {**c.explain_memory(p.agent, p.active_file).to_wire(), "estimated": c.tokenizer.estimated}
 
 
 def _get_agent_memory(c: Companion, p: P.GetAgentMemoryParams, _: Texts) -> dict[str, Any]:

@@ -35,13 +35,17 @@ from .agent_memory import AgentMemory, Lacking, agent_memory, lacking
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
 from .hooks import (
     HOOK_LIMITS,
+    HOOK_UNITS,
     PROMPT_EVENTS,
     RESET_SOURCES,
     SESSION_START,
     Delivery,
+    HookOutcome,
     HookRequest,
     HookSessions,
     deliver,
+    hook_count,
+    working_copy,
 )
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
@@ -90,9 +94,14 @@ class Companion:
         tokenizer: Tokenizer | None = None,
         home: Path | None = None,
         today: Callable[[], date] = date.today,
+        walk_below: bool | Sequence[str] = True,
     ) -> None:
+        """``walk_below`` not True: the folders' own memory and rules, and of what is below them only the
+        sub-directories named (the hook's disk path: no open files, so no sub-folder memory to find but the
+        chain down to where the agent runs; see :func:`~..memory.discovery.index_folder`)."""
         self.snapshot = snapshot
         self.home = home
+        self.walk_below = walk_below
         self.tokenizer = tokenizer or make_tokenizer(snapshot.settings)
         self.memory = self._new_store(snapshot, self.tokenizer)
         self.engine = InstructionEngine(
@@ -127,6 +136,7 @@ class Companion:
             global_dir=snapshot.user_dir,
             home=self.home,
             exclude=snapshot.settings.context.exclude,
+            walk_below=self.walk_below,
         )
 
     def load(self) -> None:
@@ -136,12 +146,13 @@ class Companion:
 
     def _load_tokenizer(self, tokenizer: Tokenizer) -> None:
         """Load it, and tell the user why counts are estimated, once per process: a tokenizer is
-        made again on every token settings change, and the same line each time is noise."""
+        made again on every token settings change, and the same line each time is noise. The record
+        is marked ``once_per_machine``: the command line says it once per machine (cli/output.py)."""
         tokenizer.load()
         warning = tokenizer.warning
         if warning is not None and warning not in self._told:
             self._told.add(warning)
-            log.warning("%s", warning)
+            log.warning("%s", warning, extra={"once_per_machine": True})
 
     # ------------------------------------------------------------------ snapshot swaps
 
@@ -455,22 +466,57 @@ class Companion:
         return self.memory.explain(agent, paths, active, interactive=interactive)
 
     def agent_hook(self, request: HookRequest, *, from_disk: bool = False) -> Delivery:
-        """What an agent's hook adds to its next request (``context-companion hook``; see :mod:`.hooks`).
+        """What an agent's hook adds to its next request, committed at once (see :meth:`hook_outcome`)."""
+        outcome = self.hook_outcome(request, from_disk=from_disk)
+        self.hooks.commit(outcome)
+        return outcome.delivery
+
+    def hook_outcome(self, request: HookRequest, *, from_disk: bool = False) -> HookOutcome:
+        """What an agent's hook adds to its next request (``context-companion hook``; see :mod:`.hooks`),
+        with the session state it leads to, to commit once the hook has it (``self.hooks.commit``).
 
         ``SessionStart`` with a ``startup``, ``clear`` or ``compact`` source forgets what the session
-        was given (its history starts afresh) and adds nothing; the prompt event delivers."""
+        was given (its history starts afresh) at once (forgetting too early only sends something again)
+        and adds nothing; the prompt event delivers."""
         if request.event == SESSION_START:
             if request.source in RESET_SOURCES:
                 self.hooks.reset(request.agent, request.session_id)
-            return Delivery("")
+            return HookOutcome(Delivery(""))
         if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
-            return Delivery("")
-        return deliver(
-            self.hooks.get(request.agent, request.session_id),
+            return HookOutcome(Delivery(""))
+        active, open_files = self._editor_files()
+        base = self.hooks.peek(request.agent, request.session_id)
+        state = working_copy(base)
+        delivery = deliver(
+            state,
             self.lacking(request.agent, cwd=request.cwd or None),
             limit=HOOK_LIMITS[request.agent],
+            count=hook_count(request.agent),
+            unit=HOOK_UNITS[request.agent],
             from_disk=from_disk,
+            active=active,
+            open_files=open_files,
         )
+        return HookOutcome(delivery, (request.agent, request.session_id), base, state)
+
+    def _editor_files(self) -> tuple[str | None, list[str]]:
+        """The editor's active file and open files as a hook's text names them: relative to their workspace
+        folder, never a ``context.exclude`` file (a secret's name stays out too)."""
+        from ..exclusion import exclude_matcher
+
+        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
+        folders = list(self.snapshot.folders)
+
+        def shown(path: Path) -> str | None:
+            for folder in folders:
+                if path.is_relative_to(folder):
+                    rel = path.relative_to(folder).as_posix()
+                    return None if secret(rel) else rel
+            return None if secret(str(path)) else str(path)
+
+        paths, active = self._open_paths()
+        named = [n for n in (shown(p) for p in paths) if n is not None]
+        return (shown(active) if active is not None else None), named
 
     def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
         """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""

@@ -127,11 +127,11 @@ end
 --- :ContextCompanionMemory: every memory and rule file, whether it is included and why.
 --- Agents :ContextCompanionExplain knows (the server's explainMemory ids).
 M.AGENTS = {
-  'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed',
-  'context-companion',
+  'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed', 'vscode',
+  'copilot-cli', 'opencode', 'qwen-code', 'context-companion',
 }
 -- Short names users type for the agents whose ids are longer than their command (as the CLI takes them).
-M.AGENT_ALIASES = { claude = 'claude-code', gemini = 'gemini-cli' }
+M.AGENT_ALIASES = { claude = 'claude-code', gemini = 'gemini-cli', qwen = 'qwen-code' }
 
 --- The Markdown of an explainMemory answer.
 ---@param r table
@@ -183,7 +183,7 @@ function M.explain(agent, smods)
   agent = vim.trim(agent or '')
   agent = M.AGENT_ALIASES[agent:lower()] or agent
   if not vim.tbl_contains(M.AGENTS, agent) then
-    local known = table.concat(M.AGENTS, ', ') .. ' (claude and gemini stand for claude-code and gemini-cli)'
+    local known = table.concat(M.AGENTS, ', ') .. ' (claude, gemini and qwen stand for claude-code, gemini-cli and qwen-code)'
     return lsp.message(('unknown agent %q; known agents: %s'):format(agent, known), ERROR)
   end
   local args = { agent = agent }
@@ -201,7 +201,7 @@ function M.explain(agent, smods)
 end
 
 --- Agents :ContextCompanionSetup sets up hooks for (`context-companion setup --agent`).
-M.HOOK_AGENTS = { 'claude-code', 'gemini-cli', 'codex' }
+M.HOOK_AGENTS = { 'claude-code', 'gemini-cli', 'codex', 'copilot-cli', 'opencode', 'qwen-code' }
 
 --- :ContextCompanionSetup {agent}: write the agent's hooks (`context-companion setup`) for the
 --- workspace of the current buffer (else the current directory), and tell what setup said.

@@ -8,7 +8,7 @@ local M = {}
 M.NAME = config.NAME
 M.CHANGED = 'contextCompanion/systemInstructionChanged'
 M.CURSOR = 'contextCompanion/didChangeCursor'
-M.PIP_PACKAGE = 'context-companion'
+M.INSTALL_HINT = "run :ContextCompanionInstall (it installs the server into Neovim's data folder)"
 
 local has_011 = vim.fn.has('nvim-0.11') == 1
 
@@ -65,9 +65,15 @@ end
 
 -- ------------------------------------------------------------------ the server command
 
---- `context-companion serve` when the console script is on PATH, else the module via python3.
+--- The server command when the user set none (a user's `cmd` always wins): the server
+--- :ContextCompanionInstall put in Neovim's data folder (installed from this plugin's own checkout, so
+--- of the plugin's version), else `context-companion` on PATH, else the module via python3.
 ---@return string[]
 function M.default_cmd()
+  local installed = require('context_companion.install').executable()
+  if installed then
+    return { installed, 'serve' }
+  end
   if vim.fn.executable('context-companion') == 1 then
     return { 'context-companion', 'serve' }
   end
@@ -127,10 +133,9 @@ local function explain_exit(cmd, code)
       if result.code ~= 0 then
         local py = table.concat(python, ' ')
         M.message(
-          ('the server is not installed for %s. Install it with:\n  %s -m pip install %s\nor set `cmd` in require("context_companion").setup().'):format(
+          ('the server is not installed for %s: %s, or set `cmd` in require("context_companion").setup().'):format(
             py,
-            py,
-            M.PIP_PACKAGE
+            M.INSTALL_HINT
           ),
           vim.log.levels.ERROR
         )
@@ -356,9 +361,9 @@ function M.start(bufnr)
   end
   if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) == 0 then
     vim.notify_once(
-      ('Context Companion: cannot start the server: %q is not an executable on PATH. Install the server (python3 -m pip install %s) or set `cmd` in require("context_companion").setup().'):format(
+      ('Context Companion: cannot start the server: %q is not an executable on PATH. To install it, %s, or set `cmd` in require("context_companion").setup().'):format(
         cfg.cmd[1],
-        M.PIP_PACKAGE
+        M.INSTALL_HINT
       ),
       vim.log.levels.ERROR
     )

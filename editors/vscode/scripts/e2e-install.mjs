@@ -1,0 +1,245 @@
+// A machine without the server, end to end: code-server 4.100.3 with only the packaged .vsix, a bare
+// `python3` first on PATH (a fresh venv without context_companion), no settings of ours. The extension finds
+// no server, offers its own; one click on Install puts the wheel the .vsix carries into a venv in its global
+// storage (dependencies from the machine's package index settings) and starts it: the status bar shows the
+// token count. A second start of VS Code starts that server without asking. Prints the seconds from opening
+// VS Code to the token count, both times. Run from scripts/e2e.mjs (runInstallSuite).
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { extensionLog, freePort, QUIET_WORKBENCH, sleep, statusText, waitFor } from './e2e-lib.mjs';
+
+const run = promisify(execFile);
+const TOKENS = /^~?[\d,]+ tokens$/;
+const EXTENSION_ID = 'context-companion.context-companion';
+
+/** `ctx`: {check, figure, log, browser, childEnv, scratch, artifacts, pidFile, env, setScreenshotPage}. */
+export async function runInstallSuite(ctx) {
+  const { figure, log, env } = ctx;
+  let failed = false;
+  const check = (name, fn, opts) =>
+    ctx.check(
+      name,
+      async () => {
+        try {
+          await fn();
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      },
+      opts,
+    );
+  const base = path.join(ctx.scratch, 'install');
+  const dirs = {
+    home: path.join(base, 'home'),
+    userData: path.join(base, 'user-data'),
+    extensions: path.join(base, 'extensions'),
+    workspace: path.join(base, 'workspace'),
+    bare: path.join(base, 'bare-python'),
+  };
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+  const storage = path.join(dirs.userData, 'User', 'globalStorage', EXTENSION_ID, 'server');
+  const childEnv = { ...ctx.childEnv };
+  delete childEnv.VIRTUAL_ENV;
+  delete childEnv.PYTHONPATH;
+  Object.assign(childEnv, {
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: path.join(dirs.home, '.config'),
+    XDG_DATA_HOME: path.join(dirs.home, '.local', 'share'),
+    XDG_CACHE_HOME: path.join(dirs.home, '.cache'), // pip's cache: empty, as on a new machine
+    PATH: `${path.join(dirs.bare, 'bin')}${path.delimiter}${ctx.childEnv.PATH ?? ''}`,
+  });
+  let codeServer;
+  let context;
+  let page;
+
+  async function startCodeServer(port, install) {
+    const config = path.join(base, 'code-server.yaml');
+    fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+    const common = ['--config', config, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+    if (install) {
+      const installed = await run(env.CODE_SERVER_BIN, [...common, '--install-extension', env.E2E_VSIX], { env: childEnv, timeout: 180_000 });
+      log(installed.stdout.trim().split('\n').pop());
+    }
+    const logFd = fs.openSync(path.join(ctx.artifacts, 'install-code-server.log'), install ? 'w' : 'a');
+    codeServer = spawn(env.CODE_SERVER_BIN, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+      env: childEnv,
+      detached: true,
+      stdio: ['ignore', logFd, logFd],
+    });
+    fs.appendFileSync(ctx.pidFile, `${codeServer.pid}\n`);
+    await waitFor(
+      'code-server to answer /healthz',
+      async () => {
+        if (codeServer.exitCode !== null) throw new Error(`code-server exited with ${codeServer.exitCode}`);
+        return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
+      },
+      120_000,
+      250,
+    );
+  }
+
+  async function stopCodeServer() {
+    await context?.close().catch(() => undefined);
+    context = undefined;
+    if (!codeServer) return;
+    const exited = new Promise((resolve) => codeServer.once('exit', resolve));
+    try {
+      if (codeServer.exitCode === null && codeServer.signalCode === null) {
+        process.kill(-codeServer.pid, 'SIGTERM');
+        await Promise.race([exited, sleep(5_000)]);
+      }
+    } catch {
+      /* gone */
+    }
+    try {
+      process.kill(-codeServer.pid, 'SIGKILL'); // the extension host and the language server too
+    } catch {
+      /* no member left */
+    }
+    codeServer = undefined;
+  }
+
+  /** Open the workbench on the workspace; the time of the call (the "opening VS Code" instant). */
+  async function openWorkbench(port) {
+    context = await ctx.browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    ctx.setScreenshotPage(page);
+    const opened = Date.now();
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    return opened;
+  }
+
+  /** Visible notification toasts: [{text, buttons}]. */
+  const toasts = () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll('.notifications-toasts .notification-list-item')].map((n) => ({
+        text: (n.querySelector('.notification-list-item-message')?.textContent ?? '').replace(/\s+/g, ' ').trim(),
+        buttons: [...n.querySelectorAll('.monaco-button')].map((b) => (b.textContent ?? '').trim()),
+      })),
+    );
+
+  const tokenCount = (timeoutMs) =>
+    waitFor(
+      'a token count in the status bar',
+      async () => {
+        const t = await statusText(page);
+        if (TOKENS.test(t)) return t;
+        const failed = (await toasts()).find((n) => /Context Companion: (The server|Installing|The server's)/.test(n.text));
+        if (failed) throw new Error(`the extension says: ${failed.text}`);
+        return '';
+      },
+      timeoutMs,
+      200,
+    );
+
+  const serverProcesses = () =>
+    fs
+      .readdirSync('/proc')
+      .filter((n) => /^\d+$/.test(n))
+      .flatMap((pid) => {
+        try {
+          const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+          return cmd.includes('context_companion') && cmd.includes('serve') && cmd.join(' ').includes(base) ? [cmd] : [];
+        } catch {
+          return [];
+        }
+      });
+
+  const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+  const dumpLog = () => {
+    const text = extensionLog(dirs.userData);
+    if (text) console.error(text.slice(-5000));
+  };
+
+  await check(
+    'a machine without the server: code-server with only the .vsix, a bare python3 first on PATH, no settings of ours',
+    async () => {
+      fs.mkdirSync(path.join(dirs.workspace, '.git'), { recursive: true });
+      fs.writeFileSync(path.join(dirs.workspace, 'AGENTS.md'), '# Notes\n\n- Installed from the .vsix alone.\n');
+      fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
+      fs.writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify(QUIET_WORKBENCH, null, 2));
+      await run(env.E2E_PYTHON_EXE, ['-m', 'venv', dirs.bare], { env: childEnv, timeout: 120_000 });
+      // VS Code's server takes the extension host's environment from a login shell (as a desktop VS Code
+      // does): the user's profile puts the bare venv first, as a user's would for their Python.
+      fs.writeFileSync(path.join(dirs.home, '.profile'), `export PATH=${path.join(dirs.bare, 'bin')}:"$PATH"\n`);
+      const probe = await run('python3', ['-c', 'import sys\ntry:\n import context_companion\nexcept ImportError:\n print(sys.executable)'], {
+        env: childEnv,
+      });
+      if (probe.stdout.trim() !== path.join(dirs.bare, 'bin', 'python3')) {
+        throw new Error(`python3 on the test's PATH is not the bare venv, or it imports context_companion: ${probe.stdout.trim() || '(imports it)'}`);
+      }
+      const version = (await run('python3', ['--version'], { env: childEnv })).stdout.trim();
+      figure('bare python3', `${version} (${dirs.bare}), no context_companion`);
+    },
+    { required: true },
+  );
+
+  await check(
+    'first start: one click on Install, a progress notification, then the token count in the status bar',
+    async () => {
+      const port = await freePort();
+      await startCodeServer(port, true);
+      const opened = await openWorkbench(port);
+      const offer = await waitFor(
+        'the offer to install the server',
+        async () => (await toasts()).find((n) => n.text.includes('no server found') && n.buttons.includes('Install')),
+        120_000,
+        200,
+      );
+      const offered = Date.now();
+      log(`offer: ${offer.text} [${offer.buttons.join('] [')}]`);
+      if (/install context-companion|pip install/.test(offer.text)) throw new Error(`the offer names a package to install: ${offer.text}`);
+      await page.screenshot({ path: path.join(ctx.artifacts, 'install-offer.png') });
+      await page
+        .locator('.notifications-toasts .notification-list-item', { hasText: 'no server found' })
+        .locator('.monaco-button', { hasText: /^Install$/ })
+        .click();
+      const clicked = Date.now();
+      const progress = await waitFor(
+        'the progress notification',
+        async () => (await toasts()).find((n) => n.text.includes('installing the server')),
+        60_000,
+        100,
+      ).catch(() => undefined);
+      if (progress) log(`progress: ${progress.text}`);
+      const text = await tokenCount(15 * 60_000);
+      const done = Date.now();
+      if (!progress) throw new Error('no progress notification was seen while installing');
+      log(`status bar: ${text}`);
+      await page.screenshot({ path: path.join(ctx.artifacts, 'install-done.png') });
+      const envs = fs.existsSync(storage) ? fs.readdirSync(storage).filter((d) => d.startsWith('env-')) : [];
+      if (envs.length !== 1) throw new Error(`environments in ${storage}: ${envs.join(', ') || '(none)'}`);
+      const servers = serverProcesses();
+      const python = path.join(storage, envs[0], 'bin', 'python');
+      if (!servers.some((cmd) => cmd[0] === python)) {
+        throw new Error(`no server runs from ${python}: ${servers.map((c) => c.join(' ')).join(' | ') || '(none)'}`);
+      }
+      const marker = JSON.parse(fs.readFileSync(path.join(storage, envs[0], 'context-companion-install.json'), 'utf8'));
+      if (marker.basePython !== path.join(dirs.bare, 'bin', 'python3')) throw new Error(`made from ${marker.basePython}, not the bare python3`);
+      figure('first start (install), opening VS Code → token count', seconds(done - opened));
+      figure('  of which: opening → Install offered', seconds(offered - opened));
+      figure('  of which: click → token count (venv, pip install of the wheel and its dependencies, server start)', seconds(done - clicked));
+    },
+    { required: true },
+  );
+
+  await check('second start: the installed server starts without asking, the token count shows', async () => {
+    await stopCodeServer();
+    const port = await freePort();
+    await startCodeServer(port, false);
+    const opened = await openWorkbench(port);
+    const text = await tokenCount(180_000);
+    const done = Date.now();
+    log(`status bar: ${text}`);
+    const offers = (await toasts()).filter((n) => /no server found|installing the server/.test(n.text));
+    if (offers.length) throw new Error(`asked or installed again: ${offers.map((n) => n.text).join(' | ')}`);
+    figure('second start, opening VS Code → token count', seconds(done - opened));
+  });
+
+  await stopCodeServer();
+  if (failed) dumpLog();
+}
