@@ -187,6 +187,8 @@ class ClaudeCodeMcp:
             companion = await self.source.ready()
             sel = companion.selection(self.source.texts())
             self._state.last_sent = selection_params(sel) if sel is not None else None
+            if sel is not None and not sel.is_empty:
+                self._state.latest = self._state.last_sent
         if self._state.last_sent is not None:
             await self._send(conn, self._state.last_sent)
 
@@ -211,11 +213,11 @@ class ClaudeCodeMcp:
         if sel is None:
             return  # nothing to tell (no editor, or a secret file): the last selection stands
         params = selection_params(sel)
+        if not sel.is_empty:
+            self._state.latest = params  # also when a client was just told it (_tell_where): getLatestSelection reads it
         if params == self._state.last_sent:
             return
         self._state.last_sent = params
-        if not sel.is_empty:
-            self._state.latest = params
         for conn in list(self._state.connections):
             await self._send(conn, params)
 
