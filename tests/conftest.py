@@ -1,11 +1,16 @@
-"""Shared fixtures: an offline tiktoken encoding, isolated user dirs and environment."""
+"""Shared fixtures: an offline tiktoken encoding, isolated user dirs and environment; how the
+run is spread over worker processes; the figures tests record, printed at the end of the run."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
+import forkserver
 import pytest
+import run_figures
 from token_encodings import make_paragraph_encoding
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(__file__).parent / ".no-tiktoken-cache"))
@@ -75,3 +80,71 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     yield
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    forkserver.stop_parent()  # the pre-imported parent of this process's servers, if one was started
+
+
+# --------------------------------------------------------------------------- workers
+# ``python -m pytest`` runs the test files on worker processes (pytest-xdist ``--dist loadfile``: a
+# file's tests run in one worker, in order, so module-scoped servers and fixtures stay as they are),
+# one per core, at least 2 (the suite waits on servers as much as it computes) and at most 4; a run
+# of one file runs in this process. ``-n N`` chooses (``-n 0``: no workers); without pytest-xdist
+# everything runs here.
+
+
+def _workers() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(2, min(cores, 4))
+
+
+def _one_file(config: pytest.Config) -> bool:
+    files = set()
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if not path.is_file():
+            return False
+        files.add(path.resolve())
+    return len(files) <= 1
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    option = config.option
+    if option.numprocesses is not None or option.dist != "no" or getattr(option, "tx", None):
+        return  # the command line chose
+    if option.collectonly or option.usepdb or _one_file(config):
+        return
+    option.numprocesses = _workers()
+    option.dist = "loadfile"
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    run_figures.gather(report)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Every section of figures the run's tests recorded (tests/run_figures.py)."""
+    if hasattr(config, "workerinput"):
+        return  # a worker: its reports reach the controller, which prints
+    for section, figures in run_figures.SECTIONS.items():
+        terminalreporter.section(section)
+        if section == "real agents: recorded figures":  # names start with the agent: grouped by it
+            lines = [f"{name} {value}" for name, value in sorted(figures.items(), key=lambda kv: kv[0][:16])]
+        else:
+            lines = [f"{name}: {value}" for name, value in figures.items()]
+        for line in lines:
+            terminalreporter.write_line(line)
+    out = os.environ.get("CC_RELIABILITY_FIGURES")
+    figures = run_figures.SECTIONS.get("reliability figures")
+    if out and figures:
+        Path(out).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")

@@ -11,11 +11,31 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import forkserver
+import pytest
 from lsprotocol import types as t
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 SERVER = [sys.executable, "-m", "context_companion", "serve"]
 CHANGED = "contextCompanion/systemInstructionChanged"
+
+
+async def start_client(config: ClientServerConfig, *, fork: bool = True) -> LanguageClient:
+    """``config.start()``: the client with its server started; the server is forked from the
+    pre-imported fork server (tests/forkserver.py) where that is the same as starting it afresh
+    (and ``fork``: a test marked ``exec_server`` gets a real exec)."""
+    if not fork:
+        return await config.start()
+    forkserver.install()
+    with forkserver.forked_asyncio_starts():
+        return await config.start()
+
+
+def fork_servers(request: pytest.FixtureRequest) -> bool:
+    """Whether the servers a fixture starts for ``request`` may come from the fork server: not for
+    a test marked ``exec_server``, nor one that records ``figures`` (they describe the server users
+    start: its exit, its memory)."""
+    return request.node.get_closest_marker("exec_server") is None and "figures" not in request.fixturenames
 
 
 def plain(value: Any) -> Any:

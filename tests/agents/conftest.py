@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from model_stub import ModelStub
+from run_figures import record_figure
 
 HERE = Path(__file__).parent
 _FIGURES: dict[str, dict[str, Any]] = {}
@@ -41,20 +42,13 @@ def model_stub() -> Iterator[ModelStub]:
 
 
 @pytest.fixture
-def agent_figures() -> Any:
+def agent_figures(request: pytest.FixtureRequest) -> Any:
     """``agent_figures(agent, name, value)`` records a figure (version, where our context landed,
-    the identical system-prefix share, ...); they print at the end of the run, one block per agent."""
+    the identical system-prefix share, ...); they print at the end of the run, one block per agent
+    (tests/conftest.py gathers them from every worker)."""
 
     def record(agent: str, name: str, value: Any) -> None:
         _FIGURES.setdefault(agent, {})[name] = value
+        record_figure(request.node, "real agents: recorded figures", f"{agent:16} {name:40}", value)
 
     return record
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not _FIGURES:
-        return
-    terminalreporter.section("real agents: recorded figures")
-    for agent, figures in sorted(_FIGURES.items()):
-        for name, value in figures.items():
-            terminalreporter.write_line(f"{agent:16} {name:40} {value}")

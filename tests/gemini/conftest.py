@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
-from lsp_harness import plain
+from lsp_harness import fork_servers, plain, start_client
 from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -77,8 +78,9 @@ class Editor:
 
 
 @pytest_asyncio.fixture
-async def start_editor(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+async def start_editor(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Any]]:
     editors: list[Editor] = []
+    fork = fork_servers(request)
 
     async def _start(
         workspace: Path,
@@ -94,7 +96,7 @@ async def start_editor(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         home.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "GEMINI_CLI_"))}
         env.update({"HOME": str(home), "TMPDIR": str(tmpdir), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")})
-        client = await ClientServerConfig(server_command=SERVER, server_env=env).start()
+        client = await start_client(ClientServerConfig(server_command=SERVER, server_env=env), fork=fork)
         editor = Editor(client, workspace, tmpdir)
         editors.append(editor)
         caps = client_capabilities("neovim")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from lsp_harness import Harness
+from lsp_harness import Harness, fork_servers, start_client
 from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -30,9 +30,9 @@ def config_dir(tmp_path: Path) -> Path:
 _UNSET = ("XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR")
 
 
-def _starter(base: Path, config_dir: Path, started: list[LanguageClient]) -> Callable[..., Any]:
+def _starter(base: Path, config_dir: Path, started: list[LanguageClient], fork: bool = True) -> Callable[..., Any]:
     """``start(workspace, ...)`` for servers whose home is ``base / "home"``; each client started
-    is added to ``started`` (shut down by the fixture)."""
+    is added to ``started`` (shut down by the fixture); ``fork``: see ``lsp_harness.start_client``."""
 
     async def _start(
         workspace: Path,
@@ -62,7 +62,7 @@ def _starter(base: Path, config_dir: Path, started: list[LanguageClient]) -> Cal
         )
         server_env.update(env or {})
         config = ClientServerConfig(server_command=[*SERVER, *(args or [])], server_env=server_env)
-        client = await config.start()
+        client = await start_client(config, fork=fork)
         started.append(client)
         pulls = configuration is not None if answers_configuration is None else answers_configuration
         if pulls:
@@ -97,14 +97,16 @@ async def _stop_all(started: list[LanguageClient]) -> None:
 
 
 @pytest_asyncio.fixture
-async def start(tmp_path: Path, config_dir: Path) -> AsyncIterator[Callable[..., Any]]:
+async def start(tmp_path: Path, config_dir: Path, request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Any]]:
     started: list[LanguageClient] = []
-    yield _starter(tmp_path, config_dir, started)
+    yield _starter(tmp_path, config_dir, started, fork_servers(request))
     await _stop_all(started)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def module_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Callable[..., Any]]:
+async def module_start(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., Any]]:
     """``start`` for a server shared by the tests of a module that do not change its state (each
     test that uses it runs with ``@pytest.mark.asyncio(loop_scope="module")``): one start-up, not
     one per test."""
@@ -112,5 +114,5 @@ async def module_start(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
     config_dir = base / "user-config"
     config_dir.mkdir()
     started: list[LanguageClient] = []
-    yield _starter(base, config_dir, started)
+    yield _starter(base, config_dir, started, fork_servers(request))
     await _stop_all(started)

@@ -4,14 +4,13 @@
   loaded from its file and re-exported (one definition, two test folders).
 * ``spawn``: the real server over :mod:`lsp_pipe_client` (synchronous), for what pytest-lsp cannot do.
 * ``module_server``: one server process shared by the many examples of a hypothesis test.
-* ``figures``: measured numbers, printed at the end of the run (docs/reliability.md quotes them).
+* ``figures``: measured numbers, printed at the end of the run (docs/reliability.md quotes them;
+  tests/conftest.py gathers them from every worker).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,9 @@ import pytest
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
+from lsp_harness import fork_servers  # noqa: E402
 from lsp_pipe_client import LspProcess, server_env  # noqa: E402
+from run_figures import record_figure  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("cc_tests_lsp_conftest", HERE.parent / "lsp" / "conftest.py")
 assert _spec is not None and _spec.loader is not None
@@ -32,30 +33,35 @@ _spec.loader.exec_module(_lsp)
 start = _lsp.start
 config_dir = _lsp.config_dir
 
-FIGURES: dict[str, Any] = {}
+FIGURES: dict[str, Any] = {}  # this process's figures; the run's end prints every process's (tests/conftest.py)
+
+
+class Figures(dict[str, Any]):
+    """``figures[name] = value`` records a figure of the running test."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        super().__init__(FIGURES)
+        self._item = item
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        super().__setitem__(name, value)
+        FIGURES[name] = value
+        record_figure(self._item, "reliability figures", name, value)
 
 
 @pytest.fixture
-def figures() -> dict[str, Any]:
-    return FIGURES
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not FIGURES:
-        return
-    terminalreporter.section("reliability figures")
-    for key, value in FIGURES.items():
-        terminalreporter.write_line(f"{key}: {value}")
-    out = os.environ.get("CC_RELIABILITY_FIGURES")
-    if out:
-        Path(out).write_text(json.dumps(FIGURES, indent=2) + "\n", encoding="utf-8")
+def figures(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Measured numbers, printed at the end of the run. A test that records figures starts its
+    servers with a real exec (not from the fork server): the figures describe the server users run."""
+    return Figures(request.node)
 
 
 class Spawner:
     """Starts server processes in one scratch area and stops them all at the end."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, fork: bool = True) -> None:
         self.base = base
+        self.fork = fork  # False: every server is a real exec (``exec_server``), not forked
         self.home = base / "home"
         self.config_dir = base / "user-config"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -75,7 +81,11 @@ class Spawner:
         cwd: Path | None = None,
     ) -> LspProcess:
         n = len(self.started)
-        kwargs: dict[str, Any] = {"stderr_path": self.base / f"server-{n}.stderr", "cwd": cwd or self.base}
+        kwargs: dict[str, Any] = {
+            "stderr_path": self.base / f"server-{n}.stderr",
+            "cwd": cwd or self.base,
+            "fork": self.fork,
+        }
         if argv is not None:
             kwargs["argv"] = argv
         proc = LspProcess(server_env(self.home, self.config_dir, env), **kwargs)
@@ -97,14 +107,14 @@ class Spawner:
 
 
 @pytest.fixture
-def spawn(tmp_path: Path) -> Iterator[Spawner]:
-    spawner = Spawner(tmp_path / "servers")
+def spawn(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Spawner]:
+    spawner = Spawner(tmp_path / "servers", fork_servers(request))
     yield spawner
     spawner.stop_all()
 
 
 @pytest.fixture(scope="module")
-def module_spawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawner]:
-    spawner = Spawner(tmp_path_factory.mktemp("module-servers"))
+def module_spawn(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Spawner]:
+    spawner = Spawner(tmp_path_factory.mktemp("module-servers"), fork_servers(request))
     yield spawner
     spawner.stop_all()

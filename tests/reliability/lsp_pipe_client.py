@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import forkserver
+
 SERVER = [sys.executable, "-m", "context_companion", "serve"]
 CHANGED = "contextCompanion/systemInstructionChanged"
 
@@ -80,11 +82,19 @@ class LspProcess:
         stderr_path: Path,
         argv: Sequence[str] = SERVER,
         cwd: Path | None = None,
+        fork: bool = True,
     ) -> None:
         self.stderr_path = Path(stderr_path)
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 (closed when the client stops)
-        self.proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=dict(env), cwd=cwd
+        # Forked from the pre-imported fork server where that is the same as an exec (tests/forkserver.py).
+        self.proc: Any = forkserver.popen(
+            list(argv),
+            fork=fork,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=dict(env),
+            cwd=cwd,
         )
         self.configuration: dict[str, Any] = {}  # answers to workspace/configuration, by section
         # How server→client requests are answered: "result" (above), "error", or "never".
