@@ -214,7 +214,9 @@ class ClaudeCodeMcp:
             return  # nothing to tell (no editor, or a secret file): the last selection stands
         params = selection_params(sel)
         if not sel.is_empty:
-            self._state.latest = params  # also when a client was just told it (_tell_where): getLatestSelection reads it
+            self._state.latest = (
+                params  # also when a client was just told it (_tell_where): getLatestSelection reads it
+            )
         if params == self._state.last_sent:
             return
         self._state.last_sent = params
