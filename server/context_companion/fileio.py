@@ -31,6 +31,54 @@ def os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+class NotRegular(ValueError):
+    """A path that is no regular file (its kind in words: ``a FIFO (named pipe)``, ``a folder``, ...), or one over
+    the size cap (``larger than N MiB``)."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` is, in words, when it is no regular file."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def read_regular(path: str | Path, max_bytes: int, *, follow: bool = True) -> bytes | None:
+    """The bytes of the regular file at ``path`` (None: there is none), never blocking: a FIFO, socket or
+    device is refused by its type before it is opened (:class:`NotRegular`), and the file is opened without
+    blocking and checked again; at most ``max_bytes`` (more: :class:`NotRegular`). ``follow`` False refuses a
+    symlink at ``path``. Raises ``OSError`` when it cannot be read."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegular(kind_of(st.st_mode))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular("not a regular file")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise NotRegular(f"larger than {max_bytes // (1024 * 1024)} MiB")
+    return b"".join(chunks)
+
+
 def resolve_for_write(path: str | Path, roots: Sequence[str]) -> Path:
     """The real file to write for ``path`` (roots are real paths). Raises :class:`FileWriteError`
     naming ``path`` and the reason when it leads outside the roots or is a dangling symlink."""

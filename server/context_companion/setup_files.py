@@ -10,13 +10,12 @@ import hashlib
 import os
 import shlex
 import shutil
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from .errors import ContextCompanionError
-from .fileio import make_folder, open_directory, os_reason, read_in, replace_in, stat_in
+from .fileio import NotRegular, make_folder, open_directory, os_reason, read_in, read_regular, replace_in, stat_in
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 PROGRAM = "context-companion"
@@ -49,51 +48,16 @@ def problem(path: Path, what: str) -> SetupError:
     return SetupError(f"{path}: {what}; left untouched")
 
 
-def kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def read_settings(target: Path, shown: Path) -> bytes | None:
-    """The file's bytes (None: there is none), never blocking: a FIFO, socket or device is refused
-    by its type before it is opened, and opened without blocking and checked again after."""
+    """The file's bytes (None: there is none), never blocking (:func:`.fileio.read_regular`: a FIFO, socket or
+    device is refused by its type), never through a symlink (``target`` is resolved already)."""
     try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        return None
+        return read_regular(target, MAX_SETTINGS_BYTES, follow=False)
+    except NotRegular as exc:
+        what = str(exc)
+        raise problem(shown, what if what.startswith("larger") else f"{what}, not a settings file") from None
     except OSError as exc:
         raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise problem(shown, f"{kind_of(st.st_mode)}, not a settings file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags)
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise problem(shown, "not a regular file")
-        chunks, size = [], 0
-        while size <= MAX_SETTINGS_BYTES:
-            chunk = os.read(fd, MAX_SETTINGS_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise SetupError(f"{shown}: cannot read: {os_reason(exc)}") from None
-    finally:
-        os.close(fd)
-    if size > MAX_SETTINGS_BYTES:
-        raise problem(shown, f"larger than {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB")
-    return b"".join(chunks)
 
 
 # What setup created, so that --remove takes it away again: a small owner-only record per file.

@@ -129,7 +129,7 @@ def test_a_fifo_as_gemini_settings_does_not_stall_explain(repo: Path, home: Path
     os.mkfifo(settings)  # no writer: a plain open() would wait forever
     data = explain("gemini-cli", repo, home=home)
     assert data["assumed"] == [
-        f"assumed Gemini CLI's default context.fileName ['GEMINI.md']: cannot read {settings}: not a regular file"
+        f"assumed Gemini CLI's default context.fileName ['GEMINI.md']: cannot read {settings}: a FIFO (named pipe)"
     ]
 
 

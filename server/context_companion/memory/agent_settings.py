@@ -13,10 +13,10 @@ regular file; never raises.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import replace
 from typing import Any
 
+from ..fileio import read_regular
 from ..jsonc import JsoncError
 from ..jsonc import parse as parse_jsonc
 from .agents import AgentRules
@@ -32,30 +32,9 @@ _MAX_BYTES = 1024 * 1024
 
 
 def _read_bytes(path: str) -> bytes | None:
-    """The file's bytes, None when there is none; never blocks (a FIFO or socket is refused by its
-    type, then opened without blocking). Raises OSError or ValueError (not a regular file, too large)."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("not a regular file")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        chunks, size = [], 0
-        while size <= _MAX_BYTES:
-            chunk = os.read(fd, _MAX_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > _MAX_BYTES:
-        raise ValueError(f"larger than {_MAX_BYTES // (1024 * 1024)} MiB")
-    return b"".join(chunks)
+    """The file's bytes, None when there is none; never blocks (:func:`..fileio.read_regular`). Raises OSError,
+    or ValueError (not a regular file, too large)."""
+    return read_regular(path, _MAX_BYTES)
 
 
 def _read_json(path: str, agent: str = "Gemini CLI") -> tuple[Any, str | None]:
