@@ -148,3 +148,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     figures = run_figures.SECTIONS.get("reliability figures")
     if out and figures:
         Path(out).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Path:
+    """A private runtime folder (``XDG_RUNTIME_DIR`` for the hook and the servers: platformdirs takes only a
+    0700 one); the tests of tests/lsp and tests/security have their own."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    return run

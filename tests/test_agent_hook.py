@@ -17,13 +17,6 @@ from hook_runner import run_hook
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return run
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     ws = tmp_path / "proj"
     (ws / ".git").mkdir(parents=True)

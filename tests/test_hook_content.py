@@ -41,13 +41,6 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return run
-
-
-@pytest.fixture
 def monorepo(tmp_path: Path) -> Path:
     return write(
         tmp_path / "mono",

@@ -22,13 +22,6 @@ sys.exit(main())
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return run
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     ws = tmp_path / "proj"
     (ws / ".git").mkdir(parents=True)

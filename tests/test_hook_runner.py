@@ -130,13 +130,6 @@ def test_the_runner_is_told_by_what_it_sends(raw: dict[str, Any], environ: dict[
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return run
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     """What VS Code's chat reads itself (root AGENTS.md, CLAUDE.md, .github/copilot-instructions.md) and what it
     does not (GEMINI.md, an always-on Cursor rule)."""

@@ -175,13 +175,6 @@ def test_opencode_user_plugin_goes_to_its_config_folder(tmp_path: Path, ws: Path
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return run
-
-
-@pytest.fixture
 def project(ws: Path) -> Path:
     (ws / "AGENTS.md").write_text("Run make check.\n")
     (ws / "CLAUDE.md").write_text("Claude: small diffs.\n")
