@@ -227,54 +227,43 @@ def test_stalled_listeners_cost_about_a_second_in_all_then_the_memory_comes_from
     assert sum(1 for r in started if r.received()) <= 2  # at most two servers tried
 
 
+def _hook_with_stdin_left_open(runtime: Path, *pieces: bytes) -> tuple[int, bytes, bytes]:
+    """``hook --agent codex`` fed ``pieces`` (0.2 s apart) on a stdin that is never closed, as an agent that
+    keeps it open would: (exit status, stdout, stderr) once it exits by itself (30 s at most)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "context_companion", "hook", "--agent", "codex"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        for i, piece in enumerate(pieces):
+            if i:
+                time.sleep(0.2)
+            proc.stdin.write(piece)
+            proc.stdin.flush()
+        proc.wait(timeout=30)
+        return proc.returncode, proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_hook_whose_stdin_stays_open_stops_reading_at_the_whole_object(runtime: Path, project: Path) -> None:
     """An agent that writes the hook input and never closes stdin: the hook reads until the object is
     whole, answers and exits (before, it waited for the end of input forever)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    env["XDG_RUNTIME_DIR"] = str(runtime)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "context_companion", "hook", "--agent", "codex"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        assert proc.stdin is not None
-        data = prompt(project)
-        proc.stdin.write(data[:20])
-        proc.stdin.flush()
-        time.sleep(0.2)
-        proc.stdin.write(data[20:] + b"\n")
-        proc.stdin.flush()
-        proc.wait(timeout=30)
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = proc.stdout.read(), proc.stderr.read()
-        assert proc.returncode == 0 and err == b"", err
-        assert "Always: be kind." in json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    finally:
-        proc.kill()
-        proc.wait()
+    data = prompt(project)
+    code, out, err = _hook_with_stdin_left_open(runtime, data[:20], data[20:] + b"\n")
+    assert code == 0 and err == b"", err
+    assert "Always: be kind." in json.loads(out)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_a_hook_input_that_never_becomes_whole_is_given_up_with_one_line(runtime: Path, project: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    env["XDG_RUNTIME_DIR"] = str(runtime)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "context_companion", "hook", "--agent", "codex"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write(b'{"hook_event_name": "UserPromptSubmit", "session_id": "s"')
-        proc.stdin.flush()
-        proc.wait(timeout=30)
-        assert proc.stdout is not None and proc.stderr is not None
-        assert (proc.returncode, proc.stdout.read()) == (0, b"")
-        assert proc.stderr.read() == b"context-companion hook: the hook input did not arrive whole within 3 s\n"
-    finally:
-        proc.kill()
-        proc.wait()
+    partial = b'{"hook_event_name": "UserPromptSubmit", "session_id": "s"'
+    code, out, err = _hook_with_stdin_left_open(runtime, partial)
+    assert (code, out) == (0, b"")
+    assert err == b"context-companion hook: the hook input did not arrive whole within 3 s\n"
