@@ -52,6 +52,21 @@ def ours(agent: str, command: str | None = None) -> dict[str, Any]:
     return {"hooks": [{"type": "command", "command": command or f"{EXE} hook --agent {agent}"}]}
 
 
+def _run_as_the_agent(command: str, ws: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The hook command setup wrote, run as an agent runs it (``sh -c``) on a prompt in ``ws``."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    hook_input = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(ws)})
+    return subprocess.run(
+        ["sh", "-c", command],
+        input=hook_input,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+
+
 def setup(ws: Path, env: dict[str, str], agent: str, *more: str) -> subprocess.CompletedProcess[str]:
     return run("setup", "--agent", agent, "--workspace", str(ws), *more, env=env)
 
@@ -410,17 +425,7 @@ def test_the_command_written_runs_from_a_folder_with_spaces(tmp_path: Path, ws: 
     ]["command"]
     assert command == f"'{tools}/context-companion' hook --agent claude-code"
     (ws / ".cursorrules").write_text("Spaces are fine.\n")  # a file Claude Code does not read itself
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    hook_input = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(ws)})
-    ran = subprocess.run(
-        ["sh", "-c", command],
-        input=hook_input,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env, "XDG_RUNTIME_DIR": str(runtime)},
-    )
+    ran = _run_as_the_agent(command, ws, tmp_path, env)
     assert ran.returncode == 0 and ran.stderr == "", ran.stderr
     assert "Spaces are fine." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
 
@@ -436,17 +441,7 @@ def test_the_bare_command_runs_where_context_companion_is_on_path(
     ]
     assert command == "context-companion hook --agent codex"
     (ws / ".cursorrules").write_text("On PATH.\n")
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    hook_input = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(ws)})
-    ran = subprocess.run(
-        ["sh", "-c", command],
-        input=hook_input,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **on_path, "XDG_RUNTIME_DIR": str(runtime)},
-    )
+    ran = _run_as_the_agent(command, ws, tmp_path, on_path)
     assert ran.returncode == 0 and "On PATH." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
