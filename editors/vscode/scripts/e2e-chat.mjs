@@ -8,6 +8,15 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import {
+  chatRequests as pageChatRequests,
+  copilotInExtensionHost as copilotInHost,
+  count,
+  modelPickerText as pageModelPickerText,
+  sendChatTurn,
+  systemMessage,
+  textOf,
+} from './e2e-chatpage.mjs';
 import { extensionLog, freePort, identicalShare, QUIET_WORKBENCH, runFromPalette, sleep, startStub, statusText, waitFor } from './e2e-lib.mjs';
 
 const run = promisify(execFile);
@@ -56,13 +65,8 @@ export async function runChatSuite(ctx) {
   let page;
   const turns = []; // {name, request (the body of the turn's first chat request)}
 
-  const chatRequests = () =>
-    stub.requests.filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions').map((r) => ({ seq: r.seq, body: JSON.parse(r.body) }));
-  const textOf = (content) =>
-    typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p?.text ?? '').join('') : '';
-  const systemMessage = (body) => textOf(body.messages.find((m) => m.role === 'system')?.content);
+  const chatRequests = () => pageChatRequests(stub);
   const slotAttachment = (system) => system.match(/<attachment filePath="[^"]*\/chat\/slot-\d+\.instructions\.md">[\s\S]*?<\/attachment>/)?.[0] ?? '';
-  const count = (haystack, needle) => haystack.split(needle).length - 1;
   const slotFiles = () => {
     const root = fs.readdirSync(dirs.extensions).find((d) => d.startsWith('context-companion.context-companion-'));
     if (!root) return [];
@@ -152,67 +156,12 @@ export async function runChatSuite(ctx) {
     }
   }
 
-  const inChatInput = () => page.evaluate(() => !!document.activeElement?.closest('.interactive-input-part'));
-
-  /** Whether VS Code's extension host runs GitHub Copilot Chat, which provides the chat's models (its log names it). */
-  function copilotInExtensionHost() {
-    const logs = path.join(dirs.userData, 'logs');
-    const hostLogs = [];
-    try {
-      for (const session of fs.readdirSync(logs)) {
-        for (const host of fs.readdirSync(path.join(logs, session)).filter((d) => d.startsWith('exthost'))) {
-          hostLogs.push(path.join(logs, session, host, 'remoteexthost.log'));
-        }
-      }
-    } catch {
-      return false;
-    }
-    return hostLogs.some((file) => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('GitHub.copilot-chat'));
-  }
-
-  /** The text of the chat input's toolbar (the mode, then the model picker's label). */
-  const modelPickerText = () =>
-    page.evaluate(() => document.querySelector('.interactive-input-part .chat-input-toolbars')?.textContent ?? document.querySelector('.interactive-input-part')?.textContent ?? '');
-
-  /** Close the notification toasts (VS Code 1.139 says its Ollama provider is deprecated, over the chat input). */
-  async function clearToasts() {
-    await page
-      .evaluate(() => {
-        for (const b of document.querySelectorAll('.notifications-toasts .notification-toast .codicon-notifications-clear, .notifications-toasts .notification-toast .codicon-close')) b.click();
-      })
-      .catch(() => undefined);
-  }
-
-  async function focusChatInput() {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await clearToasts();
-      await page.locator('.interactive-input-part .monaco-editor .view-lines').first().click({ force: true });
-      await sleep(200);
-      if (await inChatInput()) return;
-    }
-    throw new Error('the chat input does not take the focus');
-  }
+  const copilotInExtensionHost = () => copilotInHost(dirs.userData);
+  const modelPickerText = () => pageModelPickerText(page);
 
   /** Send one chat message; resolves to the requests it caused (the first one, then tool rounds). */
   async function sendTurn(text, { rounds = 1 } = {}) {
-    const before = chatRequests().length;
-    await focusChatInput();
-    await page.keyboard.type(text);
-    if (!(await inChatInput())) throw new Error('the focus left the chat input while typing');
-    await page.keyboard.press('Enter');
-    const got = await waitFor(
-      `${rounds} chat request(s) for "${text}"`,
-      () => {
-        const fresh = chatRequests().slice(before);
-        const first = fresh.findIndex((r) => JSON.stringify(r.body.messages.at(-1)).includes(text));
-        return first >= 0 && fresh.length - first >= rounds ? fresh.slice(first, first + rounds) : undefined;
-      },
-      90_000,
-      250,
-    );
-    // The stub answers at once; give VS Code a moment to show it before the next message (one typed while
-    // it is busy is queued, and still found above by its text).
-    await sleep(2_000);
+    const got = await sendChatTurn(page, stub, text, { rounds });
     turns.push({ name: text, request: got[0].body });
     return got;
   }

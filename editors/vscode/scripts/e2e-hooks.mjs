@@ -11,6 +11,15 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import {
+  chatRequests as pageChatRequests,
+  copilotInExtensionHost as copilotInHost,
+  count,
+  modelPickerText as pageModelPickerText,
+  sendChatTurn,
+  systemMessage,
+  textOf,
+} from './e2e-chatpage.mjs';
 import { extensionLog, freePort, QUIET_WORKBENCH, runFromPalette, sleep, startStub, statusText, waitFor } from './e2e-lib.mjs';
 
 const run = promisify(execFile);
@@ -57,10 +66,6 @@ export async function runHooksSuite(ctx) {
   let hookCommand = '';
   let logsBefore = new Set(); // the hooks logs of the first start, when the second one runs
 
-  const chatRequests = () =>
-    stub.requests.filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions').map((r) => ({ seq: r.seq, body: JSON.parse(r.body) }));
-  const textOf = (content) => (typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p?.text ?? '').join('') : '');
-  const count = (haystack, needle) => haystack.split(needle).length - 1;
 
   function writeWorkspace() {
     const files = {
@@ -193,55 +198,12 @@ export async function runHooksSuite(ctx) {
     codeServer = undefined;
   }
 
-  function copilotInExtensionHost() {
-    const logs = path.join(dirs.userData, 'logs');
-    const hostLogs = [];
-    try {
-      for (const session of fs.readdirSync(logs)) {
-        for (const host of fs.readdirSync(path.join(logs, session)).filter((d) => d.startsWith('exthost'))) {
-          hostLogs.push(path.join(logs, session, host, 'remoteexthost.log'));
-        }
-      }
-    } catch {
-      return false;
-    }
-    return hostLogs.some((file) => !logsBefore.has(file) && fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('GitHub.copilot-chat'));
-  }
-
-  const modelPickerText = () =>
-    page.evaluate(() => document.querySelector('.interactive-input-part .chat-input-toolbars')?.textContent ?? document.querySelector('.interactive-input-part')?.textContent ?? '');
-  const inChatInput = () => page.evaluate(() => !!document.activeElement?.closest('.interactive-input-part'));
-
-  async function focusChatInput() {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await page
-        .evaluate(() => {
-          for (const b of document.querySelectorAll('.notifications-toasts .notification-toast .codicon-notifications-clear, .notifications-toasts .notification-toast .codicon-close')) b.click();
-        })
-        .catch(() => undefined);
-      await page.locator('.interactive-input-part .monaco-editor .view-lines').first().click({ force: true });
-      await sleep(200);
-      if (await inChatInput()) return;
-    }
-    throw new Error('the chat input does not take the focus');
-  }
+  const chatRequests = () => pageChatRequests(stub);
+  const copilotInExtensionHost = () => copilotInHost(dirs.userData, logsBefore);
+  const modelPickerText = () => pageModelPickerText(page);
 
   /** Send one chat message; resolves to the body of the request it caused. */
-  async function sendTurn(text) {
-    const before = chatRequests().length;
-    await focusChatInput();
-    await page.keyboard.type(text);
-    if (!(await inChatInput())) throw new Error('the focus left the chat input while typing');
-    await page.keyboard.press('Enter');
-    const got = await waitFor(
-      `the chat request for "${text}"`,
-      () => chatRequests().slice(before).find((r) => JSON.stringify(r.body.messages.at(-1)).includes(text)),
-      90_000,
-      250,
-    );
-    await sleep(2_000); // let VS Code show the answer before the next message
-    return got.body;
-  }
+  const sendTurn = async (text) => (await sendChatTurn(page, stub, text))[0].body;
 
   /** Open the workspace in a new browser page and wait until the chat uses the stub model in agent mode. */
   async function openWindow(port, { withExtension }) {
@@ -273,7 +235,6 @@ export async function runHooksSuite(ctx) {
     }
   }
   const userMessages = (body) => body.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
-  const systemMessage = (body) => textOf(body.messages.find((m) => m.role === 'system')?.content);
 
   /** Our hook ran once per hook file before the request `n` (UserPromptSubmit), each successfully. */
   async function ourPromptRuns(n) {
