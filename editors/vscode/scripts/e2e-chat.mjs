@@ -4,7 +4,7 @@
 // read them: every memory file once, edits live, nothing twice, the system message byte-identical while
 // nothing changed, and our tools run by VS Code. Run from scripts/e2e.mjs (runChatSuite), which scripts/e2e.sh
 // starts with CHAT_CODE_SERVER_NODE (Node 24) and CHAT_CODE_SERVER_ENTRY set.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -17,7 +17,19 @@ import {
   systemMessage,
   textOf,
 } from './e2e-chatpage.mjs';
-import { extensionLog, freePort, identicalShare, QUIET_WORKBENCH, runFromPalette, sleep, startStub, statusText, waitFor } from './e2e-lib.mjs';
+import {
+  extensionLog,
+  freePort,
+  identicalShare,
+  launchCodeServer,
+  QUIET_WORKBENCH,
+  runFromPalette,
+  sleep,
+  startStub,
+  statusText,
+  stopCodeServer as stopCodeServerProcess,
+  waitFor,
+} from './e2e-lib.mjs';
 
 const run = promisify(execFile);
 
@@ -121,40 +133,21 @@ export async function runChatSuite(ctx) {
   }
 
   async function startCodeServer(port) {
-    const config = path.join(ctx.scratch, 'chat-code-server.yaml');
-    fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-    const common = [entry, '--config', config, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
-    const installed = await run(node, [...common, '--install-extension', env.E2E_VSIX], { env: ctx.childEnv, timeout: 180_000 });
-    log(installed.stdout.trim().split('\n').pop());
-    const logFd = fs.openSync(path.join(ctx.artifacts, 'chat-code-server.log'), 'w');
-    codeServer = spawn(node, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+    codeServer = await launchCodeServer({
+      argv: [node, entry],
+      config: path.join(ctx.scratch, 'chat-code-server.yaml'),
+      port,
+      userData: dirs.userData,
+      extensions: dirs.extensions,
       env: ctx.childEnv,
-      detached: true,
-      stdio: ['ignore', logFd, logFd],
+      logFile: path.join(ctx.artifacts, 'chat-code-server.log'),
+      pidFile: ctx.pidFile,
+      before: [['--install-extension', env.E2E_VSIX]],
+      log,
     });
-    fs.appendFileSync(ctx.pidFile, `${codeServer.pid}\n`);
-    await waitFor(
-      'code-server 4.139 to answer /healthz',
-      async () => {
-        if (codeServer.exitCode !== null) throw new Error(`code-server exited with ${codeServer.exitCode}`);
-        return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
-      },
-      120_000,
-      500,
-    );
   }
 
-  async function stopCodeServer() {
-    if (!codeServer) return;
-    for (const signal of ['SIGTERM', 'SIGKILL']) {
-      try {
-        process.kill(-codeServer.pid, signal);
-      } catch {
-        /* gone */
-      }
-      if (signal === 'SIGTERM') await Promise.race([new Promise((r) => codeServer.once('exit', r)), sleep(5_000)]);
-    }
-  }
+  const stopCodeServer = () => stopCodeServerProcess(codeServer);
 
   const copilotInExtensionHost = () => copilotInHost(dirs.userData);
   const modelPickerText = () => pageModelPickerText(page);

@@ -20,7 +20,18 @@ import {
   systemMessage,
   textOf,
 } from './e2e-chatpage.mjs';
-import { extensionLog, freePort, QUIET_WORKBENCH, runFromPalette, sleep, startStub, statusText, waitFor } from './e2e-lib.mjs';
+import {
+  extensionLog,
+  freePort,
+  launchCodeServer,
+  QUIET_WORKBENCH,
+  runFromPalette,
+  sleep,
+  startStub,
+  statusText,
+  stopCodeServer as stopCodeServerProcess,
+  waitFor,
+} from './e2e-lib.mjs';
 
 const run = promisify(execFile);
 
@@ -154,47 +165,25 @@ export async function runHooksSuite(ctx) {
 
   async function startCodeServer({ withExtension }) {
     const port = await freePort();
-    const config = path.join(ctx.scratch, 'hooks-code-server.yaml');
-    fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-    const common = [entry, '--config', config, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
-    if (withExtension) {
-      const installed = await run(node, [...common, '--install-extension', env.E2E_VSIX], { env: ctx.childEnv, timeout: 180_000 });
-      log(installed.stdout.trim().split('\n').pop());
-    } else {
-      const removed = await run(node, [...common, '--uninstall-extension', 'context-companion.context-companion'], { env: ctx.childEnv, timeout: 180_000 });
-      log(removed.stdout.trim().split('\n').pop());
-    }
-    const logFd = fs.openSync(path.join(ctx.artifacts, `hooks-code-server-${withExtension ? 'with' : 'without'}-extension.log`), 'w');
-    codeServer = spawn(node, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+    codeServer = await launchCodeServer({
+      argv: [node, entry],
+      config: path.join(ctx.scratch, 'hooks-code-server.yaml'),
+      port,
+      userData: dirs.userData,
+      extensions: dirs.extensions,
       env: ctx.childEnv,
-      detached: true,
-      stdio: ['ignore', logFd, logFd],
+      logFile: path.join(ctx.artifacts, `hooks-code-server-${withExtension ? 'with' : 'without'}-extension.log`),
+      pidFile: ctx.pidFile,
+      before: [withExtension ? ['--install-extension', env.E2E_VSIX] : ['--uninstall-extension', 'context-companion.context-companion']],
+      log,
     });
-    fs.appendFileSync(ctx.pidFile, `${codeServer.pid}\n`);
-    await waitFor(
-      'code-server 4.139 to answer /healthz',
-      async () => {
-        if (codeServer.exitCode !== null) throw new Error(`code-server exited with ${codeServer.exitCode}`);
-        return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
-      },
-      120_000,
-      500,
-    );
     return port;
   }
 
   async function stopCodeServer() {
     await context?.close().catch(() => undefined);
     context = undefined;
-    if (!codeServer) return;
-    for (const signal of ['SIGTERM', 'SIGKILL']) {
-      try {
-        process.kill(-codeServer.pid, signal);
-      } catch {
-        /* gone */
-      }
-      if (signal === 'SIGTERM') await Promise.race([new Promise((r) => codeServer.once('exit', r)), sleep(5_000)]);
-    }
+    await stopCodeServerProcess(codeServer);
     codeServer = undefined;
   }
 

@@ -4,11 +4,20 @@
 // storage (dependencies from the machine's package index settings) and starts it: the status bar shows the
 // token count. A second start of VS Code starts that server without asking. Prints the seconds from opening
 // VS Code to the token count, both times. Run from scripts/e2e.mjs (runInstallSuite).
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { extensionLog, freePort, QUIET_WORKBENCH, sleep, statusText, waitFor } from './e2e-lib.mjs';
+import {
+  extensionLog,
+  freePort,
+  launchCodeServer,
+  QUIET_WORKBENCH,
+  sleep,
+  statusText,
+  stopCodeServer as stopCodeServerProcess,
+  waitFor,
+} from './e2e-lib.mjs';
 
 const run = promisify(execFile);
 const TOKENS = /^~?[\d,]+ tokens$/;
@@ -56,49 +65,26 @@ export async function runInstallSuite(ctx) {
   let page;
 
   async function startCodeServer(port, install) {
-    const config = path.join(base, 'code-server.yaml');
-    fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-    const common = ['--config', config, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
-    if (install) {
-      const installed = await run(env.CODE_SERVER_BIN, [...common, '--install-extension', env.E2E_VSIX], { env: childEnv, timeout: 180_000 });
-      log(installed.stdout.trim().split('\n').pop());
-    }
-    const logFd = fs.openSync(path.join(ctx.artifacts, 'install-code-server.log'), install ? 'w' : 'a');
-    codeServer = spawn(env.CODE_SERVER_BIN, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+    codeServer = await launchCodeServer({
+      argv: [env.CODE_SERVER_BIN],
+      config: path.join(base, 'code-server.yaml'),
+      port,
+      userData: dirs.userData,
+      extensions: dirs.extensions,
       env: childEnv,
-      detached: true,
-      stdio: ['ignore', logFd, logFd],
+      logFile: path.join(ctx.artifacts, 'install-code-server.log'),
+      logFlags: install ? 'w' : 'a',
+      pidFile: ctx.pidFile,
+      before: install ? [['--install-extension', env.E2E_VSIX]] : [],
+      log,
+      everyMs: 250,
     });
-    fs.appendFileSync(ctx.pidFile, `${codeServer.pid}\n`);
-    await waitFor(
-      'code-server to answer /healthz',
-      async () => {
-        if (codeServer.exitCode !== null) throw new Error(`code-server exited with ${codeServer.exitCode}`);
-        return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
-      },
-      120_000,
-      250,
-    );
   }
 
   async function stopCodeServer() {
     await context?.close().catch(() => undefined);
     context = undefined;
-    if (!codeServer) return;
-    const exited = new Promise((resolve) => codeServer.once('exit', resolve));
-    try {
-      if (codeServer.exitCode === null && codeServer.signalCode === null) {
-        process.kill(-codeServer.pid, 'SIGTERM');
-        await Promise.race([exited, sleep(5_000)]);
-      }
-    } catch {
-      /* gone */
-    }
-    try {
-      process.kill(-codeServer.pid, 'SIGKILL'); // the extension host and the language server too
-    } catch {
-      /* no member left */
-    }
+    await stopCodeServerProcess(codeServer);
     codeServer = undefined;
   }
 

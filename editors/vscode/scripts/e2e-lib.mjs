@@ -1,9 +1,10 @@
-// Helpers the end-to-end suites share (scripts/e2e.mjs, scripts/e2e-chat.mjs): polling, ports, byte
-// comparisons, the recording model stub of tests/agents and the workbench's quick input.
-import { spawn } from 'node:child_process';
+// Helpers the end-to-end suites share (scripts/e2e*.mjs): polling, ports, byte
+// comparisons, the recording model stub of tests/agents, the workbench's quick input, starting and stopping code-server.
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 /** User settings that keep a test workbench quiet and offline (both suites add their own). */
 export const QUIET_WORKBENCH = {
@@ -154,4 +155,58 @@ export function extensionLog(userData) {
     return '';
   }
   return found.map((f) => `--- ${f}\n${fs.readFileSync(f, 'utf8')}`).join('\n');
+}
+
+/**
+ * Start a code-server for a suite and wait until it answers /healthz: a config binding 127.0.0.1:`port` without
+ * auth, the suite's user-data and extensions folders; each of `before` (extra arguments: `--install-extension
+ * X.vsix`, `--uninstall-extension id`) is run first, its last line handed to `log`. `argv`: how to run code-server
+ * (`[node, entry]` or `[bin]`). The process leads its own group (stop it with {@link stopCodeServer}); its pid is
+ * added to `pidFile` for the suite's clean-up. Resolves to the child process.
+ */
+export async function launchCodeServer({ argv, config, port, userData, extensions, env, logFile, logFlags = 'w', pidFile, before = [], log = () => {}, everyMs = 500 }) {
+  fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+  const [program, ...first] = argv;
+  const common = [...first, '--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
+  for (const args of before) {
+    const done = await promisify(execFile)(program, [...common, ...args], { env, timeout: 180_000 });
+    log(done.stdout.trim().split('\n').pop());
+  }
+  const logFd = fs.openSync(logFile, logFlags);
+  const child = spawn(program, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+    env,
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+  });
+  fs.appendFileSync(pidFile, `${child.pid}\n`);
+  await waitFor(
+    'code-server to answer /healthz',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`code-server exited with ${child.exitCode}`);
+      return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
+    },
+    120_000,
+    everyMs,
+  );
+  return child;
+}
+
+/** Stop a code-server started by {@link launchCodeServer}: SIGTERM (5 s to go), then SIGKILL to its whole group
+ * (the extension host and the language server too). */
+export async function stopCodeServer(child) {
+  if (!child) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    if (child.exitCode === null && child.signalCode === null) {
+      process.kill(-child.pid, 'SIGTERM');
+      await Promise.race([exited, sleep(5_000)]);
+    }
+  } catch {
+    /* gone */
+  }
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    /* no member left */
+  }
 }
