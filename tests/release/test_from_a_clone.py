@@ -55,7 +55,7 @@ def test_the_readmes_two_commands_work_from_a_fresh_clone_with_a_bare_path(
     python = python3_with_venv()
     path = [*BARE, *([] if os.path.dirname(python) in BARE else [os.path.dirname(python)])]
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k.startswith(KEPT)}
     env.update({"PATH": os.pathsep.join(path), "HOME": str(home), "LANG": "C.UTF-8", "PIP_CACHE_DIR": PIP_CACHE})
 
