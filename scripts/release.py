@@ -201,7 +201,7 @@ def _summary(paths: list[Path]) -> None:
     print(f"built (the build output is in {LOG.relative_to(REPO)}):")
     for path in paths:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        print(f"  {str(path.relative_to(REPO)):<48} {_size(path.stat().st_size):>9}  sha256 {digest}")
+        print(f"  {path.relative_to(REPO)!s:<48} {_size(path.stat().st_size):>9}  sha256 {digest}")
 
 
 def main(argv: list[str] | None = None) -> int:
