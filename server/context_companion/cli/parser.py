@@ -180,8 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "compression-prompt",
         help="print the prompt for compressing a conversation",
-        description="Print the prompt an agent can send its model to compress a long conversation into a summary "
-        "that keeps what the next turns need.",
+        description="Print the system prompt that asks a model to condense a long conversation into a state "
+        "snapshot (goal, constraints, knowledge, files, recent actions, task state), treating the history as data "
+        "(contextCompanion.getCompressionPrompt returns the same).",
     )
 
     mcp = sub.add_parser(
