@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,19 @@ import run_figures
 from token_encodings import make_paragraph_encoding
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(__file__).parent / ".no-tiktoken-cache"))
+
+
+def _tools_beside_the_interpreter_first() -> None:
+    """The tools the dev install brought (nvim, ruff, lint-imports, context-companion, pipx, uv) sit beside the
+    Python that runs the tests: ``.venv/bin/python -m pytest`` from a shell where that environment is not
+    activated finds them as an activated one does, before any other copy on PATH. Every test, its servers
+    and the programs it starts see this PATH (a test that wants a PATH without them builds its own)."""
+    here = str(Path(sys.executable).parent)
+    rest = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != here]
+    os.environ["PATH"] = os.pathsep.join([here, *rest])
+
+
+_tools_beside_the_interpreter_first()
 
 
 def make_tiny_encoding(name: str = "tiny_test"):

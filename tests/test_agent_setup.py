@@ -85,8 +85,9 @@ def test_claude_code_project_setup_merges_idempotently_and_keeps_the_mode(ws: Pa
     assert out.returncode == 0, out.stderr
     assert out.stdout == (
         f"Claude Code: added the hooks SessionStart, UserPromptSubmit to {settings} "
-        f"(command: {EXE} hook --agent claude-code)\n"
-    )  # Claude Code's project file is not committed: no word about a machine's path
+        f"(command: {EXE} hook --agent claude-code); the file is personal (it names paths of this machine), not for "
+        "committing\n"
+    )  # Claude Code's project file is not committed: no note about teammates, one line
     data = json.loads(settings.read_text())
     assert data == {
         "permissions": {"allow": ["Bash(ls)"]},
@@ -175,7 +176,7 @@ def test_a_file_setup_created_goes_with_remove_and_one_that_held_braces_gets_the
     assert (ws / ".gemini" / "settings.json").is_file()
     gone = setup(ws, env, "gemini-cli", "--remove")
     assert gone.returncode == 0, gone.stderr
-    assert "the file is deleted (setup had created it), and the empty folder" in gone.stdout
+    assert "the file is deleted (setup had created it), and so is the empty folder" in gone.stdout
     assert not (ws / ".gemini").exists()  # no 0-byte file that would stop Gemini CLI, no empty folder
 
     codex = ws / ".codex" / "hooks.json"
@@ -512,3 +513,90 @@ def test_an_agent_whose_hooks_are_flat_is_one_more_entry_in_the_table() -> None:
     }
     assert merged(path, flat, done, command) == done
     assert removed(path, flat, done) == text
+
+
+def test_remove_without_an_agent_takes_out_every_agents_hooks_set_up_here(ws: Path, env: dict[str, str]) -> None:
+    nothing = run("setup", "--remove", "--workspace", str(ws), env=env)
+    assert nothing.returncode == 0, nothing.stderr
+    assert nothing.stdout == (
+        f"No agent's Context Companion hooks are set up in {ws} (none of claude-code, gemini-cli, codex, copilot-cli, "
+        "qwen-code, opencode); nothing changed\n"
+    )
+    for agent in ("claude", "copilot", "opencode"):
+        assert setup(ws, env, agent).returncode == 0
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini" / "settings.json").write_text('{"theme": "dark"}\n')  # the user's, no hooks of ours
+
+    out = run("setup", "--remove", "--workspace", str(ws), env=env)
+    assert out.returncode == 0, out.stderr
+    assert [line.split(" ", 3)[:3] for line in out.stdout.splitlines()] == [
+        ["Claude", "Code:", "removed"],
+        ["GitHub", "Copilot", "CLI:"],
+        ["OpenCode:", "deleted", "the"],
+    ]
+    assert out.stdout.splitlines()[1].endswith(
+        f"the file is deleted (setup had created it), and so are the empty folders {ws}/.github/hooks and {ws}/.github"
+    )
+    assert sorted(p.name for p in ws.iterdir()) == [".gemini"]
+    assert (ws / ".gemini" / "settings.json").read_text() == '{"theme": "dark"}\n'
+
+
+def test_remove_without_an_agent_reads_every_file_before_it_changes_one(ws: Path, env: dict[str, str]) -> None:
+    assert setup(ws, env, "claude-code").returncode == 0
+    (ws / ".codex").mkdir()
+    (ws / ".codex" / "hooks.json").write_text('{"hooks": {}, // no comments in plain JSON\n}\n')
+    out = run("setup", "--remove", "--workspace", str(ws), env=env)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith(f"context-companion: {ws}/.codex/hooks.json: ") and len(out.stderr.splitlines()) == 1
+    assert (ws / ".claude" / "settings.local.json").is_file()
+
+
+def _git(ws: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **env, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=ws, env=full, capture_output=True, text=True, timeout=30)
+
+
+def test_claude_codes_personal_file_is_kept_out_of_git_as_claude_code_does(ws: Path, env: dict[str, str]) -> None:
+    """Claude Code appends ``**/.claude/settings.local.json`` to git's global ignore file when it creates the file in
+    a repository that does not ignore it; setup says the file is personal and does the same, keeping what is there."""
+    ignore = Path(env["HOME"]) / ".config" / "git" / "ignore"
+    out = setup(ws, env, "claude")  # not a git repository: said personal, nothing written outside
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith(
+        "(command: ...)".replace("...", f"{EXE} hook --agent claude-code")
+        + "; the file is personal (it names paths of this machine), not for committing\n"
+    )
+    assert len(out.stdout.splitlines()) == 1 and not ignore.exists()
+
+    assert _git(ws, env, "init", "-q").returncode == 0
+    ignore.parent.mkdir(parents=True)
+    ignore.write_text("*.swp")  # the user's, no newline at the end
+    dry = setup(ws, env, "claude", "--dry-run")
+    assert dry.stdout.splitlines()[-1].endswith(
+        f"would add **/.claude/settings.local.json to git's global ignore file {ignore}, as Claude Code does"
+    )
+    assert ignore.read_text() == "*.swp"
+    out = setup(ws, env, "claude")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        f"Claude Code: already set up (SessionStart, UserPromptSubmit) in {ws}/.claude/settings.local.json; nothing "
+        "changed; the file is personal (it names paths of this machine): added "
+        f"**/.claude/settings.local.json to git's global ignore file {ignore}, as Claude Code does: git leaves it out "
+        "of every repository"
+    ]
+    assert ignore.read_text() == "*.swp\n**/.claude/settings.local.json\n"
+    assert _git(ws, env, "status", "--porcelain", "--untracked-files=all").stdout == ""
+    again = setup(ws, env, "claude")
+    assert again.stdout.endswith(
+        "nothing changed; the file is personal (it names paths of this machine), not for committing\n"
+    )
+    assert ignore.read_text() == "*.swp\n**/.claude/settings.local.json\n"
+
+
+def test_claude_codes_personal_file_goes_where_core_excludesfile_says(ws: Path, env: dict[str, str]) -> None:
+    assert _git(ws, env, "init", "-q").returncode == 0
+    home = Path(env["HOME"])
+    (home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/my ignores\n")
+    assert setup(ws, env, "claude-code").returncode == 0
+    assert (home / "my ignores").read_text() == "**/.claude/settings.local.json\n"
+    assert not (home / ".config" / "git").exists()

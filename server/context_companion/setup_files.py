@@ -107,6 +107,13 @@ def missing_folders(folder: Path, root: str) -> list[Path]:
     return missing
 
 
+def empty_folders(folders: list[Path]) -> str:
+    """``the empty folder A`` or ``the empty folders A and B`` (A, B, and C) as a sentence names them."""
+    names = [str(f) for f in folders]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"the empty folder{'s' if len(names) > 1 else ''} {listed}"
+
+
 def within(folder: Path, root: str) -> bool:
     return str(folder) == root or str(folder).startswith(root.rstrip(os.sep) + os.sep)
 
