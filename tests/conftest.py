@@ -11,6 +11,7 @@ from typing import Any
 import forkserver
 import pytest
 import run_figures
+from planted import plant
 from token_encodings import make_paragraph_encoding
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(__file__).parent / ".no-tiktoken-cache"))
@@ -90,23 +91,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 # ``CC_TEST_PLANT_ABOVE=<folder>`` proves it: the run's base folder goes below <folder>, which gets a ``.git``
 # and the memory files of every vendor (``CC_TEST_PLANT_UID=<uid>``: owned by that user; root only), and the
 # tests must pass all the same (tests/memory/test_sealed.py runs a sample this way).
-PLANTED_TEXT = "PLANTED ABOVE THE TESTS"
-
-
-def plant(root: Path, uid: int | None = None) -> None:
-    """A repository marker and the memory and rule files of every vendor in ``root`` (owned by ``uid``)."""
-    (root / ".git").mkdir(parents=True, exist_ok=True)
-    (root / ".cursor" / "rules").mkdir(parents=True, exist_ok=True)
-    for name in ("AGENTS.md", "CLAUDE.md", "GEMINI.md"):
-        (root / name).write_text(f"{PLANTED_TEXT}: {name}\n", encoding="utf-8")
-    (root / ".cursor" / "rules" / "x.mdc").write_text(
-        f"---\nalwaysApply: true\n---\n{PLANTED_TEXT}: a rule\n", encoding="utf-8"
-    )
-    if uid is not None:
-        for path in (root, *root.rglob("*")):
-            os.chown(path, uid, uid, follow_symlinks=False)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     where = os.environ.get("CC_TEST_PLANT_ABOVE")
@@ -115,6 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
     root = Path(where).resolve()
     uid = os.environ.get("CC_TEST_PLANT_UID")
     plant(root, int(uid) if uid else None)
+    if uid:
+        os.chown(root, int(uid), int(uid))  # the folder itself too: the whole of it is theirs
     base = root / "nested" / "basetemp"
     base.parent.mkdir(parents=True, exist_ok=True)
     config.option.basetemp = str(base)

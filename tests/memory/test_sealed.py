@@ -27,12 +27,12 @@ SAMPLE = [
 ]
 
 
-def run_sample(above: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def run_sample(above: Path, sample: list[str] = SAMPLE, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "CC_TEST_"))}
     full.pop("GIT_CEILING_DIRECTORIES", None)  # the child seals itself (or not: CC_TEST_NO_CEILING)
     full.update({"CC_TEST_PLANT_ABOVE": str(above), **env})
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *(str(HERE / t) for t in SAMPLE)],
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *(str(HERE / t) for t in sample)],
         capture_output=True,
         text=True,
         env=full,
@@ -59,7 +59,10 @@ def test_the_sample_is_sensitive_without_the_seal(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another uid needs root")
 def test_files_of_another_user_above_change_nothing_even_without_the_seal(tmp_path: Path) -> None:
-    """Another user's files need no ceiling: their ``.git`` is no root, their memory files no memory."""
-    out = run_sample(tmp_path / "above", CC_TEST_NO_CEILING="1", CC_TEST_PLANT_UID="54321")
+    """Another user's files need no ceiling: their ``.git`` is no root, their memory files no memory. (Not the
+    explain test: Claude Code itself reads a CLAUDE.md in every folder above, whoever owns it, and explain says
+    so; only the ceiling keeps that prediction off the machine's folders.)"""
+    ours = [t for t in SAMPLE if not t.startswith("test_explain_agents.py")]
+    out = run_sample(tmp_path / "above", ours, CC_TEST_NO_CEILING="1", CC_TEST_PLANT_UID="54321")
     assert out.returncode == 0, out.stdout[-3000:]
-    assert f"{len(SAMPLE)} passed" in out.stdout
+    assert f"{len(ours)} passed" in out.stdout

@@ -16,35 +16,18 @@ from pathlib import Path
 
 import pytest
 from hook_runner import run_hook
-
-STRANGER = 54321  # no such user: a uid of "another user"
-PLANTED = "PLANTED BY ANOTHER USER"
+from planted import PLANTED, STRANGER, plant
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="handing files to another uid (chown) needs root"
 )
 
 
-def plant(folder: Path, uid: int = STRANGER, *, marker: bool = True) -> None:
-    """What the other user leaves in ``folder``: a ``.git``, memory files of every vendor, an always-on rule."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if marker:
-        (folder / ".git").mkdir()
-    for name in ("AGENTS.md", "CLAUDE.md", "GEMINI.md"):
-        (folder / name).write_text(f"{PLANTED}: {name}\n")
-    (folder / ".cursor" / "rules").mkdir(parents=True)
-    (folder / ".cursor" / "rules" / "x.mdc").write_text(f"---\nalwaysApply: true\n---\n{PLANTED}: a rule\n")
-    for path in [folder / ".git"] * marker + [folder / n for n in ("AGENTS.md", "CLAUDE.md", "GEMINI.md")]:
-        os.chown(path, uid, uid)
-    for path in (folder / ".cursor", folder / ".cursor" / "rules", folder / ".cursor" / "rules" / "x.mdc"):
-        os.chown(path, uid, uid)
-
-
 @pytest.fixture
 def shared(tmp_path: Path) -> Path:
     """``/tmp`` as another user left it (the folder itself is root's, as ``/tmp`` is)."""
     folder = tmp_path / "shared"
-    plant(folder)
+    plant(folder, STRANGER)
     return folder
 
 
@@ -118,7 +101,7 @@ def test_files_of_another_user_below_a_root_of_ours_are_no_memory(tmp_path: Path
     """The root is this user's (or root's): a memory file, a rule and an import target in it that another
     user owns are skipped, each said on its row."""
     repo = tmp_path / "repo"
-    plant(repo, marker=False)
+    plant(repo, STRANGER, marker=False)
     (repo / ".git").mkdir()  # ours (root's: the tests run as root, and root is trusted like git trusts it)
     (repo / "shared.md").write_text(f"{PLANTED}: imported\n")
     os.chown(repo / "shared.md", STRANGER, STRANGER)
@@ -166,3 +149,42 @@ def test_a_file_handed_to_another_user_is_dropped_at_the_next_look(tmp_path: Pat
     result = store.compose([])
     assert "Mine for now." not in result.text
     assert f"AGENTS.md: skipped: owned by another user (uid {STRANGER})" in result.warnings
+
+
+def test_gemini_discovery_folder_of_another_user_is_said_once_with_the_fix(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another user made ``<temp dir>/gemini`` first: our discovery file cannot be written there (and Gemini
+    CLI would ignore it). The log says so once, with the fix; ``explain --agent gemini-cli`` says it too."""
+    from context_companion.bridges.gemini.companion import GeminiCompanion
+    from context_companion.bridges.gemini.discovery import IdeInfo
+    from context_companion.workspace.companion import Companion
+
+    temp = tmp_path / "tmp"
+    (temp / "gemini").mkdir(parents=True)
+    os.chown(temp / "gemini", STRANGER, STRANGER)
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    gemini = GeminiCompanion(
+        Companion.open([ws]),
+        {},
+        object(),
+        ide_pid=os.getpid(),
+        ide=IdeInfo("neovim", "Neovim"),  # type: ignore[arg-type]
+        directory=temp / "gemini" / "ide",
+    )
+    with caplog.at_level("WARNING"):
+        for _ in range(3):  # start, then two changes of the workspace folders
+            gemini._write_discovery()
+    said = [r.getMessage() for r in caplog.records if "Gemini CLI" in r.getMessage()]
+    assert said == [
+        f"Gemini CLI's discovery file is off: {temp / 'gemini'} is owned by another user (uid {STRANGER}); a gemini "
+        f"started outside the editor's terminal will not find this editor (remove {temp / 'gemini'} as its owner or "
+        "root, or set TMPDIR to a folder of your own for both the editor and gemini)"
+    ]
+    out = cli("explain", "--agent", "gemini-cli", "--workspace", str(ws), env={"TMPDIR": str(temp)})
+    assert f"! {said[0]}\n" in out.stdout
+    assert (
+        "discovery file is off"
+        not in cli("explain", "--agent", "codex", "--workspace", str(ws), env={"TMPDIR": str(temp)}).stdout
+    )

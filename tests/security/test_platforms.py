@@ -10,7 +10,7 @@ import os
 import sys
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from context_companion import discovery, ownership, procs
@@ -27,7 +27,7 @@ class _FakeProcess:
 
 
 class _FakePsutil(types.ModuleType):
-    alive: dict[int, str] = {}
+    alive: ClassVar[dict[int, str]] = {}
 
     def __init__(self) -> None:
         super().__init__("psutil")
