@@ -35,12 +35,12 @@ def foreign_owner(st: os.stat_result) -> int | None:
     return None if uid == MY_UID or uid == 0 else uid
 
 
-def foreign_path(path: str, *, follow: bool = False) -> int | None:
-    """:func:`foreign_owner` of ``path`` (``lstat`` unless ``follow``); None when it is missing."""
+def foreign_path(path: str) -> int | None:
+    """:func:`foreign_owner` of ``path`` (not followed if a symlink); None when it is missing."""
     if MY_UID is None:
         return None
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        st = os.lstat(path)
     except (OSError, ValueError):
         return None
     return foreign_owner(st)
@@ -96,11 +96,9 @@ def find_marker(start: str, markers: Sequence[str]) -> Found:
                 st = os.lstat(path)
             except (OSError, ValueError):
                 continue
-            uid = foreign_owner(st)
-            where = path
-            if uid is None and MY_UID is not None:
-                uid = foreign_path(current)
-                where = current
+            uid, where = foreign_owner(st), path
+            if uid is None:  # the marker is ours: its folder (the working tree) must be too, as git checks
+                uid, where = foreign_path(current), current
             if uid is not None:
                 why = f"skipped {where}: {owned_by_other(uid)}; {current} is not taken as the project root"
                 return Found(None, why)

@@ -66,3 +66,35 @@ def test_files_of_another_user_above_change_nothing_even_without_the_seal(tmp_pa
     out = run_sample(tmp_path / "above", ours, CC_TEST_NO_CEILING="1", CC_TEST_PLANT_UID="54321")
     assert out.returncode == 0, out.stdout[-3000:]
     assert f"{len(ours)} passed" in out.stdout
+
+
+def test_git_ceiling_directories_is_honoured_as_git_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git's rules: never go up into a folder named there; the start folder itself is always looked at;
+    relative entries are ignored; entries after an empty one are taken as written (not resolved)."""
+    from context_companion.ownership import find_marker
+
+    subprocess.run(["git", "init", "-q", str(tmp_path / "top")], check=True)
+    start = tmp_path / "top" / "a" / "b"
+    start.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "top")
+
+    def root(ceiling: str) -> str | None:
+        monkeypatch.setenv("GIT_CEILING_DIRECTORIES", ceiling)
+        return find_marker(str(start), (".git",)).root
+
+    assert root("") == str(tmp_path / "top")
+    assert root(str(tmp_path / "top")) is None  # the ceiling itself is not entered
+    assert root(str(tmp_path / "top" / "a")) is None
+    assert root(f"relative/path{os.pathsep}{tmp_path / 'elsewhere'}") == str(tmp_path / "top")
+    assert root(str(tmp_path / "link")) is None  # resolved: the same folder as top
+    assert root(f"{os.pathsep}{tmp_path / 'link'}") == str(tmp_path / "top")  # after an empty entry: as written
+    assert find_marker(str(tmp_path / "top"), (".git",)).root == str(tmp_path / "top")  # the start: always
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path / "top"))
+    assert find_marker(str(tmp_path / "top"), (".git",)).root == str(tmp_path / "top")
+    # Git agrees (its own discovery, the same variable).
+    for ceiling in (str(tmp_path / "top" / "a"), str(tmp_path / "link"), f"{os.pathsep}{tmp_path / 'link'}", ""):
+        env = {**os.environ, "GIT_CEILING_DIRECTORIES": ceiling}
+        git = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=start, env=env, capture_output=True, text=True
+        )
+        assert (git.stdout.strip() or None) == root(ceiling), ceiling

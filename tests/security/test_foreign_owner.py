@@ -2,7 +2,7 @@
 runs ``mkdir /tmp/.git`` and writes ``/tmp/AGENTS.md`` and ``/tmp/.cursor/rules/x.mdc`` must not speak to
 the agents this user starts in ``/tmp/work``. Shown through what the user touches: the ``memory`` and
 ``explain`` commands, the ``hook`` command as an agent runs it, the ``instruction`` command (the language
-server's instruction: tests/lsp/test_foreign_owner.py). The files are planted below the test's own folder
+server's instruction: tests/lsp/test_another_users_folder.py). The files are planted below the test's own folder
 (its ``shared`` plays ``/tmp``) and handed to an unused uid: root may ``chown`` to any uid.
 """
 

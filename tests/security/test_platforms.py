@@ -122,3 +122,17 @@ def test_ownership_trusts_this_user_and_root_only(monkeypatch: pytest.MonkeyPatc
     assert ownership.foreign_owner(st(1000)) is None
     assert ownership.foreign_owner(st(0)) is None
     assert ownership.foreign_owner(st(54321)) == 54321
+
+
+def test_writing_files_where_folders_have_no_descriptors_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Windows has no ``dir_fd``: setup and ``addMemory`` write through a folder's descriptor, so there they
+    refuse with one line (FileWriteError) instead of a traceback, and nothing is written."""
+    from context_companion.errors import FileWriteError
+    from context_companion.fileio import atomic_write_text
+
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    with pytest.raises(FileWriteError, match="writing files is supported on Linux and macOS only"):
+        atomic_write_text(tmp_path / "AGENTS.md", "x\n", [str(tmp_path)])
+    assert not (tmp_path / "AGENTS.md").exists()
