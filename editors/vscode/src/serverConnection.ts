@@ -236,6 +236,9 @@ export class ServerConnection implements vscode.Disposable {
     }
 
     this.startedPlan = undefined;
+    if (!vscode.workspace.isTrusted) {
+      this.log('Restricted Mode: the server command comes from user settings only, and nothing of the workspace is run.');
+    }
     let plan: LaunchPlan;
     try {
       plan = await this.settingsPlan();
