@@ -107,7 +107,29 @@ async function runOne(ctx, mode) {
       }
     : { 'contextCompanion.trace.server': 'messages' };
   const fixture = buildHostileWorkspace({ folder: dirs.workspace, markers: path.join(base, 'markers'), settings: workspaceSettings });
-  const childEnv = { ...ctx.childEnv, HOME: dirs.home, XDG_CONFIG_HOME: path.join(dirs.home, '.config'), XDG_DATA_HOME: path.join(dirs.home, '.local', 'share') };
+  const runtime = path.join(base, 'runtime'); // discovery files of this run's servers only
+  fs.mkdirSync(runtime, { recursive: true, mode: 0o700 });
+  const childEnv = {
+    ...ctx.childEnv,
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: path.join(dirs.home, '.config'),
+    XDG_DATA_HOME: path.join(dirs.home, '.local', 'share'),
+    XDG_RUNTIME_DIR: runtime,
+  };
+  /** The language server's MCP endpoint is announced (`mcp --attach` finds it by its discovery file). */
+  const mcpAnnounced = () => {
+    const folder = path.join(runtime, 'context-companion');
+    if (!fs.existsSync(folder)) return false;
+    return fs.readdirSync(folder).some((name) => {
+      if (!/^server-\d+-\d+\.json$/.test(name)) return false;
+      try {
+        const entry = JSON.parse(fs.readFileSync(path.join(folder, name), 'utf8'));
+        return entry.transport === 'mcp-http' && (entry.workspaceFolders ?? []).includes(dirs.workspace);
+      } catch {
+        return false;
+      }
+    });
+  };
   const userSettings = {
     ...QUIET_WORKBENCH,
     'contextCompanion.interpreter': env.E2E_PYTHON,
@@ -212,6 +234,8 @@ async function runOne(ctx, mode) {
     if (!restricted) {
       await ctx.check(`${label}: VS Code starts our MCP server from the launch folder (--workspace names the folder)`, async () => {
         const row = () => page.locator('.quick-input-list .monaco-list-row', { hasText: 'Context Companion' }).first();
+        // `mcp --attach` does not wait for the endpoint: on a loaded machine the token count comes first
+        await waitFor("the language server's MCP endpoint announcement", mcpAnnounced, 60_000);
         await runFromPalette(page, 'MCP: List Servers');
         await row().waitFor({ state: 'visible', timeout: 30_000 });
         await row().click();
