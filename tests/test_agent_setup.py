@@ -64,6 +64,7 @@ def _run_as_the_agent(command: str, ws: Path, tmp_path: Path, env: dict[str, str
         text=True,
         timeout=60,
         env={**os.environ, **env, "XDG_RUNTIME_DIR": str(runtime)},
+        cwd=ws,  # the agent runs its hooks in the project
     )
 
 
@@ -600,3 +601,69 @@ def test_claude_codes_personal_file_goes_where_core_excludesfile_says(ws: Path, 
     assert setup(ws, env, "claude-code").returncode == 0
     assert (home / "my ignores").read_text() == "**/.claude/settings.local.json\n"
     assert not (home / ".config" / "git").exists()
+
+
+# A repository that runs code of its own when Python imports from it: the package's name, a dependency's, and the
+# start-up files Python imports from its path. Each writes a marker file outside the repository.
+HOSTILE_MODULES = ("context_companion/__init__.py", "pydantic/__init__.py", "sitecustomize.py", "usercustomize.py")
+
+
+def plant_hostile(folder: Path, markers: Path) -> None:
+    markers.mkdir(exist_ok=True)
+    for name in HOSTILE_MODULES:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mark = markers / name.replace("/", "_")
+        path.write_text(f"open({str(mark)!r}, 'w').write('ran')\nraise SystemExit(7)\n")
+
+
+def bare_environment(tmp_path: Path) -> Path:
+    """This virtualenv seen through another folder whose ``bin`` holds only ``python``: an install without
+    the ``context-companion`` script beside its interpreter, so setup writes the Python fallback."""
+    env = tmp_path / "bare env"
+    (env / "bin").mkdir(parents=True)
+    if sys.prefix != sys.base_prefix:  # a virtualenv: the copy reads its pyvenv.cfg and site-packages
+        (env / "pyvenv.cfg").write_text((Path(sys.prefix) / "pyvenv.cfg").read_text())
+        for lib in ("lib", "lib64"):
+            if (Path(sys.prefix) / lib).exists():
+                (env / lib).symlink_to(Path(sys.prefix) / lib, target_is_directory=True)
+    # (else a plain installation: Python follows the link to its own prefix and finds the package there)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    return env / "bin" / "python"
+
+
+def test_the_planted_package_runs_when_python_imports_from_the_project(tmp_path: Path, ws: Path) -> None:
+    """The attack the hook command must not fall for: ``python -m context_companion`` in the project runs the
+    project's own ``context_companion/``."""
+    plant_hostile(ws, tmp_path / "markers")
+    ran = subprocess.run([sys.executable, "-m", "context_companion", "--help"], cwd=ws, capture_output=True, timeout=60)
+    assert ran.returncode == 7 and (tmp_path / "markers" / "context_companion___init__.py").exists()
+
+
+@pytest.mark.parametrize("form", ["script", "python"])
+def test_the_hook_command_never_runs_the_projects_python_files(
+    tmp_path: Path, ws: Path, env: dict[str, str], form: str
+) -> None:
+    """setup's hook command, run as the agent runs it (in the project), runs the installed package, whether
+    it names the ``context-companion`` script or (no script beside the interpreter) the interpreter itself;
+    nothing of the project's ``context_companion/``, ``pydantic/``, ``sitecustomize.py`` or
+    ``usercustomize.py`` runs."""
+    markers = tmp_path / "markers"
+    plant_hostile(ws, markers)
+    python = sys.executable if form == "script" else str(bare_environment(tmp_path))
+    out = run("setup", "--agent", "claude-code", "--workspace", str(ws), env=env, executable=python)
+    assert out.returncode == 0, out.stderr
+    command = json.loads((ws / ".claude" / "settings.local.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][
+        0
+    ]["command"]
+    if form == "script":
+        assert command == f"{EXE} hook --agent claude-code"
+    else:
+        assert command.startswith(f"'{python}' -c ") and "-m context_companion" not in command
+    (ws / ".cursorrules").write_text("The real package answered.\n")
+    ran = _run_as_the_agent(command, ws, tmp_path, env)
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr
+    assert "The real package answered." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert sorted(p.name for p in markers.iterdir()) == []
+    assert setup(ws, env, "claude-code", "--remove").returncode == 0  # the form written is recognised as ours
+    assert not (ws / ".claude" / "settings.local.json").exists()  # setup created it, --remove takes it away

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 from .setup_files import (
     PROGRAM,
+    SAFE_MAIN,
     SetupError,
     commit,
     drop_record,
@@ -176,7 +177,8 @@ _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 def is_ours(command: Any, agent: str) -> bool:
     """True when ``command`` is exactly one that setup writes (or wrote) for ``agent``:
     ``context-companion hook --agent <id>``, the same with the program's absolute path, or an
-    absolute Python with ``-m context_companion``; shell-quoted as setup quotes it."""
+    absolute Python with ``-c`` :data:`.setup_files.SAFE_MAIN` (or ``-m context_companion``, which setup wrote
+    before it knew that form runs the project's own ``context_companion/``); shell-quoted as setup quotes it."""
     if not isinstance(command, str):
         return False
     try:
@@ -192,7 +194,7 @@ def is_ours(command: Any, agent: str) -> bool:
         return os.path.isabs(head[0]) and os.path.basename(head[0]) == PROGRAM
     return (
         len(head) == 3
-        and head[1:] == ["-m", "context_companion"]
+        and head[1:] in (["-m", "context_companion"], ["-c", SAFE_MAIN])
         and os.path.isabs(head[0])
         and _PYTHON.fullmatch(os.path.basename(head[0])) is not None
     )
