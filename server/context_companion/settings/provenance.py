@@ -183,21 +183,11 @@ def secret_floor(
 ) -> tuple[list[str], bool, list[Refusal]]:
     """The secret protection a workspace's values leave in force: its own ``context.exclude``
     patterns first, then the user's (built-in by default) after them, so the last pattern that
-    matches (which decides) is the user's wherever the user's patterns speak; ``redactSecrets``
-    stays on when the user's layers have it on."""
+    matches (which decides) is the user's wherever the user's patterns speak: a workspace adds
+    exclusions and cannot remove one (nor re-include with ``!``). ``redactSecrets`` stays on when
+    the user's layers have it on (said in a :class:`Refusal`)."""
     refusals: list[Refusal] = []
-    if exclude != floor_exclude:
-        missing = [p for p in floor_exclude if not p.startswith("!") and p not in exclude]
-        if missing:
-            shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
-            refusals.append(
-                Refusal(
-                    source,
-                    "context.exclude",
-                    str(exclude),
-                    f"a workspace may add exclusions, not remove the secret-file ones ({shown}); they stay",
-                )
-            )
+    if exclude != floor_exclude:  # additive by definition: nothing of the workspace's is ignored
         exclude = [*exclude, *floor_exclude]
     if floor_redact and not redact:
         refusals.append(
