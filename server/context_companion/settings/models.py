@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from ..errors import SettingsError
 from ..exclusion import DEFAULT_EXCLUDE
-from .provenance import marked
+from .markers import marked
 
 BUILTIN_SECTION_IDS: tuple[str, ...] = (
     "preamble",

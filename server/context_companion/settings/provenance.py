@@ -27,24 +27,16 @@ import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
 from ..containment import is_within, real_roots, realpath
-
-# What a sensitive setting does, and what a workspace may do with it.
-Touches = Literal["reads a file", "writes a file", "reads files", "opens a port", "network", "secrets"]
-WorkspacePolicy = Literal["inside the workspace", "yes", "no", "add only"]
+from .models import Settings
 
 USER_VALUES = "userValues"  # editor payload: keys whose value is the user's own
 WORKSPACE_TRUSTED = "workspaceTrusted"  # editor payload: false in Restricted Mode
 EDITOR_META = (USER_VALUES, WORKSPACE_TRUSTED)
-
-
-def marked(touches: Touches, workspace: WorkspacePolicy) -> dict[str, Any]:
-    """The ``json_schema_extra`` of a field that reads or writes a file, opens a port or guards secrets."""
-    return {"touches": touches, "workspace": workspace}
 
 
 @dataclass(frozen=True)
@@ -57,8 +49,6 @@ class Sensitive:
 def sensitive(model: type[BaseModel] | None = None, prefix: str = "") -> list[Sensitive]:
     """Every marked field of the settings model, as dotted keys (derived from the model)."""
     if model is None:
-        from .models import Settings
-
         model = Settings
     out: list[Sensitive] = []
     for name, info in model.model_fields.items():
