@@ -162,9 +162,11 @@ export function extensionLog(userData) {
  * auth, the suite's user-data and extensions folders; each of `before` (extra arguments: `--install-extension
  * X.vsix`, `--uninstall-extension id`) is run first, its last line handed to `log`. `argv`: how to run code-server
  * (`[node, entry]` or `[bin]`). The process leads its own group (stop it with {@link stopCodeServer}); its pid is
- * added to `pidFile` for the suite's clean-up. Resolves to the child process.
+ * added to `pidFile` for the suite's clean-up. `workspaceTrust`: leave VS Code's workspace trust on (default off:
+ * `--disable-workspace-trust`), so a folder the user settings do not trust opens in Restricted Mode.
+ * Resolves to the child process.
  */
-export async function launchCodeServer({ argv, config, port, userData, extensions, env, logFile, logFlags = 'w', pidFile, before = [], log = () => {}, everyMs = 500 }) {
+export async function launchCodeServer({ argv, config, port, userData, extensions, env, logFile, logFlags = 'w', pidFile, before = [], log = () => {}, everyMs = 500, workspaceTrust = false }) {
   fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   const [program, ...first] = argv;
   const common = [...first, '--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
@@ -173,7 +175,8 @@ export async function launchCodeServer({ argv, config, port, userData, extension
     log(done.stdout.trim().split('\n').pop());
   }
   const logFd = fs.openSync(logFile, logFlags);
-  const child = spawn(program, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+  const flags = ['--disable-telemetry', '--disable-update-check', ...(workspaceTrust ? [] : ['--disable-workspace-trust'])];
+  const child = spawn(program, [...common, ...flags], {
     env,
     detached: true,
     stdio: ['ignore', logFd, logFd],

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { runChatSuite } from './e2e-chat.mjs';
 import { runHooksSuite } from './e2e-hooks.mjs';
+import { runHostileSettingsSuite } from './e2e-hostile-settings.mjs';
 import { runInstallSuite } from './e2e-install.mjs';
 import {
   commonPrefixBytes,
@@ -393,7 +394,7 @@ async function launchBrowser() {
   browser = await chromium.connect(browserServer.wsEndpoint());
 }
 
-const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks').split(',').map((s) => s.trim());
+const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks,hostile-settings').split(',').map((s) => s.trim());
 
 async function main() {
   if (SUITES.includes('main')) await mainSuite();
@@ -401,6 +402,7 @@ async function main() {
     ['install', install],
     ['chat', chat],
     ['hooks', hooks],
+    ['hostile-settings', hostileSettings],
   ]) {
     if (!SUITES.includes(name)) continue;
     prerequisiteFailed = false;
@@ -850,6 +852,23 @@ async function chat() {
 
 async function hooks() {
   await runHooksSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hostileSettings() {
+  await runHostileSettingsSuite({
     check,
     figure,
     log,
