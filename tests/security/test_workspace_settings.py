@@ -207,3 +207,24 @@ def test_an_exported_file_takes_the_users_umask(stdio, home, ws, mask):
     s.initialize(ws, {"writeSystemPromptTo": "gen/system.md"})
     s.command(GET, {})
     assert stat.S_IMODE((ws / "gen" / "system.md").stat().st_mode) == 0o666 & ~mask
+
+
+def test_the_command_line_says_the_same_line(home, ws, server_env, tmp_path):
+    """``context-companion memory`` prints the line; ``instruction`` and ``explain`` write it to stderr;
+    none of them prints the key."""
+    import subprocess
+    import sys
+
+    (ws / ".context-companion.toml").write_text('systemPromptFile = "~/.ssh/id_rsa"\n')
+    line = "systemPromptFile = '~/.ssh/id_rsa' from "
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "context_companion", *args, "--workspace", str(ws)]
+        return subprocess.run(argv, capture_output=True, text=True, env=server_env, cwd=tmp_path, timeout=60)
+
+    memory = cli("memory")
+    assert memory.returncode == 0 and f"! Context Companion: {line}" in memory.stdout
+    for args in (("instruction",), ("explain", "--agent", "claude-code")):
+        done = cli(*args)
+        assert done.returncode == 0, done.stderr
+        assert line in done.stderr and SECRET not in done.stdout + done.stderr

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import SettingsError
 from ..settings import Settings, editor_layer, user_config_dir, validate_layer
 from ..settings.layers import resolve_with_refusals, split_editor
-from ..settings.provenance import Refusal
+from ..settings.provenance import EDITOR_META, WORKSPACE_TRUSTED, Refusal
 
 PREFIX = "Context Companion: "
 
@@ -117,9 +117,16 @@ def initial_snapshot(
     except SettingsError as exc:
         errors.append(f"{PREFIX}invalid settings, using the other layers instead: {exc}")
     env = os.environ if environ is None else environ
+    # What the editor said about the workspace's trust still holds (an untrusted workspace's settings
+    # file names no file); when that part is malformed too, the workspace counts as untrusted.
+    try:
+        split_editor(section)
+        meta: dict[str, Any] = {k: section[k] for k in EDITOR_META if k in section}
+    except SettingsError:
+        meta = {WORKSPACE_TRUSTED: False}
     try:  # without the editor's layer and the environment: the bad value may be in either
         fallback = WorkspaceSnapshot.resolve(
-            folders, None, environ={}, user_dir=user_dir, position_encoding=position_encoding
+            folders, meta, environ={}, user_dir=user_dir, position_encoding=position_encoding
         )
     except SettingsError:
         resolved = tuple(Path(f).resolve() for f in folders)
