@@ -11,6 +11,7 @@ import { chromium } from 'playwright-core';
 import { runChatSuite } from './e2e-chat.mjs';
 import { runHooksSuite } from './e2e-hooks.mjs';
 import { runHostileSuite } from './e2e-hostile.mjs';
+import { runHostileSettingsSuite } from './e2e-hostile-settings.mjs';
 import { runInstallSuite } from './e2e-install.mjs';
 import {
   commonPrefixBytes,
@@ -394,7 +395,7 @@ async function launchBrowser() {
   browser = await chromium.connect(browserServer.wsEndpoint());
 }
 
-const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks,hostile').split(',').map((s) => s.trim());
+const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks,hostile,hostile-settings').split(',').map((s) => s.trim());
 
 async function main() {
   if (SUITES.includes('main')) await mainSuite();
@@ -403,6 +404,7 @@ async function main() {
     ['chat', chat],
     ['hooks', hooks],
     ['hostile', hostile],
+    ['hostile-settings', hostileSettings],
   ]) {
     if (!SUITES.includes(name)) continue;
     prerequisiteFailed = false;
@@ -870,6 +872,23 @@ async function chat() {
 
 async function hooks() {
   await runHooksSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hostileSettings() {
+  await runHostileSettingsSuite({
     check,
     figure,
     log,

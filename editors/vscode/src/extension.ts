@@ -22,6 +22,7 @@ import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
 import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
 import { ServerConnection } from './serverConnection';
+import { SECTION, setWorkspaceTrust } from './settingsPayload';
 import { countIncluded, formatStatus, type StatusState } from './statusText';
 import { VIEW_SCHEME, ViewProvider } from './views';
 
@@ -61,6 +62,14 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
   showStatus({ kind: 'starting' });
 
   const srv = server;
+  // The payload tells the server whether the workspace is trusted; when trust is granted, the server
+  // asks for the settings again (a workspace's file-naming values take effect only then).
+  setWorkspaceTrust(() => vscode.workspace.isTrusted);
+  context.subscriptions.push(
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      srv.notify('workspace/didChangeConfiguration', { settings: { [SECTION]: srv.serverSettings() } });
+    }),
+  );
   const chat = registerChatInstructions(context, srv);
   const gemini = new GeminiCompanionUi(vscode, context, async () => {
     if (!srv.running) return undefined;
