@@ -327,8 +327,9 @@ export class ServerConnection implements vscode.Disposable {
   private async startClient(serverOptions: ServerOptions, authToken?: string): Promise<void> {
     const initializationOptions: Record<string, unknown> = this.serverSettings();
     if (authToken !== undefined) initializationOptions.authToken = authToken;
-    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs, memory change notices).
-    initializationOptions.capabilities = { showDiff: true, memoryChanged: true };
+    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs, memory change notices),
+    // and that it asks for the listening ports when they are used (listeners.ts).
+    initializationOptions.capabilities = { showDiff: true, memoryChanged: true, listenOnRequest: true };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
       outputChannel: this.output,
