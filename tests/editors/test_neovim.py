@@ -791,3 +791,23 @@ def test_claude_code_env_reaches_terminals_beside_gemini_clis(start_nvim, worksp
         """
     )
     assert after == {"forged": ["1", True], "claude": False, "ide": False, "gemini": True}
+
+
+def test_without_git_the_root_is_the_working_folder_as_for_the_cli_and_vs_code(
+    start_nvim, workspace: Path, tmp_path: Path
+) -> None:
+    # A folder that is no repository: api/ has its own AGENTS.md. Opened from the folder (as
+    # `context-companion` runs there and VS Code opens it), the workspace is the folder, so the
+    # root AGENTS.md is in the instruction; opened from elsewhere, the nearest memory file decides.
+    shutil.rmtree(workspace / ".git")
+    nvim = start_nvim()
+    edit(nvim, workspace / "api" / "handler.py")
+    assert nvim.wait_attached()["root"] == str(workspace)
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Otters review every pull request." in text
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = start_nvim(cwd=elsewhere)
+    edit(other, workspace / "api" / "handler.py")
+    assert other.wait_attached()["root"] == str(workspace / "api")
