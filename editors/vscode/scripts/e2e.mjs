@@ -200,7 +200,15 @@ function processes(needle) {
 
 /** The language server of the workspace's window: the `context_companion serve` process VS Code started. */
 function serverProcess() {
-  const found = processes('context_companion serve').filter((p) => !p.cmd.includes('--tcp'));
+  // This run's (other checkouts may run servers of their own): the scratch HOME is in its environment.
+  const ours = (pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`HOME=${dirs.home}`);
+    } catch {
+      return false;
+    }
+  };
+  const found = processes('context_companion serve').filter((p) => !p.cmd.includes('--tcp') && ours(p.pid));
   if (found.length !== 1) throw new Error(`expected one language server, found ${found.length}: ${found.map((p) => p.cmd).join(' | ')}`);
   return found[0];
 }

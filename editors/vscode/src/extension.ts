@@ -109,7 +109,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
         });
         return;
       }
-      showStatus(state.kind === 'error' ? state : { kind: state.kind });
+      showStatus(state.kind === 'error' || state.kind === 'notInstalled' ? state : { kind: state.kind });
     }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (
@@ -137,7 +137,9 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
       const state = await srv.whenSettled();
       if (state.kind !== 'running') {
         throw new Error(
-          state.kind === 'error' ? `Context Companion: ${state.message}` : 'Context Companion: the server is not running.',
+          state.kind === 'error' || state.kind === 'notInstalled'
+            ? `Context Companion: ${state.message}`
+            : 'Context Companion: the server is not running.',
         );
       }
     },
