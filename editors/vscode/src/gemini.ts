@@ -173,8 +173,15 @@ export class GeminiCompanionUi {
 
   async refresh(): Promise<void> {
     let view: { text: string; tooltip: string } | undefined;
+    const asked = this.asked();
+    if (!asked && this.vs.window.terminals.length === 0) {
+      // No terminal: the companion's port opens with the first one (listeners.ts), so no CLI is connected;
+      // nothing to ask the server every 5 s.
+      this.item.hide();
+      return;
+    }
     try {
-      view = formatGeminiStatus(await this.status(), this.asked());
+      view = formatGeminiStatus(await this.status(), asked);
     } catch {
       view = undefined;
     }
