@@ -856,8 +856,17 @@ async function mainSuite() {
     log(`gemini /ide status: ${connected}`);
     const agent = serverPorts();
     figure('listening ports of the server, Gemini CLI running in a terminal', `${agent.ports.length} (${agent.ports.join(', ')}; with the hook channel: ${agent.all.length})`);
-    const status = (await page.evaluate(() => [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent ?? ''))).filter((t) => t.includes('Gemini'));
-    figure('Gemini CLI status bar item with a CLI connected', status.join(' | ') || '(none)');
+    // The item follows the companion's status, asked every 5 s while a terminal is open.
+    const status = await waitFor(
+      'the "Gemini CLI connected" status bar item',
+      async () =>
+        (await page.evaluate(() => [...document.querySelectorAll('.statusbar-item')].map((e) => (e.textContent ?? '').trim()))).find((t) =>
+          t.includes('Gemini CLI connected'),
+        ),
+      20_000,
+      500,
+    );
+    figure('Gemini CLI status bar item with a CLI connected', status);
     const before = stubRequests.length;
     await page.keyboard.type('Explain the selected function');
     await sleep(500);
