@@ -846,3 +846,23 @@ def test_a_hostile_project_opened_runs_none_of_its_python_files(
     nvim.wait_for(lambda: any("Claude Code: added the hooks" in m["msg"] for m in nvim.messages()), "setup's answer")
     nvim.lua("vim.cmd('checkhealth context_companion')")
     assert sorted(p.name for p in markers.iterdir()) == []
+
+
+def test_without_git_the_root_is_the_working_folder_as_for_the_cli_and_vs_code(
+    start_nvim, workspace: Path, tmp_path: Path
+) -> None:
+    # A folder that is no repository: api/ has its own AGENTS.md. Opened from the folder (as
+    # `context-companion` runs there and VS Code opens it), the workspace is the folder, so the
+    # root AGENTS.md is in the instruction; opened from elsewhere, the nearest memory file decides.
+    shutil.rmtree(workspace / ".git")
+    nvim = start_nvim()
+    edit(nvim, workspace / "api" / "handler.py")
+    assert nvim.wait_attached()["root"] == str(workspace)
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Otters review every pull request." in text
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = start_nvim(cwd=elsewhere)
+    edit(other, workspace / "api" / "handler.py")
+    assert other.wait_attached()["root"] == str(workspace / "api")

@@ -200,6 +200,70 @@ function processes(needle) {
   return found;
 }
 
+/** The language server of the workspace's window: the `context_companion serve` process VS Code started. */
+function serverProcess() {
+  // This run's (other checkouts may run servers of their own): the scratch HOME is in its environment.
+  const ours = (pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`HOME=${dirs.home}`);
+    } catch {
+      return false;
+    }
+  };
+  const found = processes('context_companion serve').filter((p) => !p.cmd.includes('--tcp') && ours(p.pid));
+  if (found.length !== 1) throw new Error(`expected one language server, found ${found.length}: ${found.map((p) => p.cmd).join(' | ')}`);
+  return found[0];
+}
+
+/** The TCP ports process `pid` listens on (its sockets in the LISTEN state in /proc/net/tcp and tcp6). */
+function listeningPorts(pid) {
+  const inodes = new Set();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  const ports = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of fs.readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && cols[3] === '0A' && inodes.has(cols[9])) ports.push(parseInt(cols[1].split(':').pop(), 16));
+    }
+  }
+  return ports.sort((a, b) => a - b);
+}
+
+/** The server's discovery files (in $XDG_RUNTIME_DIR) as {transport, port, pid}. */
+function announcements() {
+  const out = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith('.json')) {
+        try {
+          const data = JSON.parse(fs.readFileSync(file, 'utf8'));
+          out.push({ transport: data.transport, port: data.port, pid: data.pid });
+        } catch {
+          /* being written */
+        }
+      }
+    }
+  };
+  walk(childEnv.XDG_RUNTIME_DIR);
+  return out;
+}
+
+/** The ports the server listens on, less the agent hooks' channel (issue 38.4 moves it to a Unix socket). */
+function serverPorts() {
+  const server = serverProcess();
+  const hooks = new Set(announcements().filter((a) => a.transport === 'agent-hook' && a.pid === server.pid).map((a) => a.port));
+  return { all: listeningPorts(server.pid), ports: listeningPorts(server.pid).filter((p) => !hooks.has(p)) };
+}
+
 /** The command line of a live `context_companion mcp --attach` process (VS Code starts it from our definition). */
 function mcpAttachProcess() {
   return processes('context_companion mcp --attach').find((p) => p.cmd.includes(dirs.workspace))?.cmd ?? '';
@@ -482,6 +546,17 @@ async function mainSuite() {
     { required: true },
   );
 
+  await check('no terminal, no Gemini CLI: the status bar says nothing of Gemini CLI, and the server listens on no port', async () => {
+    await sleep(2_000); // the bridges start right after the boot (and the Gemini item polls every 5 s)
+    const { all, ports } = serverPorts();
+    figure('listening ports of the server, no terminal open', `${ports.length} (${ports.join(', ') || 'none'}; with the hook channel: ${all.length})`);
+    if (ports.length !== 0) throw new Error(`the server listens on ${ports.join(', ')} with no terminal open`);
+    await sleep(4_000);
+    const items = await page.evaluate(() => [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent ?? ''));
+    const gemini = items.filter((t) => t.includes('Gemini'));
+    if (gemini.length) throw new Error(`the status bar shows ${gemini.join(' | ')}`);
+  });
+
   await check('vscode.lm.tools lists our three tools, and vscode.lm.invokeTool returns the instruction the server has', async () => {
     const out = await runProbe();
     figure('VS Code', out.vscodeVersion);
@@ -643,6 +718,9 @@ async function mainSuite() {
       return /Running/.test(text) ? text : /Error/.test(text) ? Promise.reject(new Error(text)) : '';
     }, 60_000, 1_000);
     log(`MCP: List Servers row: ${state}`);
+    const mcpPorts = serverPorts().ports;
+    figure('listening ports of the server, MCP server started, no terminal', `${mcpPorts.length} (${mcpPorts.join(', ')})`);
+    if (mcpPorts.length !== 1) throw new Error(`expected the MCP endpoint's port alone, the server listens on ${mcpPorts.join(', ') || 'none'}`);
     const out = await waitFor('VS Code to offer the MCP server\'s tools', async () => {
       const o = await runProbe();
       return o.mcpTool ? o : undefined;
@@ -798,6 +876,19 @@ async function mainSuite() {
       5_000,
     );
     log(`gemini /ide status: ${connected}`);
+    const agent = serverPorts();
+    figure('listening ports of the server, Gemini CLI running in a terminal', `${agent.ports.length} (${agent.ports.join(', ')}; with the hook channel: ${agent.all.length})`);
+    // The item follows the companion's status, asked every 5 s while a terminal is open.
+    const status = await waitFor(
+      'the "Gemini CLI connected" status bar item',
+      async () =>
+        (await page.evaluate(() => [...document.querySelectorAll('.statusbar-item')].map((e) => (e.textContent ?? '').trim()))).find((t) =>
+          t.includes('Gemini CLI connected'),
+        ),
+      20_000,
+      500,
+    );
+    figure('Gemini CLI status bar item with a CLI connected', status);
     const before = stubRequests.length;
     await page.keyboard.type('Explain the selected function');
     await sleep(500);

@@ -11,6 +11,7 @@ import {
   COMPANION_STARTED,
   COMPANION_STATUS,
   GeminiCompanionUi,
+  geminiAskedFor,
   SHOW_DIFF,
   type GeminiStatus,
   type ShowDiffParams,
@@ -18,6 +19,7 @@ import {
 import { InstructionModel } from './instruction';
 import { registerAgentHooks, runProcess } from './agentHooks';
 import { registerLanguageModelTools } from './lmTools';
+import { OPEN_LISTENERS, TerminalListeners } from './listeners';
 import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
 import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
@@ -71,9 +73,24 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     }),
   );
   const chat = registerChatInstructions(context, srv);
-  const gemini = new GeminiCompanionUi(vscode, context, async () => {
-    if (!srv.running) return undefined;
-    return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
+  const gemini = new GeminiCompanionUi(
+    vscode,
+    context,
+    async () => {
+      if (!srv.running) return undefined;
+      return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
+    },
+    () => {
+      const section = vscode.workspace.getConfiguration('contextCompanion.companion.geminiCli');
+      return geminiAskedFor((key) => section.inspect(key) as Record<string, unknown> | undefined);
+    },
+  );
+  const terminals = new TerminalListeners(vscode, {
+    get running() {
+      return srv.running;
+    },
+    execute: (command, args) => srv.execute(command, args as object),
+    log: (line) => srv.log(line),
   });
   srv.onClient((client) => {
     client.onNotification(COMPANION_STARTED, (params: unknown) => gemini.onStarted(params));
@@ -85,6 +102,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     status,
     srv,
     gemini,
+    terminals,
     instruction,
     views,
     cursor,
@@ -92,6 +110,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     instruction.onDidChange(readyStatus),
     srv.onDidChangeState((state) => {
       if (state.kind === 'running') {
+        void terminals.serverStarted();
         instruction.refresh().then(readyStatus, (err: unknown) => {
           const why = err instanceof Error ? err.message : String(err);
           srv.log(`Could not get the system instruction: ${why}`);
@@ -99,7 +118,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
         });
         return;
       }
-      showStatus(state.kind === 'error' ? state : { kind: state.kind });
+      showStatus(state.kind === 'error' || state.kind === 'notInstalled' ? state : { kind: state.kind });
     }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (
@@ -135,7 +154,9 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
       const state = await srv.whenSettled();
       if (state.kind !== 'running') {
         throw new Error(
-          state.kind === 'error' ? `Context Companion: ${state.message}` : 'Context Companion: the server is not running.',
+          state.kind === 'error' || state.kind === 'notInstalled'
+            ? `Context Companion: ${state.message}`
+            : 'Context Companion: the server is not running.',
         );
       }
     },
@@ -161,6 +182,9 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
       },
       // The chat has the memory in its system message: the MCP tools leave it out (--memory-elsewhere).
       memoryElsewhere: () => chat.state.kind === 'on',
+      openEndpoint: async () => {
+        if ((await srv.whenSettled()).kind === 'running') await srv.execute(OPEN_LISTENERS, { for: 'mcp' });
+      },
       onDidChange: changed.event,
       version: String(context.extension.packageJSON.version ?? ''),
     },

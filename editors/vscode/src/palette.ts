@@ -162,7 +162,9 @@ async function previewTurnContext(server: ServerConnection): Promise<string> {
 
 async function ensureRunning(server: ServerConnection): Promise<void> {
   const state = await server.whenSettled();
-  if (state.kind !== 'running') throw new ServerNotRunningError(state.kind === 'error' ? state.message : undefined);
+  if (state.kind !== 'running') {
+    throw new ServerNotRunningError(state.kind === 'error' || state.kind === 'notInstalled' ? state.message : undefined);
+  }
 }
 
 /** Open a path the server reported (absolute, `~/…`, or relative to the first workspace folder). */

@@ -287,6 +287,18 @@ export async function findUv(run: Runner, cwd: string): Promise<string | undefin
   return result.exitCode === 0 ? 'uv' : undefined;
 }
 
+/** Before the Install offer: whether an install could start here (a Python 3.10+ among the candidates, or uv);
+ *  when not, the one message naming what is missing and how to get it, and that command. */
+export async function installPrerequisite(
+  run: Runner,
+  foundPython: readonly string[] | undefined,
+  platform: string,
+): Promise<{ ok: true } | { ok: false; message: string; command: string }> {
+  const base = await findBasePython(run, pythonCandidates(foundPython, platform), platform);
+  if (base.python || (await findUv(run))) return { ok: true };
+  return { ok: false, ...noPythonMessage(base.tried, platform) };
+}
+
 // ------------------------------------------------------------------------------------ the private environment
 
 /** Written into an environment last, so a folder without it is an install that did not finish. */

@@ -141,6 +141,37 @@ describe('MCP server definition provider: registration', () => {
     assert.equal(again.args.filter((a) => a === '--memory-elsewhere').length, 1);
   });
 
+  it("opens the server's MCP endpoint before VS Code starts the server (it listens only when asked); a failure is logged, the start goes on", async () => {
+    let provider: (Provider & { resolveMcpServerDefinition(def: FakeDefinition, token: unknown): Promise<FakeDefinition> }) | undefined;
+    const vs = fakeVscode({
+      registerMcpServerDefinitionProvider(_id: string, p: typeof provider) {
+        provider = p;
+        return { dispose() {} };
+      },
+    });
+    const events: string[] = [];
+    let fail = false;
+    const lines: string[] = [];
+    registerMcpProvider(
+      vs,
+      source({
+        openEndpoint: async () => {
+          events.push('open');
+          if (fail) throw new Error('the server is not running');
+        },
+      }),
+      (line) => lines.push(line),
+    );
+    const [def] = await provider!.provideMcpServerDefinitions({});
+    assert.deepEqual(events, []); // listing the servers opens nothing
+    const resolved = await provider!.resolveMcpServerDefinition(def, {});
+    assert.deepEqual(events, ['open']);
+    assert.equal(resolved, def);
+    fail = true;
+    assert.equal(await provider!.resolveMcpServerDefinition(def, {}), def);
+    assert.match(lines.at(-1) ?? '', /MCP endpoint could not be opened: the server is not running/);
+  });
+
   it('provides nothing without a folder, or when the settings cannot start a server', async () => {
     let provider: Provider | undefined;
     const vs = fakeVscode({

@@ -14,6 +14,7 @@ import {
   envDirName,
   envPython,
   findBasePython,
+  installPrerequisite,
   findBundledWheel,
   installBundledServer,
   type InstallResult,
@@ -163,6 +164,25 @@ describe('which Python makes the environment', () => {
     const found = await findBasePython(run, pythonCandidates(['/old/bin/python'], 'linux'), 'linux', '/storage/server');
     assert.equal(found.python?.executable, '/usr/bin/python3.12');
     assert.deepEqual(found.tried, ['/old/bin/python is 3.9.18', 'python3 not found', 'python3.14 not found', 'python3.13 not found']);
+  });
+});
+
+describe('before the Install offer: can an install start here?', () => {
+  it('yes with a Python 3.10+ among the candidates, or with uv', async () => {
+    const newer = scripted({ pythons: { 'python3.12': pythonAnswer('/usr/bin/python3.12', [3, 12, 3]) } });
+    assert.deepEqual(await installPrerequisite(newer.run, ['python3'], 'linux'), { ok: true });
+    const uv = scripted({ uv: true, pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
+    assert.deepEqual(await installPrerequisite(uv.run, ['python3'], 'linux'), { ok: true });
+  });
+
+  it('no: one message naming what is missing (each Python tried) and the command that gets one', async () => {
+    const { run } = scripted({ pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
+    const got = await installPrerequisite(run, ['python3'], 'linux');
+    assert.equal(got.ok, false);
+    if (got.ok) return;
+    assert.match(got.message, /^The server needs Python 3\.10 or newer and none was found \(python3 is 3\.8\.10; python3\.14 not found;/);
+    assert.match(got.message, /sudo apt install python3 python3-venv/);
+    assert.equal(got.command, 'sudo apt install python3 python3-venv');
   });
 });
 

@@ -38,6 +38,19 @@ describe('status bar text', () => {
     assert.match(error.tooltip, /^Context Companion: The server package is not installed for python3\.\nClick to restart/);
   });
 
+  it('no server yet is no error: a neutral "install needed" (or "Python needed") that brings the offer back', () => {
+    const offer = formatStatus({ kind: 'notInstalled', message: 'No server is installed (python3 cannot import context_companion).' });
+    assert.equal(offer.text, '$(cloud-download) Context Companion: install needed');
+    assert.equal(offer.warning, false);
+    assert.equal(offer.label, 'Context Companion: server not installed');
+    assert.equal(offer.command, 'contextCompanion.restartServer');
+    assert.match(offer.tooltip, /No server is installed .*\nClick to see the offer again/);
+    const python = formatStatus({ kind: 'notInstalled', message: 'The server needs Python 3.10 or newer', pythonMissing: true });
+    assert.equal(python.text, '$(info) Context Companion: Python needed');
+    assert.equal(python.warning, false);
+    assert.doesNotMatch(python.label, /error/);
+  });
+
   it('groups large numbers', () => {
     assert.equal(formatCount(1234567), '1,234,567');
     assert.equal(formatCount(0), '0');
