@@ -518,7 +518,7 @@ export class ServerConnection implements vscode.Disposable {
       case 'ask': {
         const version = wheel?.version ?? '';
         // The offer only where it can succeed: without a Python 3.10+ (or uv) it would fail after the click.
-        const prerequisite = await installPrerequisite(runProcess, plan.python, process.platform);
+        const prerequisite = await installPrerequisite(runProcess, plan.python, process.platform, this.launchFolder);
         if (!prerequisite.ok) {
           this.log(prerequisite.message);
           this.setState({ kind: 'notInstalled', message: prerequisite.message, pythonMissing: true });

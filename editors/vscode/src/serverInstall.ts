@@ -288,14 +288,16 @@ export async function findUv(run: Runner, cwd: string): Promise<string | undefin
 }
 
 /** Before the Install offer: whether an install could start here (a Python 3.10+ among the candidates, or uv);
- *  when not, the one message naming what is missing and how to get it, and that command. */
+ *  when not, the one message naming what is missing and how to get it, and that command. Every check runs in
+ *  `cwd` (launch.ts launchFolder), never the workspace. */
 export async function installPrerequisite(
   run: Runner,
   foundPython: readonly string[] | undefined,
   platform: string,
+  cwd: string,
 ): Promise<{ ok: true } | { ok: false; message: string; command: string }> {
-  const base = await findBasePython(run, pythonCandidates(foundPython, platform), platform);
-  if (base.python || (await findUv(run))) return { ok: true };
+  const base = await findBasePython(run, pythonCandidates(foundPython, platform), platform, cwd);
+  if (base.python || (await findUv(run, cwd))) return { ok: true };
   return { ok: false, ...noPythonMessage(base.tried, platform) };
 }
 

@@ -170,14 +170,15 @@ describe('which Python makes the environment', () => {
 describe('before the Install offer: can an install start here?', () => {
   it('yes with a Python 3.10+ among the candidates, or with uv', async () => {
     const newer = scripted({ pythons: { 'python3.12': pythonAnswer('/usr/bin/python3.12', [3, 12, 3]) } });
-    assert.deepEqual(await installPrerequisite(newer.run, ['python3'], 'linux'), { ok: true });
+    assert.deepEqual(await installPrerequisite(newer.run, ['python3'], 'linux', '/launch'), { ok: true });
     const uv = scripted({ uv: true, pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
-    assert.deepEqual(await installPrerequisite(uv.run, ['python3'], 'linux'), { ok: true });
+    assert.deepEqual(await installPrerequisite(uv.run, ['python3'], 'linux', '/launch'), { ok: true });
   });
 
   it('no: one message naming what is missing (each Python tried) and the command that gets one', async () => {
-    const { run } = scripted({ pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
-    const got = await installPrerequisite(run, ['python3'], 'linux');
+    const { run, cwds } = scripted({ pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
+    const got = await installPrerequisite(run, ['python3'], 'linux', '/launch');
+    assert.deepEqual([...new Set(cwds)], ['/launch']); // every check ran in the launch folder, never the workspace
     assert.equal(got.ok, false);
     if (got.ok) return;
     assert.match(got.message, /^The server needs Python 3\.10 or newer and none was found \(python3 is 3\.8\.10; python3\.14 not found;/);
