@@ -603,6 +603,35 @@ def test_claude_codes_personal_file_goes_where_core_excludesfile_says(ws: Path, 
     assert not (home / ".config" / "git").exists()
 
 
+def test_setup_runs_no_git_in_a_repository_whose_config_names_commands(
+    ws: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A cloned repository's ``.git/config`` may name commands git runs on index reads (``core.fsmonitor``): setup
+    keeps Claude Code's personal file out of git by reading the ignore chain and the index itself, running no git."""
+    assert _git(ws, env, "init", "-q").returncode == 0
+    marker = tmp_path / "fsmonitor-ran"
+    with (ws / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\tfsmonitor = touch '{marker}'; false\n")
+    assert setup(ws, env, "claude-code").returncode == 0
+    ignore = Path(env["HOME"]) / ".config" / "git" / "ignore"
+    assert ignore.read_text() == "**/.claude/settings.local.json\n"
+    assert not marker.exists()
+
+
+def test_a_tracked_personal_file_is_named_with_the_command_that_untracks_it(ws: Path, env: dict[str, str]) -> None:
+    assert _git(ws, env, "init", "-q").returncode == 0
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.local.json").write_text("{}\n")
+    assert _git(ws, env, "add", ".claude/settings.local.json").returncode == 0
+    out = setup(ws, env, "claude-code")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.rstrip("\n").endswith(
+        ".claude/settings.local.json is tracked by git here, so no ignore rule keeps it out: "
+        "`git rm --cached .claude/settings.local.json`"
+    )
+    assert not (Path(env["HOME"]) / ".config" / "git" / "ignore").exists()
+
+
 # A repository that runs code of its own when Python imports from it: the package's name, a dependency's, and the
 # start-up files Python imports from its path. Each writes a marker file outside the repository.
 HOSTILE_MODULES = ("context_companion/__init__.py", "pydantic/__init__.py", "sitecustomize.py", "usercustomize.py")

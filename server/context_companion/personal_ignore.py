@@ -11,65 +11,57 @@ a git repository, keeping the file's lines and writing it atomically (into the r
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
+import struct
 from pathlib import Path
 
 from .errors import FileWriteError
 from .fileio import atomic_write_text, os_reason, read_regular
+from .ignore.git import find_repo, global_excludes_path
+from .ignore.rules import is_ignored_below
 
-GIT_TIMEOUT_S = 10.0
 MAX_IGNORE_BYTES = 1024 * 1024
+MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 
-def _git(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str] | None:
-    git = shutil.which("git")
-    if git is None:
-        return None
+def global_excludes_file() -> Path:
+    """The file git reads as the user's global ignore file (as Claude Code finds it): ``core.excludesFile`` of
+    the user's global git config, else the XDG default. Read from the config files themselves: no git process
+    runs in a repository we did not write (its ``.git/config`` may name commands, e.g. ``core.fsmonitor``)."""
+    return Path(global_excludes_path(None))
+
+
+def _tracked(git_dir: str, relative: str) -> bool:
+    """Whether git's index (version 2 or 3) holds ``relative``: an entry's name follows its 16-bit flags, whose
+    low 12 bits are the name's length. A version 4 index (names prefix-compressed) or an unreadable one: False."""
     try:
-        return subprocess.run(
-            [git, *args],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def global_excludes_file(cwd: Path) -> Path:
-    """The file git reads as the user's global ignore file (as Claude Code finds it)."""
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
-    found = _git(["--git-dir=/dev/null", "config", "--no-includes", "core.excludesfile"], cwd, env)
-    value = found.stdout.strip() if found is not None and found.returncode == 0 else ""
-    if value == "~" or value.startswith("~/"):
-        return Path.home() / value[2:]
-    if value and os.path.isabs(value):
-        return Path(value)
-    config = os.environ.get("XDG_CONFIG_HOME")
-    if config and os.path.isabs(config):
-        return Path(config) / "git" / "ignore"
-    return Path.home() / ".config" / "git" / "ignore"
+        data = read_regular(Path(git_dir) / "index", MAX_INDEX_BYTES, follow=False)
+    except OSError:
+        return False
+    if not data or data[:4] != b"DIRC" or struct.unpack(">I", data[4:8])[0] not in (2, 3):
+        return False
+    name = relative.encode("utf-8")
+    at = data.find(name + b"\0")
+    while at >= 2:
+        if struct.unpack(">H", data[at - 2 : at])[0] & 0x0FFF == min(len(name), 0x0FFF):
+            return True
+        at = data.find(name + b"\0", at + 1)
+    return False
 
 
 def keep_out_of_git(workspace: Path, relative: str, *, dry_run: bool) -> str | None:
     """Make git ignore ``relative`` (a file of ``workspace``) the way Claude Code does; what was done, as a
-    sentence, or None when there is nothing to say (no git repository, or git ignores it already)."""
-    inside = _git(["rev-parse", "--is-inside-work-tree"], workspace)
-    if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
+    sentence, or None when there is nothing to say (no git repository, or git ignores it already). Git's ignore
+    chain is read by our own reader (``ignore/``), never by running git in the repository."""
+    repo = find_repo(workspace)
+    if repo is None:
         return None
-    ignored = _git(["check-ignore", "-q", "--", relative], workspace)
-    if ignored is None or ignored.returncode != 1:
-        return None  # 0: ignored already; 128: git could not tell
-    tracked = _git(["ls-files", "--error-unmatch", "--", relative], workspace)
-    if tracked is not None and tracked.returncode == 0:
+    inside = os.path.relpath(os.path.join(os.path.abspath(workspace), relative), repo.top).replace(os.sep, "/")
+    if inside.startswith("../") or is_ignored_below(repo.top, inside):
+        return None
+    if _tracked(repo.git_dir, inside):
         return f"{relative} is tracked by git here, so no ignore rule keeps it out: `git rm --cached {relative}`"
     entry = f"**/{relative}"
-    path = global_excludes_file(workspace)
+    path = global_excludes_file()
     real = Path(os.path.realpath(path))
     try:
         data = read_regular(real, MAX_IGNORE_BYTES, follow=False)
