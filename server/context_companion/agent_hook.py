@@ -79,6 +79,7 @@ MAX_LINE = 4096  # the server's greeting
 STDIN_TIMEOUT_S = 3.0  # for the whole hook input (agents write it at once)
 SERVERS_BUDGET_S = 1.0  # for the editors' servers, all of them, whatever they do
 MAX_SERVERS = 2
+DISK_BUDGET_S = 0.8  # from the disk path's start (its imports included) to the end of reading rule files
 
 
 class HookFailure(Exception):
@@ -506,13 +507,14 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         else:
             answer = ask_servers(request, problems=problems)
         if answer is None:
+            deadline = time.monotonic() + DISK_BUDGET_S  # the rule files' reading stops then, whatever the tree
             from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
 
             answer = quiet_answer(request)  # nothing moved since this session was given everything
             if answer is None:
                 warnings = _quiet_logging()
                 try:
-                    answer = compose_from_disk(request)
+                    answer = compose_from_disk(request, deadline)
                 except DiskFailure as exc:
                     raise HookFailure(str(exc)) from None
         if answer.text:

@@ -52,6 +52,7 @@ from .model import ChangeSummary, FileAnalysis, MemoryBlock, MemoryFileInfo, Mem
 from .paths import home_display, norm
 from .recompose import patch
 from .render import Renderer
+from .rule_budget import RuleBudget
 
 _RESULT_CACHE_SIZE = 64
 _MATCH_MEMO_SIZE = 4096
@@ -70,6 +71,7 @@ class MemoryStore:
         home: Path | None = None,
         exclude: Sequence[str] | None = None,
         walk_below: bool | Sequence[str] = True,
+        rule_budget: RuleBudget | None = None,
     ) -> None:
         """``exclude``: ``context.exclude`` patterns; imports of matching files are refused (None: the
         default patterns, so secrets stay out even when a caller passes nothing). ``walk_below`` not True:
@@ -82,7 +84,8 @@ class MemoryStore:
         )
         patterns = ContextSettings().exclude if exclude is None else exclude
         self._index = MemoryIndex(
-            settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns, walk_below=walk_below
+            settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns, walk_below=walk_below,
+            rule_budget=rule_budget,
         )
         self._index.set_folders(workspace_folders, loaded=False)
         self._lock = threading.RLock()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from ..errors import ContextCompanionError, ParamsError
 from ..memory import MemoryResult, MemoryStore, add_memory
 from ..memory.agents import AGENTS, AgentRules
 from ..memory.explain import Explanation
+from ..memory.rule_budget import RuleBudget
 from ..prompt.compression import compression_prompt
 from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
@@ -95,13 +96,16 @@ class Companion:
         home: Path | None = None,
         today: Callable[[], date] = date.today,
         walk_below: bool | Sequence[str] = True,
+        rule_budget: RuleBudget | None = None,
     ) -> None:
-        """``walk_below`` not True: the folders' own memory and rules, and of what is below them only the
+        """``rule_budget``: how many rule files a folder's load reads and when it stops (the hook's disk path;
+        see :mod:`..memory.rule_budget`). ``walk_below`` not True: the folders' own memory and rules, and of what is below them only the
         sub-directories named (the hook's disk path: no open files, so no sub-folder memory to find but the
         chain down to where the agent runs; see :func:`~..memory.discovery.index_folder`)."""
         self.snapshot = snapshot
         self.home = home
         self.walk_below = walk_below
+        self.rule_budget = rule_budget
         self.tokenizer = tokenizer or make_tokenizer(snapshot.settings)
         self.memory = self._new_store(snapshot, self.tokenizer)
         self.engine = InstructionEngine(
@@ -137,6 +141,7 @@ class Companion:
             home=self.home,
             exclude=snapshot.settings.context.exclude,
             walk_below=self.walk_below,
+            rule_budget=self.rule_budget,
         )
 
     def load(self) -> None:
@@ -487,9 +492,12 @@ class Companion:
         active, open_files = self._editor_files()
         base = self.hooks.peek(request.agent, request.session_id)
         state = working_copy(base)
+        lacks = self.lacking(request.agent, cwd=request.cwd or None)
+        if self.rule_budget is not None:  # rule files left unread: named once, and never taken back
+            lacks = replace(lacks, notes=self.rule_budget.notes(), unread=frozenset(self.rule_budget.partial))
         delivery = deliver(
             state,
-            self.lacking(request.agent, cwd=request.cwd or None),
+            lacks,
             limit=HOOK_LIMITS[request.agent],
             count=hook_count(request.agent),
             unit=HOOK_UNITS[request.agent],
