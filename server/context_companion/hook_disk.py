@@ -106,10 +106,10 @@ def compose_from_disk(request: dict[str, str], deadline: float | None = None) ->
     from pathlib import Path
 
     from .discovery import private_dir, write_private
+    from .memory.rule_budget import RuleBudget
     from .tokens import ESTIMATE, Tokenizer
     from .workspace.companion import Companion
     from .workspace.hooks import RESET_SOURCES, HookOutcome, HookRequest, HookSessions
-    from .memory.rule_budget import RuleBudget
     from .workspace.snapshot import WorkspaceSnapshot
 
     if not os.path.isdir(request["cwd"]):

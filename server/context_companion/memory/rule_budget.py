@@ -68,7 +68,7 @@ class RuleBudget:
 
     def _count(self, counts: dict[tuple[str, str], int], folder: str, files: Sequence[T]) -> None:
         by_dir: dict[tuple[str, str], int] = {}
-        for _abs, rel, fmt, base in files:
+        for _abs, _rel, fmt, base in files:
             key = (fmt, base)
             by_dir[key] = by_dir.get(key, 0) + 1
         for (fmt, base), count in by_dir.items():

@@ -84,7 +84,12 @@ class MemoryStore:
         )
         patterns = ContextSettings().exclude if exclude is None else exclude
         self._index = MemoryIndex(
-            settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns, walk_below=walk_below,
+            settings,
+            renderer,
+            home_path,
+            norm(global_dir or user_config_dir()),
+            patterns,
+            walk_below=walk_below,
             rule_budget=rule_budget,
         )
         self._index.set_folders(workspace_folders, loaded=False)
