@@ -16,8 +16,9 @@ and then answers as the ``copilot-cli`` hook of the same session: a project set 
 Copilot each text once (whichever hook runs first delivers it, the other has nothing new), in its shape.
 
 The text comes from the editor's language server for the folder (:func:`ask_servers`, over the
-channel its discovery file announces: loopback, a token the server proves it holds before the hook
-reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
+channel its discovery file announces: a Unix domain socket in the user's 0700 runtime folder whose
+listener must be the announced process of this user (loopback TCP where there is no ``AF_UNIX``), a token
+the server proves it holds before the hook reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
 memory of the editor's open files is there; with no server it is composed from disk
 (:mod:`.hook_disk`) and per-session state is kept in a small owner-only file.
 
@@ -41,11 +42,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 import time
 
 from . import proofs
-from .procs import ancestors, is_own_process, read_private_json, runtime_folder
+from .procs import ancestors, is_own_process, peer_credentials, read_private_json, runtime_folder
 
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
@@ -315,6 +317,8 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
             isinstance(pid, int) and isinstance(port, int) and isinstance(token, str) and isinstance(folders, list)
         ):
             continue
+        if raw.get("socket") is not None and not _own_socket(raw["socket"]):
+            continue  # not a socket of this user's where it says (or no AF_UNIX here): not the server announced
         depth = max((_contains(f, cwd) for f in folders if isinstance(f, str)), default=-1)
         if depth < 0 or not is_own_process(pid, raw.get("startTime")):
             continue
@@ -328,13 +332,43 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
     return [raw for _key, raw in found]
 
 
+def _own_socket(path: Any) -> bool:
+    """Whether ``path`` (an announcement's ``socket``) is a Unix domain socket of this user's."""
+    if not isinstance(path, str) or not os.path.isabs(path) or not hasattr(socket, "AF_UNIX"):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
+
+
 class _Connection:
     """One connection to a server, every wait bounded by one deadline (a peer that stalls, or sends a
-    byte now and then, costs no more than the time left)."""
+    byte now and then, costs no more than the time left). The server's Unix domain socket when it announces
+    one (version 2), else its loopback port (a server without ``AF_UNIX``, or of an older version)."""
 
-    def __init__(self, port: int, deadline: float) -> None:
+    def __init__(self, server: dict[str, Any], deadline: float) -> None:
         self.deadline = deadline
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=self._left())
+        path = server.get("socket")
+        if isinstance(path, str):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                while True:
+                    self.sock.settimeout(self._left())
+                    try:
+                        self.sock.connect(path)
+                        break
+                    except BlockingIOError:  # the listener's backlog is full (EAGAIN): wait for room
+                        time.sleep(min(0.01, self._left()))
+                pid, uid = peer_credentials(self.sock)
+                if (uid is not None and uid != os.getuid()) or (pid is not None and pid != server.get("pid")):
+                    raise OSError("the socket's listener is not the server announced")
+            except BaseException:
+                self.sock.close()
+                raise
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", server["port"]), timeout=self._left())
         self._buffer = b""
 
     def _left(self) -> float:
@@ -403,7 +437,7 @@ def ask(server: dict[str, Any], request: dict[str, str], deadline: float) -> Ans
     request). Raises ``OSError`` when it cannot be reached, does not answer in time or fails the
     proof; :class:`HookFailure` when it answers an error."""
     token = server["token"]
-    connection = _Connection(server["port"], deadline)
+    connection = _Connection(server, deadline)
     try:
         mine = proofs.new_nonce()
         connection.send({"hello": HELLO, "version": VERSION, "nonce": mine})

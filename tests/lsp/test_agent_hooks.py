@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from context_companion.procs import process_start_time
-from hook_runner import Channel, ask_channel, run_hook
+from hook_runner import Channel, ask_channel, connect, run_hook
 from lsp_harness import Harness
 
 PROMPT = {
@@ -290,7 +290,7 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
     assert entry["startTime"] == process_start_time(h.server_pid)
 
     def refused(*lines: bytes) -> dict[str, Any]:
-        channel = Channel(entry["port"])
+        channel = Channel(entry)
         try:
             for line in lines:
                 channel.send_raw(line)
@@ -306,22 +306,22 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
     assert refused(b'{"hello": "context-companion-hook", "version": 2, "nonce": "xyz"}\n') == {
         "error": "nonce: expected 32 to 128 hexadecimal characters"
     }
-    channel = Channel(entry["port"])
+    channel = Channel(entry)
     greeting = channel.greet()
     assert "text" not in greeting and set(greeting) == {"nonce", "proof"}  # nothing said before the hook's proof
     assert channel.request("not the token", request, greeting) == {"error": "proof: wrong or missing"}
     channel.close()
-    channel = Channel(entry["port"])
+    channel = Channel(entry)
     channel.greet()
     channel.send_raw(b"x" * (70 * 1024) + b"\n")
     with pytest.raises((AssertionError, ConnectionError)):
         channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
     channel.close()
-    bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
+    bad = ask_channel(entry, entry["token"], {**request, "agent": "vim"})
     assert bad == {
         "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code"
     }
-    good = ask_channel(entry["port"], entry["token"], request)
+    good = ask_channel(entry, entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
 
@@ -472,18 +472,18 @@ async def test_a_delivery_counts_only_once_the_hook_has_it(start: Any, project: 
     await synced(h)
     entry = await announcement(runtime)
     request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "acks", "cwd": str(project)}
-    first = ask_channel(entry["port"], entry["token"], request, ack=False)
+    first = ask_channel(entry, entry["token"], request, ack=False)
     assert "API folder: keep handlers thin." in first["text"] and first["delivery"]
-    again = ask_channel(entry["port"], entry["token"], request)  # not acknowledged: not committed
+    again = ask_channel(entry, entry["token"], request)  # not acknowledged: not committed
     assert again["text"] == first["text"]
-    assert ask_channel(entry["port"], entry["token"], request)["text"] == ""  # acknowledged: delivered
+    assert ask_channel(entry, entry["token"], request)["text"] == ""  # acknowledged: delivered
     # An answer the server cannot give within the hook's budget is not given (and nothing is committed).
     other = {**request, "sessionId": "late"}
-    channel = Channel(entry["port"])
+    channel = Channel(entry)
     late = channel.request(entry["token"], other, channel.greet(), budget_ms=0)
     channel.close()
     assert late == {"error": "the editor's server could not answer within the hook's deadline"}
-    assert "API folder: keep handlers thin." in ask_channel(entry["port"], entry["token"], other)["text"]
+    assert "API folder: keep handlers thin." in ask_channel(entry, entry["token"], other)["text"]
 
 
 async def test_a_server_stopped_for_seconds_loses_no_delivery(start: Any, project: Path, runtime: Path) -> None:
@@ -531,7 +531,7 @@ async def test_connections_that_never_prove_the_token_are_capped_and_logged_once
     h.cursor(h.open("api/app.py"), 0, 0)
     await synced(h)
     entry = await announcement(runtime)
-    idle = [socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) for _ in range(200)]
+    idle = [connect(entry) for _ in range(200)]
     try:
         for sock in idle[:20]:  # the oldest, past the cap: closed by the server without a word
             sock.settimeout(10)
