@@ -66,7 +66,7 @@ def hook_agent(name: str) -> str:
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from .hook_disk import DiskAnswer
@@ -81,7 +81,10 @@ MAX_LINE = 4096  # the server's greeting
 STDIN_TIMEOUT_S = 3.0  # for the whole hook input (agents write it at once)
 SERVERS_BUDGET_S = 1.0  # for the editors' servers, all of them, whatever they do
 MAX_SERVERS = 2
-DISK_BUDGET_S = 0.8  # from the disk path's start (its imports included) to the end of reading rule files
+# Reading rule files from disk stops once this process has used DISK_CPU_S of processor time in all (its start and
+# imports included: about 0.4 s) or DISK_WALL_S have passed since the disk path began (a slow or hung disk).
+DISK_CPU_S = 1.0
+DISK_WALL_S = 3.0
 
 
 class HookFailure(Exception):
@@ -488,6 +491,17 @@ def ask_servers(
     return None
 
 
+def _disk_budget() -> Callable[[], bool]:
+    """Whether the disk path's time is up (:data:`DISK_CPU_S` of this process's own work, :data:`DISK_WALL_S`)."""
+    cpu_end = DISK_CPU_S
+    wall_end = time.monotonic() + DISK_WALL_S
+
+    def expired() -> bool:
+        return time.process_time() >= cpu_end or time.monotonic() >= wall_end
+
+    return expired
+
+
 def _quiet_logging() -> list[str]:
     """Warnings of the composition are kept for the one stderr line, not printed each."""
     import logging
@@ -541,14 +555,14 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         else:
             answer = ask_servers(request, problems=problems)
         if answer is None:
-            deadline = time.monotonic() + DISK_BUDGET_S  # the rule files' reading stops then, whatever the tree
+            expired = _disk_budget()  # the rule files' reading stops then, whatever the tree
             from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
 
             answer = quiet_answer(request)  # nothing moved since this session was given everything
             if answer is None:
                 warnings = _quiet_logging()
                 try:
-                    answer = compose_from_disk(request, deadline)
+                    answer = compose_from_disk(request, expired)
                 except DiskFailure as exc:
                     raise HookFailure(str(exc)) from None
         if answer.text:

@@ -24,6 +24,7 @@ from .procs import read_private_json, runtime_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 STATE_FILE = "hook-sessions.json"
@@ -97,12 +98,11 @@ def quiet_answer(request: dict[str, str]) -> DiskAnswer | None:
     return None
 
 
-def compose_from_disk(request: dict[str, str], deadline: float | None = None) -> DiskAnswer:
+def compose_from_disk(request: dict[str, str], expired: Callable[[], bool] | None = None) -> DiskAnswer:
     """The delivery for ``request`` composed from disk (see the module docstring). Bounded whatever the tree:
-    at most :data:`RULE_LIMIT` rule files of the project are read, and the reading stops at ``deadline``
-    (``time.monotonic()``); what is left is said once, and the next prompt reads on (:mod:`.memory.rule_budget`)."""
+    at most :data:`RULE_LIMIT` rule files of the project are read, and the reading stops once ``expired()``
+    (the hook's time budget); what is left is said once, and the next prompt reads on (:mod:`.memory.rule_budget`)."""
     import fcntl
-    import time
     from pathlib import Path
 
     from .discovery import private_dir, write_private
@@ -143,7 +143,7 @@ def compose_from_disk(request: dict[str, str], deadline: float | None = None) ->
         request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]
     )
     start = hook_quiet.resume_at(directory, key)
-    budget = RuleBudget(RULE_LIMIT, (lambda: time.monotonic() >= deadline) if deadline is not None else _never, start)
+    budget = RuleBudget(RULE_LIMIT, expired or _never, start)
     with hook_quiet.Recorder(skip=(str(directory),)) as recorder:
         snapshot = WorkspaceSnapshot.resolve([Path(root)])
         companion = Companion(snapshot, tokenizer=Tokenizer(ESTIMATE), walk_below=chain, rule_budget=budget)
