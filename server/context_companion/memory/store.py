@@ -123,6 +123,16 @@ class MemoryStore:
             self._index.set_folders(folders, self._loaded)
             self._bump()
 
+    def agent_table(self, agent: str | AgentRules) -> tuple[AgentRules, tuple[str, ...]]:
+        """``agent``'s table adjusted to its own settings files as they are now (what :meth:`explain` judges by)."""
+        folder = self._index.folders[0].path if self._index.folders else None
+        return for_agent(AGENTS[agent] if isinstance(agent, str) else agent, folder, self._index.home)
+
+    @property
+    def generation(self) -> int:
+        """Moves whenever anything the store composes from may have changed (a memo keyed on it stays true)."""
+        return self._generation
+
     # ------------------------------------------------------------------ composing
 
     def compose(

@@ -124,6 +124,7 @@ class Companion:
         self._missed: set[str] | None = None  # file changes seen while a new store loads
         self._memory_edited = False  # memory changed on disk since the last rebuild_sessions
         self._told: set[str] = set()  # tokenizer warnings logged: each once per process
+        self._lacking: tuple[tuple[Any, ...], Lacking] | None = None  # the last lacking() answer, by what it used
 
     @classmethod
     def open(cls, folders: Sequence[Path], **kwargs: Any) -> Companion:
@@ -536,15 +537,37 @@ class Companion:
         files now: the one decision both :meth:`agent_memory` and :meth:`agent_hook` render. An agent that
         loads some rules for the files attached to its request (``attached_rules``: VS Code attaches the
         active file once it has a selection) is judged with those too."""
-        from ..exclusion import exclude_matcher
-
         paths, active = self._open_paths()
         interactive = self.snapshot.settings.profile.interactive
         rules = AGENTS[agent] if isinstance(agent, str) else agent
+        cursor = self.editor.cursor
+        selected = bool(rules.attached_rules and active is not None and cursor is not None and cursor.selections)
+        self.memory.blocks(paths, active, interactive=interactive)  # loads the store first: its generation is current
+        # The same question as the last time, nothing moved since (the memory, the editor's files, the agent's own
+        # settings files): the same answer (O(rule files) to work out: on a tree with 40,000 rules, seconds an
+        # unchanged prompt, past the hook's deadline).
+        table = self.memory.agent_table(rules)
+        key = (self.memory, self.snapshot, self.memory.generation, table, cwd, tuple(paths), active, selected)
+        if self._lacking is not None and self._lacking[0] == key:
+            return self._lacking[1]
+        answer = self._lacking_now(rules, paths, active, interactive, cwd, selected)
+        self._lacking = (key, answer)
+        return answer
+
+    def _lacking_now(
+        self,
+        rules: AgentRules,
+        paths: list[Path],
+        active: Path | None,
+        interactive: bool,
+        cwd: str | None,
+        selected: bool,
+    ) -> Lacking:
+        from ..exclusion import exclude_matcher
+
         blocks = self.memory.blocks(paths, active, interactive=interactive)
         explanations = [self.memory.explain(rules, paths, active, interactive=interactive, cwd=cwd)]
-        cursor = self.editor.cursor
-        if rules.attached_rules and active is not None and cursor is not None and cursor.selections:
+        if selected and active is not None:
             attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
             explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
         secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
