@@ -29,7 +29,10 @@ def connect(endpoint: int | dict, timeout: float = 10):  # type: ignore[no-untyp
         sock.settimeout(timeout)
         for _ in range(1000):
             try:
-                sock.connect(endpoint["socket"])
+                from context_companion.procs import SocketPath
+
+                with SocketPath(endpoint["socket"]) as usable:  # longer than sun_path: through its folder
+                    sock.connect(usable)
                 break
             except BlockingIOError:  # the backlog is full (EAGAIN): the server has not accepted yet
                 import time

@@ -47,7 +47,7 @@ import sys
 import time
 
 from . import proofs
-from .procs import ancestors, is_own_process, peer_credentials, read_private_json, runtime_folder
+from .procs import SocketPath, ancestors, is_own_process, peer_credentials, read_private_json, runtime_folder
 
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
@@ -84,7 +84,7 @@ MAX_SERVERS = 2
 # Reading rule files from disk stops once this process has used DISK_CPU_S of processor time in all (its start and
 # imports included: about 0.4 s) or DISK_WALL_S have passed since the disk path began (a slow or hung disk).
 DISK_CPU_S = 1.0
-DISK_WALL_S = 3.0
+DISK_WALL_S = 5.0
 
 
 class HookFailure(Exception):
@@ -360,7 +360,8 @@ class _Connection:
                 while True:
                     self.sock.settimeout(self._left())
                     try:
-                        self.sock.connect(path)
+                        with SocketPath(path) as usable:  # a path longer than sun_path: through its folder
+                            self.sock.connect(usable)
                         break
                     except BlockingIOError:  # the listener's backlog is full (EAGAIN): wait for room
                         time.sleep(min(0.01, self._left()))

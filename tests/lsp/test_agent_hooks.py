@@ -676,13 +676,12 @@ async def test_a_peer_of_another_user_is_refused_even_where_the_folder_lets_it_i
     assert len(refusals) == 1, refusals
 
 
-@needs_root
-async def test_where_the_socket_path_is_too_long_the_channel_is_a_loopback_port(
+async def test_a_runtime_folder_too_deep_for_sun_path_still_gets_the_socket(
     start: Any, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``sun_path`` holds 108 bytes (104 on macOS): a runtime folder too deep for it gets the loopback port, as
-    where there is no AF_UNIX; the announcement says so (no ``socket``) and the hook is served there. Another
-    user's idle connections reach a port: the cap of 16 waiting connections keeps the prompt served."""
+    """``sun_path`` holds 108 bytes (104 on macOS), and a runtime folder may be deeper (the tests' own are): the
+    socket is bound and reached through a descriptor of its folder (``/proc/self/fd/N/hook-<pid>.sock``), so the
+    channel stays a socket; only where there is no ``/proc`` would it be a loopback port."""
     run = tmp_path / ("r" * 60) / ("u" * 40)
     run.mkdir(parents=True)
     os.chmod(run, 0o700)
@@ -691,12 +690,7 @@ async def test_where_the_socket_path_is_too_long_the_channel_is_a_loopback_port(
     h.cursor(h.open("api/app.py"), 0, 0)
     await synced(h)
     entry = await announcement(run)
-    assert entry["version"] == 2 and "socket" not in entry and entry["port"] > 0
-    assert not list((run / "context-companion").glob("*.sock"))
-    intruder = Intruder(entry, 300, run)
-    try:
-        assert intruder.report.get("connected") == 300, intruder.report
-        text = context(hook("claude-code", "UserPromptSubmit", "victim", project), "claude-code")
-        assert "The editor's active file is api/app.py" in text
-    finally:
-        intruder.leave()
+    assert len(entry["socket"]) > 108
+    _private_socket(entry, run)
+    text = context(hook("claude-code", "UserPromptSubmit", "deep", project), "claude-code")
+    assert "The editor's active file is api/app.py" in text

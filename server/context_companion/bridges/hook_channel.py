@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import proofs
 from ..discovery import new_token
-from ..procs import MAX_SOCKET_PATH, peer_credentials
+from ..procs import SocketPath, peer_credentials
 from ..ratelimit import Sparse
 from .listener import Listener
 
@@ -68,11 +68,12 @@ _FIELDS = ("agent", "event", "sessionId", "source", "cwd")
 
 def unix_socket_path(directory: str | os.PathLike[str] | None) -> str | None:
     """Where this server's Unix domain socket goes in ``directory``, or None to use a loopback port: no
-    directory, no ``AF_UNIX`` (Windows), or a path too long for ``sun_path``."""
+    directory, no ``AF_UNIX`` (Windows), or a path too long for ``sun_path`` where no ``/proc/self/fd`` reaches
+    it through its folder (:class:`~..procs.SocketPath`)."""
     if directory is None or not hasattr(socket, "AF_UNIX"):
         return None
     path = os.path.join(os.fspath(directory), SOCKET_NAME.format(pid=os.getpid()))
-    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+    if not SocketPath.reachable(path):
         log.info("agent hooks' channel: %s is too long for a Unix domain socket; a loopback port instead", path)
         return None
     return path

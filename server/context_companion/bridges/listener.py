@@ -54,6 +54,8 @@ class Listener:
         import os
         import stat
 
+        from ..procs import SocketPath
+
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -64,8 +66,9 @@ class Listener:
             os.unlink(path)  # a socket left by a killed process whose pid is ours now
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(path)
-            os.chmod(path, 0o600)  # not the umask: it is the whole process's (other threads write files)
+            with SocketPath(path) as usable:  # a path longer than sun_path: through its folder's descriptor
+                sock.bind(usable)
+                os.chmod(usable, 0o600)  # not the umask: it is the whole process's (other threads write files)
             sock.listen(BACKLOG)
         except OSError:
             sock.close()
