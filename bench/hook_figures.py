@@ -258,6 +258,15 @@ async def _big_rules(ctx: Context, hook: list[str], env: dict[str, str]) -> list
             await asyncio.sleep(0.05)
         else:
             raise Unavailable("the server announced no agent-hook channel")
+        # The server works out what an agent lacks once per change (seconds on this tree): a prompt that comes
+        # first may be past the hook's deadline and answered from disk; the next ones are the server's.
+        warm: list[float] = []
+        for n in range(3):
+            warm_data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": f"warm-{n}", "cwd": str(root)})
+            t_warm, run = await asyncio.to_thread(_timed, hook, warm_data.encode(), served_env)
+            warm.append(t_warm)
+            if b"No file is open in the editor" in run.stdout:
+                break
         served_data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "big", "cwd": str(root)})
         t_first, run = await asyncio.to_thread(_timed, hook, served_data.encode(), served_env)
         if b"No file is open in the editor" not in run.stdout:
@@ -272,7 +281,8 @@ async def _big_rules(ctx: Context, hook: list[str], env: dict[str, str]) -> list
             return _timed([sys.executable, "-c", FLOOR], served_data.encode(), served_env)[0]
 
         h = await asyncio.to_thread(_sample, ctx, h, ours_served, floor_served, "python -c")
-        h.note += f"; server start-up {loaded:.0f} ms, first prompt {t_first:.0f} ms"
+        shown = ", ".join(f"{t:.0f}" for t in warm)
+        h.note += f"; server start-up {loaded:.0f} ms, prompts before it answered in time {shown} ms, a session's first prompt {t_first:.0f} ms"
         out.append(h)
     finally:
         await session.client.close(timeout=5)
