@@ -24,7 +24,8 @@ memory of the editor's open files is there; with no server it is composed from d
 
 Bounds: the hook input is read until a whole JSON object has arrived (:data:`STDIN_TIMEOUT_S`), the
 servers get :data:`SERVERS_BUDGET_S` in all, whatever they do (at most :data:`MAX_SERVERS` are
-tried), then the memory comes from disk. A delivery counts only once this hook has printed it: the
+tried), then the memory comes from disk, where at most 500 rule files are read and the reading stops at
+:data:`DISK_CPU_S` of this process's work or :data:`DISK_WALL_S` (:mod:`.memory.rule_budget`). A delivery counts only once this hook has printed it: the
 server commits it when the hook acknowledges, the disk state is written after the print.
 
 VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/settings*.json`` too (with
@@ -32,8 +33,8 @@ VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/sett
 it then gets only what VS Code's chat lacks (:func:`run`): nothing while our VS Code extension serves the folder
 (its chat instructions deliver that memory), else the memory on disk VS Code does not read itself.
 
-This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``sys``, ``time``,
-``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
+This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``stat``, ``struct``,
+``sys``, ``time``, ``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
 :mod:`.hook_quiet`, unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
 """
 
