@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -126,6 +127,8 @@ async def fig_hook_latency(ctx: Context) -> list[Figure]:
     for stale in (alone / "context-companion").glob("hook-*"):
         if stale.is_file():
             stale.unlink()
+        elif stale.is_dir():
+            shutil.rmtree(stale)  # hook-quiet/: sessions of an earlier run quiet there would print nothing
     memory = [sys.executable, "-m", "context_companion", "memory", "--workspace", str(root), "-q"]
     if hook[0].endswith("context-companion"):
         memory = [hook[0], "memory", "--workspace", str(root), "-q"]
