@@ -83,9 +83,10 @@ STDIN_TIMEOUT_S = 3.0  # for the whole hook input (agents write it at once)
 SERVERS_BUDGET_S = 1.0  # for the editors' servers, all of them, whatever they do
 MAX_SERVERS = 2
 # Reading rule files from disk stops once this process has used DISK_CPU_S of processor time in all (its start and
-# imports included: about 0.4 s) or DISK_WALL_S have passed since the disk path began (a slow or hung disk).
+# imports included: about 0.4 s) or DISK_WALL_S have passed since the hook began (the servers' second included; a
+# slow disk, a machine so loaded that its own second of work takes many).
 DISK_CPU_S = 1.0
-DISK_WALL_S = 5.0
+DISK_WALL_S = 4.0
 
 
 class HookFailure(Exception):
@@ -493,10 +494,11 @@ def ask_servers(
     return None
 
 
-def _disk_budget() -> Callable[[], bool]:
-    """Whether the disk path's time is up (:data:`DISK_CPU_S` of this process's own work, :data:`DISK_WALL_S`)."""
+def _disk_budget(started: float) -> Callable[[], bool]:
+    """Whether the disk path's time is up (:data:`DISK_CPU_S` of this process's own work, :data:`DISK_WALL_S` since
+    ``started``, the hook's start)."""
     cpu_end = DISK_CPU_S
-    wall_end = time.monotonic() + DISK_WALL_S
+    wall_end = started + DISK_WALL_S
 
     def expired() -> bool:
         return time.process_time() >= cpu_end or time.monotonic() >= wall_end
@@ -531,6 +533,7 @@ def output(agent: str, event: str, text: str) -> dict[str, Any]:
 
 def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
     """The whole command; always 0. At most one line on stderr: the failure, else the first warning."""
+    started = time.monotonic()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
     warnings: list[str] = []
@@ -557,7 +560,7 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         else:
             answer = ask_servers(request, problems=problems)
         if answer is None:
-            expired = _disk_budget()  # the rule files' reading stops then, whatever the tree
+            expired = _disk_budget(started)  # the rule files' reading stops then, whatever the tree
             from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
 
             answer = quiet_answer(request)  # nothing moved since this session was given everything
