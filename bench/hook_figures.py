@@ -179,7 +179,7 @@ async def fig_hook_latency(ctx: Context) -> list[Figure]:
 
 
 BIG_RULES = 40_000
-T_BIG_FIRST = Target("ratio_le", 1.5, "≤ 1.5× the default tree's")
+T_BIG_FIRST = Target("ratio_le", 2.0, "≤ 2× the default tree's")
 
 
 def big_rules_tree(work: Path, count: int = BIG_RULES) -> Path:
