@@ -273,7 +273,7 @@ UNIX_ROGUE = r"""
 import socket, sys
 path, record = sys.argv[1], sys.argv[2]
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-server.bind(path)
+server.bind(path)  # a name in its working folder: the test's folders are deeper than sun_path takes
 server.listen(8)
 print("ready", flush=True)
 while True:
@@ -300,7 +300,9 @@ def test_a_socket_whose_listener_is_not_the_announced_server_is_never_greeted(
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / "hook-4242.sock"
     record = tmp_path / "unix-rogue.bin"
-    proc = subprocess.Popen([sys.executable, "-c", UNIX_ROGUE, str(path), str(record)], stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", UNIX_ROGUE, path.name, str(record)], stdout=subprocess.PIPE, cwd=folder
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         me = os.getpid()  # alive, this user's, its real start time: only the socket's listener tells
