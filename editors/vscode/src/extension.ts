@@ -22,6 +22,7 @@ import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
 import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
 import { ServerConnection } from './serverConnection';
+import { SECTION, setWorkspaceTrust } from './settingsPayload';
 import { countIncluded, formatStatus, type StatusState } from './statusText';
 import { VIEW_SCHEME, ViewProvider } from './views';
 
@@ -61,6 +62,14 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
   showStatus({ kind: 'starting' });
 
   const srv = server;
+  // The payload tells the server whether the workspace is trusted; when trust is granted, the server
+  // asks for the settings again (a workspace's file-naming values take effect only then).
+  setWorkspaceTrust(() => vscode.workspace.isTrusted);
+  context.subscriptions.push(
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      srv.notify('workspace/didChangeConfiguration', { settings: { [SECTION]: srv.serverSettings() } });
+    }),
+  );
   const chat = registerChatInstructions(context, srv);
   const gemini = new GeminiCompanionUi(vscode, context, async () => {
     if (!srv.running) return undefined;
@@ -107,7 +116,15 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     }),
     ...registerPalette(srv, instruction, views, cursor),
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
-    registerAgentHooks(vscode, { plan: () => srv.launchPlan(), run: runProcess, log: (line) => srv.log(line) }),
+    registerAgentHooks(vscode, {
+      plan: () => srv.launchPlan(),
+      launchFolder: () => srv.launchFolder,
+      run: runProcess,
+      log: (line) => srv.log(line),
+    }),
+    // Trust granted: the workspace's serverCommand/interpreter (and the Python extension's interpreter) count
+    // now; start again from what they say.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void srv.restart()),
   );
   registerAgentMcpServer(context, srv, chat);
 
@@ -136,6 +153,7 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
     vscode,
     {
       workspace: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      launchFolder: () => srv.launchFolder,
       plan: () => srv.launchPlan(),
       serverPid: async () => {
         await srv.whenSettled();

@@ -63,6 +63,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
     snapshot, errors = initial_snapshot(folders, options, encoding)
     for message in errors:
         ls.show_error(message)
+    ls.show_refusals(snapshot.refusal_lines())
     companion = Companion(snapshot)
     ls.attach(companion)
     try:
@@ -208,6 +209,7 @@ async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
         swapped = companion.apply(prepared)
         if swapped.memory_replaced:
             await ls.watch.start(companion, ls.files_changed)
+    ls.show_refusals(snapshot.refusal_lines())
     await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
 
