@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -126,6 +127,8 @@ async def fig_hook_latency(ctx: Context) -> list[Figure]:
     for stale in (alone / "context-companion").glob("hook-*"):
         if stale.is_file():
             stale.unlink()
+        elif stale.is_dir():
+            shutil.rmtree(stale)  # hook-quiet/: sessions of an earlier run quiet there would print nothing
     memory = [sys.executable, "-m", "context_companion", "memory", "--workspace", str(root), "-q"]
     if hook[0].endswith("context-companion"):
         memory = [hook[0], "memory", "--workspace", str(root), "-q"]
@@ -171,6 +174,123 @@ async def fig_hook_latency(ctx: Context) -> list[Figure]:
         return _timed(memory, b"", env)[0]
 
     out.append(await asyncio.to_thread(_sample, ctx, h, ours_first, floor_first, "memory command"))
+    out += await _big_rules(ctx, hook, env)
+    return out
+
+
+BIG_RULES = 40_000
+QUICK_RULES = 2_000
+T_BIG_FIRST = Target("ratio_le", 2.0, "≤ 2× the default tree's")
+
+
+def big_rules_tree(work: Path, count: int = BIG_RULES) -> Path:
+    """A repository with ``count`` ``.cursor/rules/*.mdc`` (every 50th always applies, the rest by globs): issue 38's
+    tree, where the hook without an editor took 17-18 s a prompt and never became quiet."""
+    root = work / f"big-rules-{count}"
+    rules = root / ".cursor" / "rules"
+    if not (rules / f"r{count - 1:05d}.mdc").exists():
+        (root / ".git").mkdir(parents=True, exist_ok=True)
+        rules.mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            head = "---\nalwaysApply: true\n---\n" if i % 50 == 0 else f"---\nglobs: src/m{i}/**\n---\n"
+            (rules / f"r{i:05d}.mdc").write_text(head + f"Rule {i}: keep the module small.\n", encoding="utf-8")
+    return root
+
+
+async def _big_rules(ctx: Context, hook: list[str], env: dict[str, str]) -> list[Figure]:
+    """The hook on a 40,000-rule tree: a session's first prompt from disk (against the same on the default tree),
+    the quiet prompt from disk, and the quiet prompt with the editor's server on that tree (against python -c)."""
+    count = QUICK_RULES if ctx.quick else BIG_RULES  # a smoke run: still over the limit, without the 40,000
+    root = big_rules_tree(ctx.work, count)
+    default = ctx.trees[ctx.lsp_tree][0]
+    out: list[Figure] = []
+    sessions = iter(range(10**6))
+
+    def first(folder: Path) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+        data = json.dumps(
+            {"hook_event_name": "UserPromptSubmit", "session_id": f"big-{next(sessions)}", "cwd": str(folder)}
+        ).encode()
+        return _timed(hook, data, env)
+
+    f = Figure(
+        "hook.bigrules.first.p50", "hook-latency", f"first prompt, no editor, {count:,} rule files (composed)", "ms",
+        tree="big-rules", target=T_BIG_FIRST,
+    )  # fmt: skip
+
+    def ours_first() -> tuple[float, bytes]:
+        t, run = first(root)
+        return (
+            t,
+            b""
+            if f"Not read: {count - 500:,} more rule files".encode() in run.stdout
+            else b"(no note of the files not read)",
+        )
+
+    out.append(await asyncio.to_thread(_sample, ctx, f, ours_first, lambda: first(default)[0], "default tree's"))
+
+    data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "big-quiet", "cwd": str(root)}).encode()
+    g = Figure(
+        "hook.bigrules.quiet.p50", "hook-latency", f"quiet prompt, no editor, {count:,} rule files", "ms",
+        tree="big-rules", target=T_HOOK_QUIET,
+    )  # fmt: skip
+    await asyncio.to_thread(_timed, hook, data, env)
+
+    def ours_quiet() -> tuple[float, bytes]:
+        t, run = _timed(hook, data, env)
+        return t, run.stdout
+
+    def floor() -> float:
+        return _timed([sys.executable, "-c", FLOOR], data, env)[0]
+
+    out.append(await asyncio.to_thread(_sample, ctx, g, ours_quiet, floor, "python -c"))
+
+    served = _private_dir(ctx.work / "hook-run" / "served-big")
+    served_env = {**ctx.env, "XDG_RUNTIME_DIR": str(served)}
+    h = Figure(
+        "hook.bigrules.server.p50", "hook-latency", f"hook before a prompt, editor's server, {count:,} rule files", "ms",
+        tree="big-rules", target=T_HOOK_SERVER,
+    )  # fmt: skip
+    big_ctx = dataclasses.replace(
+        ctx, env=served_env, trees={**ctx.trees, "big-rules": (root, ctx.trees[ctx.lsp_tree][1])}, lsp_tree="big-rules"
+    )
+    t0 = time.perf_counter()
+    session = await start(big_ctx, OURS, "hook-big")
+    loaded = (time.perf_counter() - t0) * 1000
+    try:
+        for _ in range(600):
+            if any('"agent-hook"' in p.read_text() for p in (served / "context-companion").glob("hook-*.json")):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise Unavailable("the server announced no agent-hook channel")
+        # The server works out what an agent lacks once per change (seconds on this tree): a prompt that comes
+        # first may be past the hook's deadline and answered from disk; the next ones are the server's.
+        warm: list[float] = []
+        for n in range(3):
+            warm_data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": f"warm-{n}", "cwd": str(root)})
+            t_warm, run = await asyncio.to_thread(_timed, hook, warm_data.encode(), served_env)
+            warm.append(t_warm)
+            if b"No file is open in the editor" in run.stdout:
+                break
+        served_data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "big", "cwd": str(root)})
+        t_first, run = await asyncio.to_thread(_timed, hook, served_data.encode(), served_env)
+        if b"No file is open in the editor" not in run.stdout:
+            out.append(h.wrong(f"the first prompt was not the server's: {run.stdout[:160]!r} {run.stderr[-200:]!r}"))
+            return out
+
+        def ours_served() -> tuple[float, bytes]:
+            t, run = _timed(hook, served_data.encode(), served_env)
+            return t, run.stdout
+
+        def floor_served() -> float:
+            return _timed([sys.executable, "-c", FLOOR], served_data.encode(), served_env)[0]
+
+        h = await asyncio.to_thread(_sample, ctx, h, ours_served, floor_served, "python -c")
+        shown = ", ".join(f"{t:.0f}" for t in warm)
+        h.note += f"; server start-up {loaded:.0f} ms, prompts before it answered in time {shown} ms, a session's first prompt {t_first:.0f} ms"
+        out.append(h)
+    finally:
+        await session.client.close(timeout=5)
     return out
 
 

@@ -20,14 +20,36 @@ def run_hook(agent: str, data: bytes, env: dict[str, str] | None = None) -> subp
     )
 
 
+def connect(endpoint: int | dict, timeout: float = 10):  # type: ignore[no-untyped-def]
+    """A connection to the channel an announcement names (its ``socket``, else its ``port``), or to a port."""
+    import socket
+
+    if isinstance(endpoint, dict) and endpoint.get("socket"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        for _ in range(1000):
+            try:
+                from context_companion.procs import SocketPath
+
+                with SocketPath(endpoint["socket"]) as usable:  # longer than sun_path: through its folder
+                    sock.connect(usable)
+                break
+            except BlockingIOError:  # the backlog is full (EAGAIN): the server has not accepted yet
+                import time
+
+                time.sleep(0.01)
+        return sock
+    port = endpoint["port"] if isinstance(endpoint, dict) else endpoint
+    return socket.create_connection(("127.0.0.1", port), timeout=timeout)
+
+
 class Channel:
     """The agent hooks' channel spoken by hand, as ``context-companion hook`` speaks it
     (docs/protocol.md, "Agent hooks"): greeting, the server's proof, the request, the answer, the ack."""
 
-    def __init__(self, port: int, timeout: float = 10) -> None:
-        import socket
-
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, endpoint: int | dict, timeout: float = 10) -> None:
+        """``endpoint``: the channel's announcement (its Unix domain socket, else its port), or a port."""
+        self.sock = connect(endpoint, timeout)
         self.lines = self.sock.makefile("rb")
 
     def send(self, message: object) -> None:
@@ -68,7 +90,7 @@ class Channel:
         self.sock.close()
 
 
-def ask_channel(port: int, token: str, request: dict, *, ack: bool = True) -> dict:
+def ask_channel(port: int | dict, token: str, request: dict, *, ack: bool = True) -> dict:
     """One whole exchange: the server's proof checked, the answer acknowledged (or not)."""
     from context_companion import proofs
 

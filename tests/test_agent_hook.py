@@ -407,3 +407,134 @@ def test_with_no_runtime_folder_it_can_trust_the_hook_falls_back_to_disk_and_kee
     assert list(hijacked.iterdir()) == []
     again = run_hook("claude-code", json.dumps(prompt("s", project)).encode(), env)
     assert (again.returncode, again.stdout, again.stderr) == (0, b"", b"")  # the state was kept
+
+
+_COUNT_READS = """
+import json, sys
+opened, listed = [], []
+def audit(event, args):
+    if event == "open" and args and isinstance(args[0], str) and args[0].endswith(".mdc"):
+        opened.append(args[0])
+    elif event in ("os.scandir", "os.listdir") and args and isinstance(args[0], str) and "rules" in args[0]:
+        listed.append(args[0])
+sys.addaudithook(audit)
+from context_companion.cli import main
+code = main(["hook", "--agent", "claude-code"])
+composed = "context_companion.memory" in sys.modules
+sys.stderr.write("READ " + json.dumps({"opened": len(set(opened)), "listed": len(listed), "composed": composed}) + "\\n")
+sys.exit(code)
+"""
+
+
+def _counted_hook(payload: dict[str, str], runtime: Path) -> tuple[str, dict[str, Any]]:
+    """The hook's text (as Claude Code reads it, "" for nothing) and what it read: rule files opened (each file
+    once), rule folders
+    listed, whether it composed at all (imported the domain)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_READS],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    head, _, read = out.stderr.decode().partition("READ ")
+    assert out.returncode == 0 and head == "", out.stderr
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] if out.stdout else ""
+    return text, json.loads(read)
+
+
+def test_forty_thousand_rule_files_are_read_500_at_most_said_once_and_the_quiet_prompt_reads_none(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """A repository with 40,000 ``.cursor/rules/*.mdc`` made every prompt without an editor take 17-18 s, and with
+    more than 20,000 paths no quiet record was kept: every prompt composed again. Now the first 500 rule files are
+    read (the same ones every prompt), the rest named once; a prompt with nothing new reads no rule file at all."""
+    import shutil
+
+    project = tmp_path / "big"
+    (project / ".git").mkdir(parents=True)
+    rules = project / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    always = {i for i in range(40_000) if i % 50 == 0} | {499}  # r00499: the last one within the limit
+    for i in range(40_000):
+        if i in always:
+            (rules / f"r{i:05d}.mdc").write_text(f"---\nalwaysApply: true\n---\nAlways rule {i}.\n")
+        else:
+            (rules / f"r{i:05d}.mdc").write_text(f"---\nglobs: src/m{i}/**\n---\nGlob rule {i}.\n")
+    try:
+        texts: list[str] = []
+        reads: list[dict[str, Any]] = []
+        for _ in range(30):  # a reading cut by the time budget (a loaded machine) goes on at the next prompt
+            text, read = _counted_hook(prompt("s", project), runtime)
+            texts.append(text)
+            reads.append(read)
+            if not read["composed"]:
+                break
+        assert texts[0].startswith("Context Companion:") and "Always rule 0.\n" in texts[0]
+        assert all(read["opened"] <= 500 for read in reads), reads
+        every = "\n".join(texts)
+        note = (
+            "Not read: 39,500 more rule files in .cursor/rules, over the limit of 500 rule files a prompt without an "
+            "editor (open the project in an editor with Context Companion, or read them yourself when they matter)."
+        )
+        assert every.count(note) == 1 and note in texts[0]
+        for i in sorted(always):
+            assert every.count(f"Always rule {i}.\n") == (1 if i < 500 else 0), i
+        # The quiet prompt: nothing new, nothing read, nothing of the domain imported.
+        assert (texts[-1], reads[-1]) == ("", {"opened": 0, "listed": 0, "composed": False}), reads
+        assert len(texts) >= 2
+
+        # A new rule within the first 500 pushes r00499 over the limit: the new one comes, r00499 (given before,
+        # not read now) is not taken back, and the count of what is not read changes, so it is said again.
+        (rules / "r00000b.mdc").write_text("---\nalwaysApply: true\n---\nAlways rule new.\n")
+        text, read = _counted_hook(prompt("s", project), runtime)
+        assert "Always rule new." in text and "r00499" not in text and "no longer applies" not in text
+        assert "Not read: 39,501 more rule files in .cursor/rules" in text
+        assert read["opened"] <= 500
+    finally:
+        shutil.rmtree(rules)  # 40,000 files: not kept for pytest's last three runs
+
+
+def test_a_reading_cut_by_the_time_budget_goes_on_at_the_next_prompts_and_loses_nothing(
+    tmp_path: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the time budget spent before the first rule file (a loaded machine, a slow disk), each prompt still reads
+    50 rule files, says once that the others come later, and the next prompt reads on where it stopped: every rule is
+    delivered once, none is taken back, and the session is not taken as quiet until a whole reading was done."""
+    import io
+
+    from context_companion import agent_hook, hook_quiet
+
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    rules = project / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    for i in range(120):
+        (rules / f"r{i:03d}.mdc").write_text(f"---\nalwaysApply: true\n---\nRule {i} applies.\n")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setattr(agent_hook, "DISK_CPU_S", 0.0)
+
+    def ask() -> str:
+        stdout = io.StringIO()
+        agent_hook.run(["--agent", "opencode"], io.BytesIO(json.dumps(prompt("cut", project)).encode()), stdout)
+        return json.loads(stdout.getvalue())["hookSpecificOutput"]["additionalContext"] if stdout.getvalue() else ""
+
+    texts = [ask() for _ in range(4)]
+    every = "\n".join(texts)
+    late = (
+        "Not read in time: 70 rule files in .cursor/rules (the hook's time budget ran out); they are read on the "
+        "next prompts."
+    )
+    assert late in texts[0] and every.count(late) == 1
+    assert [sum(f"Rule {i} applies." in t for i in range(120)) for t in texts] == [50, 50, 20, 0]
+    assert all(every.count(f"Rule {i} applies.\n") == 1 for i in range(120))
+    assert "no longer applies" not in every
+    quiet = runtime / "context-companion" / hook_quiet.FOLDER
+    assert not any("cut" in p.read_text() for p in quiet.glob("*.json") if not p.name.endswith(".resume.json"))
+
+    monkeypatch.setattr(agent_hook, "DISK_CPU_S", 1e9)  # time enough: one whole reading, and the session is quiet
+    assert ask() == ""
+    assert any('"cut"' in p.read_text() for p in quiet.glob("*.json") if not p.name.endswith(".resume.json"))
+    assert ask() == ""

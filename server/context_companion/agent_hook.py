@@ -16,14 +16,16 @@ and then answers as the ``copilot-cli`` hook of the same session: a project set 
 Copilot each text once (whichever hook runs first delivers it, the other has nothing new), in its shape.
 
 The text comes from the editor's language server for the folder (:func:`ask_servers`, over the
-channel its discovery file announces: loopback, a token the server proves it holds before the hook
-reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
+channel its discovery file announces: a Unix domain socket in the user's 0700 runtime folder whose
+listener must be the announced process of this user (loopback TCP where there is no ``AF_UNIX``), a token
+the server proves it holds before the hook reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
 memory of the editor's open files is there; with no server it is composed from disk
 (:mod:`.hook_disk`) and per-session state is kept in a small owner-only file.
 
 Bounds: the hook input is read until a whole JSON object has arrived (:data:`STDIN_TIMEOUT_S`), the
 servers get :data:`SERVERS_BUDGET_S` in all, whatever they do (at most :data:`MAX_SERVERS` are
-tried), then the memory comes from disk. A delivery counts only once this hook has printed it: the
+tried), then the memory comes from disk, where at most 500 rule files are read and the reading stops at
+:data:`DISK_CPU_S` of this process's work or :data:`DISK_WALL_S` (:mod:`.memory.rule_budget`). A delivery counts only once this hook has printed it: the
 server commits it when the hook acknowledges, the disk state is written after the print.
 
 VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/settings*.json`` too (with
@@ -31,8 +33,8 @@ VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/sett
 it then gets only what VS Code's chat lacks (:func:`run`): nothing while our VS Code extension serves the folder
 (its chat instructions deliver that memory), else the memory on disk VS Code does not read itself.
 
-This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``sys``, ``time``,
-``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
+This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``stat``, ``struct``,
+``sys``, ``time``, ``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
 :mod:`.hook_quiet`, unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
 """
 
@@ -41,11 +43,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 import time
 
 from . import proofs
-from .procs import ancestors, is_own_process, read_private_json, runtime_folder
+from .procs import SocketPath, ancestors, is_own_process, peer_credentials, read_private_json, runtime_folder
 
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
@@ -64,7 +67,7 @@ def hook_agent(name: str) -> str:
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from .hook_disk import DiskAnswer
@@ -79,6 +82,11 @@ MAX_LINE = 4096  # the server's greeting
 STDIN_TIMEOUT_S = 3.0  # for the whole hook input (agents write it at once)
 SERVERS_BUDGET_S = 1.0  # for the editors' servers, all of them, whatever they do
 MAX_SERVERS = 2
+# Reading rule files from disk stops once this process has used DISK_CPU_S of processor time in all (its start and
+# imports included: about 0.4 s) or DISK_WALL_S have passed since the hook began (the servers' second included; a
+# slow disk, a machine so loaded that its own second of work takes many).
+DISK_CPU_S = 1.0
+DISK_WALL_S = 4.0
 
 
 class HookFailure(Exception):
@@ -314,6 +322,8 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
             isinstance(pid, int) and isinstance(port, int) and isinstance(token, str) and isinstance(folders, list)
         ):
             continue
+        if raw.get("socket") is not None and not _own_socket(raw["socket"]):
+            continue  # not a socket of this user's where it says (or no AF_UNIX here): not the server announced
         depth = max((_contains(f, cwd) for f in folders if isinstance(f, str)), default=-1)
         if depth < 0 or not is_own_process(pid, raw.get("startTime")):
             continue
@@ -327,13 +337,44 @@ def servers(cwd: str, directory: str | None = None) -> list[dict[str, Any]]:
     return [raw for _key, raw in found]
 
 
+def _own_socket(path: Any) -> bool:
+    """Whether ``path`` (an announcement's ``socket``) is a Unix domain socket of this user's."""
+    if not isinstance(path, str) or not os.path.isabs(path) or not hasattr(socket, "AF_UNIX"):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
+
+
 class _Connection:
     """One connection to a server, every wait bounded by one deadline (a peer that stalls, or sends a
-    byte now and then, costs no more than the time left)."""
+    byte now and then, costs no more than the time left). The server's Unix domain socket when it announces
+    one (version 2), else its loopback port (a server without ``AF_UNIX``, or of an older version)."""
 
-    def __init__(self, port: int, deadline: float) -> None:
+    def __init__(self, server: dict[str, Any], deadline: float) -> None:
         self.deadline = deadline
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=self._left())
+        path = server.get("socket")
+        if isinstance(path, str):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                while True:
+                    self.sock.settimeout(self._left())
+                    try:
+                        with SocketPath(path) as usable:  # a path longer than sun_path: through its folder
+                            self.sock.connect(usable)
+                        break
+                    except BlockingIOError:  # the listener's backlog is full (EAGAIN): wait for room
+                        time.sleep(min(0.01, self._left()))
+                pid, uid = peer_credentials(self.sock)
+                if (uid is not None and uid != os.getuid()) or (pid is not None and pid != server.get("pid")):
+                    raise OSError("the socket's listener is not the server announced")
+            except BaseException:
+                self.sock.close()
+                raise
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", server["port"]), timeout=self._left())
         self._buffer = b""
 
     def _left(self) -> float:
@@ -402,7 +443,7 @@ def ask(server: dict[str, Any], request: dict[str, str], deadline: float) -> Ans
     request). Raises ``OSError`` when it cannot be reached, does not answer in time or fails the
     proof; :class:`HookFailure` when it answers an error."""
     token = server["token"]
-    connection = _Connection(server["port"], deadline)
+    connection = _Connection(server, deadline)
     try:
         mine = proofs.new_nonce()
         connection.send({"hello": HELLO, "version": VERSION, "nonce": mine})
@@ -453,6 +494,18 @@ def ask_servers(
     return None
 
 
+def _disk_budget(started: float) -> Callable[[], bool]:
+    """Whether the disk path's time is up (:data:`DISK_CPU_S` of this process's own work, :data:`DISK_WALL_S` since
+    ``started``, the hook's start)."""
+    cpu_end = DISK_CPU_S
+    wall_end = started + DISK_WALL_S
+
+    def expired() -> bool:
+        return time.process_time() >= cpu_end or time.monotonic() >= wall_end
+
+    return expired
+
+
 def _quiet_logging() -> list[str]:
     """Warnings of the composition are kept for the one stderr line, not printed each."""
     import logging
@@ -480,6 +533,7 @@ def output(agent: str, event: str, text: str) -> dict[str, Any]:
 
 def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
     """The whole command; always 0. At most one line on stderr: the failure, else the first warning."""
+    started = time.monotonic()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
     warnings: list[str] = []
@@ -506,13 +560,14 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         else:
             answer = ask_servers(request, problems=problems)
         if answer is None:
+            expired = _disk_budget(started)  # the rule files' reading stops then, whatever the tree
             from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
 
             answer = quiet_answer(request)  # nothing moved since this session was given everything
             if answer is None:
                 warnings = _quiet_logging()
                 try:
-                    answer = compose_from_disk(request)
+                    answer = compose_from_disk(request, expired)
                 except DiskFailure as exc:
                     raise HookFailure(str(exc)) from None
         if answer.text:

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 # that nothing looking for a server to attach to ever lists it.
 _NAME = re.compile(r"^(?:server|hook)-(\d+)-(\d+)\.json$")
 _TEMP = re.compile(r"^\.(?:server|hook)-(\d+)-\d+\.[A-Za-z0-9_-]+\.tmp$")
+_SOCKET = re.compile(r"^hook-(\d+)\.sock$")  # the hook channel's Unix domain socket (bridges.hook_channel)
 
 
 class DiscoveryError(OSError):
@@ -234,8 +235,10 @@ class DiscoveryFile(PrivateFile):
         pid: int | None = None,
         url: str | None = None,
         prefix: str = "server",
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         self.url = url
+        self.extra = dict(extra or {})  # more keys for the file (the hook channel's version and socket)
         self.port = port
         self.transport = transport
         self.token = token
@@ -257,6 +260,7 @@ class DiscoveryFile(PrivateFile):
         }
         if self.url is not None:
             payload["url"] = self.url
+        payload.update(self.extra)
         return self._publish(payload)
 
 
@@ -326,10 +330,12 @@ def remove_stale(directory: Path | None = None) -> list[Path]:
     except OSError:
         return removed
     for name in names:
-        match = _NAME.match(name) or _TEMP.match(name)
+        match = _NAME.match(name) or _TEMP.match(name) or _SOCKET.match(name)
         if match is None:
             continue
         path = directory / name
+        if _SOCKET.match(name) and pid_alive(int(match.group(1))):
+            continue  # a live process's socket (a new one of the same pid replaces it when it binds)
         if pid_alive(int(match.group(1))):
             entry = read(path) if _NAME.match(name) else None
             if entry is None or entry.start_time is None or entry.believed():

@@ -25,10 +25,16 @@ from .procs import mine, read_private_json, runtime_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 STATE_FILE = "hook-sessions.json"
+RULE_LIMIT = 500  # rule files of the project read a prompt (memory.rule_budget.DEFAULT_LIMIT; light, not imported)
 PROMPT_EVENTS = ("UserPromptSubmit", "BeforeAgent")  # workspace.hooks.PROMPT_EVENTS (not imported: light)
+
+
+def _never() -> bool:
+    return False
 
 
 class DiskFailure(Exception):
@@ -100,11 +106,14 @@ def exclusive(fd: int) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
-    """The delivery for ``request`` composed from disk (see the module docstring)."""
+def compose_from_disk(request: dict[str, str], expired: Callable[[], bool] | None = None) -> DiskAnswer:
+    """The delivery for ``request`` composed from disk (see the module docstring). Bounded whatever the tree:
+    at most :data:`RULE_LIMIT` rule files of the project are read, and the reading stops once ``expired()``
+    (the hook's time budget); what is left is said once, and the next prompt reads on (:mod:`.memory.rule_budget`)."""
     from pathlib import Path
 
     from .discovery import private_dir, write_private
+    from .memory.rule_budget import RuleBudget
     from .tokens import ESTIMATE, Tokenizer
     from .workspace.companion import Companion
     from .workspace.hooks import RESET_SOURCES, HookOutcome, HookRequest, HookSessions
@@ -140,9 +149,11 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
     hook_request = HookRequest(
         request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]
     )
+    start = hook_quiet.resume_at(directory, key)
+    budget = RuleBudget(RULE_LIMIT, expired or _never, start)
     with hook_quiet.Recorder(skip=(str(directory),)) as recorder:
         snapshot = WorkspaceSnapshot.resolve([Path(root)])
-        companion = Companion(snapshot, tokenizer=Tokenizer(ESTIMATE), walk_below=chain)
+        companion = Companion(snapshot, tokenizer=Tokenizer(ESTIMATE), walk_below=chain, rule_budget=budget)
         companion.hooks = HookSessions.from_json(stored)
         outcome = companion.hook_outcome(hook_request, from_disk=True)
         quiet = False
@@ -151,7 +162,9 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
             # would deliver again, the session is not marked quiet and the next prompt composes).
             companion.hooks.commit(outcome)
             quiet = companion.hook_outcome(hook_request, from_disk=True).delivery.text == ""
-    record = recorder.record() if quiet else None
+    # Stopped by the deadline: not quiet (the next prompt reads on from where this one stopped).
+    record = recorder.record() if quiet and not budget.cut else None
+    resume = budget.next_start or 0
     forgets = request["event"] == "SessionStart" and request["source"] in RESET_SOURCES
     if outcome.key is None and not forgets:
         return DiskAnswer(outcome.delivery.text)
@@ -172,6 +185,8 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
                 hook_quiet.mark_quiet(directory, key, request["sessionId"], record)
             else:
                 hook_quiet.forget(directory, key, request["sessionId"])
+            if resume != start:
+                hook_quiet.set_resume(directory, key, resume)
         after = json.dumps(now.to_json()).encode("utf-8")
         if after != before or not os.path.exists(path):  # an unchanged prompt writes nothing
             write_private(path, after)

@@ -225,3 +225,25 @@ def forget(directory: Any, key: str, session: str) -> None:
         return
     raw["sessions"] = [s for s in raw["sessions"] if s != session]
     write_private(path, json.dumps(raw).encode("utf-8"))
+
+
+def _resume_path(directory: str, key: str) -> str:
+    return os.path.join(directory, FOLDER, key + ".resume.json")
+
+
+def resume_at(directory: Any, key: str) -> int:
+    """Where the rule files' reading starts for this project and folder: 0, or where a composition stopped by the
+    hook's deadline left off (:mod:`.memory.rule_budget`)."""
+    raw = read_private_json(_resume_path(str(directory), key), max_bytes=1024)
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else 0
+
+
+def set_resume(directory: Any, key: str, start: int) -> None:
+    """Remember where the next composition starts reading rule files (the caller holds the state lock)."""
+    from pathlib import Path
+
+    from .discovery import private_dir, write_private
+
+    path = Path(_resume_path(str(directory), key))
+    private_dir(path.parent)
+    write_private(path, json.dumps(start).encode("utf-8"))

@@ -220,3 +220,57 @@ def platform_runtime_dir() -> str:
         # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset and it falls back: not news.
         warnings.simplefilter("ignore")
         return user_runtime_dir(APP_NAME, appauthor=False)
+
+
+# sun_path holds 108 bytes on Linux and 104 on macOS and the BSDs, the terminating NUL included.
+MAX_SOCKET_PATH = 103
+
+
+class SocketPath:
+    """A Unix domain socket's path as ``bind``/``connect`` can take it: the path itself, or, when it is longer
+    than ``sun_path`` holds and ``/proc`` is there (Linux), ``/proc/self/fd/<fd>/<name>`` through a descriptor of
+    its folder (held only while in use: ``with SocketPath(path) as usable: ...``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    @staticmethod
+    def reachable(path: str) -> bool:
+        """Whether ``path`` can be bound or connected to here, one way or the other."""
+        return len(os.fsencode(path)) <= MAX_SOCKET_PATH or os.path.isdir("/proc/self/fd")
+
+    def __enter__(self) -> str:
+        if len(os.fsencode(self.path)) <= MAX_SOCKET_PATH:
+            return self.path
+        folder, name = os.path.split(self.path)
+        self._fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        return f"/proc/self/fd/{self._fd}/{name}"
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def peer_credentials(sock: Any) -> tuple[int | None, int | None]:
+    """(pid, uid) of the process at the other end of a connected Unix domain socket, as the kernel saw it
+    at ``connect``/``listen`` (Linux ``SO_PEERCRED``; macOS and the BSDs ``LOCAL_PEERCRED``, uid only);
+    (None, None) where the platform cannot tell."""
+    import socket
+    import struct
+
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            size = struct.calcsize("3i")
+            pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size))
+            return pid, uid
+        peercred = getattr(socket, "LOCAL_PEERCRED", None)
+        if peercred is not None:
+            # struct xucred {u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16];}, SOL_LOCAL = 0
+            data = sock.getsockopt(0, peercred, struct.calcsize("IIh16I"))
+            _version, uid = struct.unpack_from("II", data)
+            return None, uid
+    except (OSError, struct.error):
+        pass
+    return None, None

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from context_companion.procs import process_start_time
-from hook_runner import Channel, ask_channel, run_hook
+from hook_runner import Channel, ask_channel, connect, run_hook
 from lsp_harness import Harness
 
 PROMPT = {
@@ -290,7 +290,7 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
     assert entry["startTime"] == process_start_time(h.server_pid)
 
     def refused(*lines: bytes) -> dict[str, Any]:
-        channel = Channel(entry["port"])
+        channel = Channel(entry)
         try:
             for line in lines:
                 channel.send_raw(line)
@@ -306,22 +306,22 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
     assert refused(b'{"hello": "context-companion-hook", "version": 2, "nonce": "xyz"}\n') == {
         "error": "nonce: expected 32 to 128 hexadecimal characters"
     }
-    channel = Channel(entry["port"])
+    channel = Channel(entry)
     greeting = channel.greet()
     assert "text" not in greeting and set(greeting) == {"nonce", "proof"}  # nothing said before the hook's proof
     assert channel.request("not the token", request, greeting) == {"error": "proof: wrong or missing"}
     channel.close()
-    channel = Channel(entry["port"])
+    channel = Channel(entry)
     channel.greet()
     channel.send_raw(b"x" * (70 * 1024) + b"\n")
     with pytest.raises((AssertionError, ConnectionError)):
         channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
     channel.close()
-    bad = ask_channel(entry["port"], entry["token"], {**request, "agent": "vim"})
+    bad = ask_channel(entry, entry["token"], {**request, "agent": "vim"})
     assert bad == {
         "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code"
     }
-    good = ask_channel(entry["port"], entry["token"], request)
+    good = ask_channel(entry, entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
 
@@ -472,18 +472,18 @@ async def test_a_delivery_counts_only_once_the_hook_has_it(start: Any, project: 
     await synced(h)
     entry = await announcement(runtime)
     request = {"agent": "codex", "event": "UserPromptSubmit", "sessionId": "acks", "cwd": str(project)}
-    first = ask_channel(entry["port"], entry["token"], request, ack=False)
+    first = ask_channel(entry, entry["token"], request, ack=False)
     assert "API folder: keep handlers thin." in first["text"] and first["delivery"]
-    again = ask_channel(entry["port"], entry["token"], request)  # not acknowledged: not committed
+    again = ask_channel(entry, entry["token"], request)  # not acknowledged: not committed
     assert again["text"] == first["text"]
-    assert ask_channel(entry["port"], entry["token"], request)["text"] == ""  # acknowledged: delivered
+    assert ask_channel(entry, entry["token"], request)["text"] == ""  # acknowledged: delivered
     # An answer the server cannot give within the hook's budget is not given (and nothing is committed).
     other = {**request, "sessionId": "late"}
-    channel = Channel(entry["port"])
+    channel = Channel(entry)
     late = channel.request(entry["token"], other, channel.greet(), budget_ms=0)
     channel.close()
     assert late == {"error": "the editor's server could not answer within the hook's deadline"}
-    assert "API folder: keep handlers thin." in ask_channel(entry["port"], entry["token"], other)["text"]
+    assert "API folder: keep handlers thin." in ask_channel(entry, entry["token"], other)["text"]
 
 
 async def test_a_server_stopped_for_seconds_loses_no_delivery(start: Any, project: Path, runtime: Path) -> None:
@@ -531,7 +531,7 @@ async def test_connections_that_never_prove_the_token_are_capped_and_logged_once
     h.cursor(h.open("api/app.py"), 0, 0)
     await synced(h)
     entry = await announcement(runtime)
-    idle = [socket.create_connection(("127.0.0.1", entry["port"]), timeout=10) for _ in range(200)]
+    idle = [connect(entry) for _ in range(200)]
     try:
         for sock in idle[:20]:  # the oldest, past the cap: closed by the server without a word
             sock.settimeout(10)
@@ -544,3 +544,153 @@ async def test_connections_that_never_prove_the_token_are_capped_and_logged_once
     await synced(h)
     refusals = [line for line in log.read_text().splitlines() if "agent hooks' channel: " in line]
     assert len(refusals) == 1, refusals
+
+
+OTHER_UID = 54321
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="becoming another user (setuid) needs root")
+
+
+class Intruder:
+    """A process of another user (uid 54321: forked, then setuid) that opens ``count`` connections to the channel an
+    announcement names and holds them, idle, until :meth:`leave`. It connects to the socket by its name from inside
+    the socket's folder (its working folder, entered before it gave up root): no folder above it is in its way, only
+    that folder's own mode. ``greet``: it sends a greeting on each and records what comes back."""
+
+    def __init__(self, entry: dict[str, Any], count: int, folder: Path, *, greet: bool = False) -> None:
+        import errno
+
+        report_r, report_w = os.pipe()
+        done_r, done_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                os.close(report_r)
+                os.close(done_w)
+                os.chdir(folder)
+                os.setgroups([])
+                os.setgid(OTHER_UID)
+                os.setuid(OTHER_UID)
+                held: list[socket.socket] = []
+                errors: dict[str, int] = {}
+                answers: list[str] = []
+                for _ in range(count):
+                    try:
+                        if entry.get("socket"):
+                            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                            sock.settimeout(5)
+                            sock.connect(os.path.basename(entry["socket"]))
+                        else:  # not create_connection: its name lookup imports a codec, unreadable as that user
+                            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                            sock.settimeout(5)
+                            sock.connect(("127.0.0.1", entry["port"]))
+                        held.append(sock)
+                    except OSError as exc:
+                        name = errno.errorcode.get(exc.errno or 0, str(exc))
+                        errors[name] = errors.get(name, 0) + 1
+                        continue
+                    if greet:
+                        try:
+                            sock.sendall(b'{"hello": "context-companion-hook", "version": 2, "nonce": "' + b"ab" * 16)
+                            sock.sendall(b'"}\n')
+                            answers.append(sock.recv(4096).decode(errors="replace"))
+                        except OSError as exc:  # reset: closed without a word
+                            answers.append(errno.errorcode.get(exc.errno or 0, str(exc)))
+                report: dict[str, Any] = {"connected": len(held), "errors": errors, "answers": answers}
+                os.write(report_w, json.dumps(report).encode() + b"\n")
+                os.read(done_r, 1)
+            except BaseException as exc:
+                os.write(report_w, json.dumps({"failed": repr(exc)}).encode() + b"\n")
+            finally:
+                os._exit(0)
+        os.close(report_w)
+        os.close(done_r)
+        self.pid, self._done = pid, done_w
+        with os.fdopen(report_r) as fh:
+            self.report: dict[str, Any] = json.loads(fh.readline())
+
+    def leave(self) -> None:
+        os.close(self._done)
+        os.waitpid(self.pid, 0)
+
+
+def _private_socket(entry: dict[str, Any], runtime: Path) -> Path:
+    """The announced socket, checked: version 2, in the runtime folder, the folder 0700 and the socket 0600, ours."""
+    folder = runtime / "context-companion"
+    path = Path(entry["socket"])
+    assert entry["version"] == 2 and entry["port"] == 0 and path.parent == folder
+    st = folder.lstat()
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.getuid()
+    st = path.lstat()
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
+    return path
+
+
+@needs_root
+async def test_another_users_idle_connections_cannot_reach_the_channel_and_the_editor_answers(
+    start: Any, project: Path, runtime: Path
+) -> None:
+    """Another user opening idle connections to the channel pushed 4 of 4 of the victim's prompts to the disk path
+    (1.5-3.7 s, no editor memory) while it was a loopback port. On a socket in the 0700 runtime folder they cannot
+    connect at all, and the victim's prompt is answered by the editor's server (its active file, its folder memory)."""
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    path = _private_socket(entry, runtime)
+    intruder = Intruder(entry, 300, path.parent)
+    try:
+        assert intruder.report == {"connected": 0, "errors": {"EACCES": 300}, "answers": []}
+        text = context(hook("claude-code", "UserPromptSubmit", "victim", project), "claude-code")
+        assert "The editor's active file is api/app.py" in text and "API folder: keep handlers thin." in text
+    finally:
+        intruder.leave()
+
+
+@needs_root
+async def test_a_peer_of_another_user_is_refused_even_where_the_folder_lets_it_in(
+    start: Any, project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Defence in depth: with the folder and the socket left loose (0711, 0666), another user can connect, and the
+    server closes each such connection before a word (the peer's uid, SO_PEERCRED); one log line for all."""
+    log = tmp_path / "server.log"
+    h = await start(project, args=["--log-file", str(log)])
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(runtime)
+    path = _private_socket(entry, runtime)
+    os.chmod(path.parent, 0o711)
+    os.chmod(path, 0o666)
+    try:
+        intruder = Intruder(entry, 3, path.parent, greet=True)
+        intruder.leave()
+    finally:
+        os.chmod(path.parent, 0o700)
+        os.chmod(path, 0o600)
+    assert intruder.report["connected"] == 3 and intruder.report["errors"] == {}
+    # Closed without a greeting, a proof or a nonce (a reset, or an end of stream).
+    assert set(intruder.report["answers"]) <= {"", "ECONNRESET", "EPIPE"}, intruder.report
+    text = context(hook("claude-code", "UserPromptSubmit", "victim", project), "claude-code")
+    assert "The editor's active file is api/app.py" in text
+    await synced(h)
+    refusals = [line for line in log.read_text().splitlines() if "refused a connection of another user" in line]
+    assert len(refusals) == 1, refusals
+
+
+async def test_a_runtime_folder_too_deep_for_sun_path_still_gets_the_socket(
+    start: Any, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sun_path`` holds 108 bytes (104 on macOS), and a runtime folder may be deeper (the tests' own are): the
+    socket is bound and reached through a descriptor of its folder (``/proc/self/fd/N/hook-<pid>.sock``), so the
+    channel stays a socket; only where there is no ``/proc`` would it be a loopback port."""
+    run = tmp_path / ("r" * 60) / ("u" * 40)
+    run.mkdir(parents=True)
+    os.chmod(run, 0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    h = await start(project)
+    h.cursor(h.open("api/app.py"), 0, 0)
+    await synced(h)
+    entry = await announcement(run)
+    assert len(entry["socket"]) > 108
+    _private_socket(entry, run)
+    text = context(hook("claude-code", "UserPromptSubmit", "deep", project), "claude-code")
+    assert "The editor's active file is api/app.py" in text

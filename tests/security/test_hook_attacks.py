@@ -267,3 +267,68 @@ def test_a_hook_input_that_never_becomes_whole_is_given_up_with_one_line(runtime
     code, out, err = _hook_with_stdin_left_open(runtime, partial)
     assert (code, out) == (0, b"")
     assert err == b"context-companion hook: the hook input did not arrive whole within 3 s\n"
+
+
+UNIX_ROGUE = r"""
+import socket, sys
+path, record = sys.argv[1], sys.argv[2]
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(path)  # a name in its working folder: the test's folders are deeper than sun_path takes
+server.listen(8)
+print("ready", flush=True)
+while True:
+    conn, _ = server.accept()
+    conn.settimeout(2)
+    try:
+        data = conn.recv(65536)
+    except OSError:
+        data = b""
+    with open(record, "ab") as fh:
+        fh.write(data or b"(connected, nothing sent)\n")
+    conn.sendall(b'{"nonce": "' + b"cd" * 16 + b'", "proof": "00"}\n')
+    conn.close()
+"""
+
+
+def test_a_socket_whose_listener_is_not_the_announced_server_is_never_greeted(
+    runtime: Path, project: Path, tmp_path: Path
+) -> None:
+    """A version 2 announcement names a socket and a pid (a live process of the user, started when it says: the
+    strongest case); another process of the same user listens on that socket. The hook asks the kernel who listens
+    (``SO_PEERCRED``) and hangs up before its greeting: the listener learns nothing, not even a nonce."""
+    folder = runtime / "context-companion"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / "hook-4242.sock"
+    record = tmp_path / "unix-rogue.bin"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", UNIX_ROGUE, path.name, str(record)], stdout=subprocess.PIPE, cwd=folder
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        me = os.getpid()  # alive, this user's, its real start time: only the socket's listener tells
+        entry = folder / f"hook-{me}-0.json"
+        entry.write_text(
+            json.dumps(
+                {
+                    "pid": me,
+                    "startTime": process_start_time(me),
+                    "port": 0,
+                    "transport": "agent-hook",
+                    "workspaceFolders": [str(project)],
+                    "token": TOKEN,
+                    "version": 2,
+                    "socket": str(path),
+                }
+            )
+        )
+        entry.chmod(0o600)
+        out = run_hook("claude-code", prompt(project), {"XDG_RUNTIME_DIR": str(runtime)})
+        from_disk(out)
+        for _ in range(100):  # the listener writes once the hook has hung up
+            if record.exists():
+                break
+            time.sleep(0.05)
+        assert record.read_bytes() == b"(connected, nothing sent)\n"  # it connected, checked, and said nothing
+    finally:
+        proc.kill()
+        proc.wait()

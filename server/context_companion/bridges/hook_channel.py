@@ -1,10 +1,13 @@
 """The channel between ``context-companion hook`` and the editor's language server.
 
-The server listens on a loopback port (a :class:`~.listener.Listener`: bound and announced at
-start, served from the first connection on) and announces it in a discovery file
-(``"transport": "agent-hook"``, with a per-start token and the server's process start time,
-owner-only: :mod:`context_companion.discovery`). One connection carries one exchange of lines of
-JSON (docs/protocol.md, "Agent hooks"):
+The server listens (a :class:`~.listener.Listener`: bound and announced at start, served from the first
+connection on) on a Unix domain socket in the user's 0700 runtime folder, ``hook-<pid>.sock`` (0600),
+where the platform has them: another user cannot connect at all, so cannot crowd the channel; each
+connection's peer must be this user (``SO_PEERCRED``/``LOCAL_PEERCRED``) as a second check. Where there is
+no ``AF_UNIX`` (Windows), or the path would not fit ``sun_path``, a loopback port. The discovery file
+announces it (``"transport": "agent-hook"``, ``"version": 2``, ``"socket"`` or ``"port"``, a per-start token
+and the server's process start time, owner-only: :mod:`context_companion.discovery`). One connection
+carries one exchange of lines of JSON (docs/protocol.md, "Agent hooks"):
 
 1. hook → ``{"hello": "context-companion-hook", "version": 2, "nonce": N1}``
 2. server → ``{"nonce": N2, "proof": HMAC(token, server label, N1, N2)}``: the server proves it holds
@@ -28,7 +31,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import secrets
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import proofs
 from ..discovery import new_token
+from ..procs import SocketPath, peer_credentials
 from ..ratelimit import Sparse
 from .listener import Listener
 
@@ -54,8 +60,23 @@ LINE_TIMEOUT = 1.0  # seconds for each line the hook sends
 ANSWER_TIMEOUT = 5.0  # seconds for the server to be ready, when the hook gives no budget
 MAX_BUDGET_MS = 60_000
 MAX_UNPROVEN = 16  # connections that have not proved the token yet
+ANNOUNCEMENT_VERSION = 2  # 1 (no "version"): "port" only; 2: "socket" (a Unix domain socket) or "port"
+SOCKET_NAME = "hook-{pid}.sock"
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")  # agent_hook.AGENTS
 _FIELDS = ("agent", "event", "sessionId", "source", "cwd")
+
+
+def unix_socket_path(directory: str | os.PathLike[str] | None) -> str | None:
+    """Where this server's Unix domain socket goes in ``directory``, or None to use a loopback port: no
+    directory, no ``AF_UNIX`` (Windows), or a path too long for ``sun_path`` where no ``/proc/self/fd`` reaches
+    it through its folder (:class:`~..procs.SocketPath`)."""
+    if directory is None or not hasattr(socket, "AF_UNIX"):
+        return None
+    path = os.path.join(os.fspath(directory), SOCKET_NAME.format(pid=os.getpid()))
+    if not SocketPath.reachable(path):
+        log.info("agent hooks' channel: %s is too long for a Unix domain socket; a loopback port instead", path)
+        return None
+    return path
 
 
 class HookSource(Protocol):
@@ -133,20 +154,49 @@ class HookChannel:
         self._unproven: OrderedDict[object, asyncio.StreamWriter] = OrderedDict()  # not proved yet, oldest first
         self._refusals = Sparse(log)  # a flood of bad connections must not fill the editor's log
         self.port = 0
+        self.socket_path: str | None = None
 
-    def start(self) -> int:
-        """Bind and listen on 127.0.0.1; returns the port. Raises ``OSError``."""
-        self.port = self._listener.bind()
+    def start(self, directory: str | os.PathLike[str] | None = None) -> int:
+        """Bind and listen: on a Unix domain socket in ``directory`` (a private folder of this user's) where
+        the platform has them and the path fits, else on 127.0.0.1. Returns the port (0 on a Unix domain
+        socket: :attr:`socket_path` names it). Raises ``OSError``."""
+        path = unix_socket_path(directory)
+        if path is not None:
+            self._listener.bind_unix(path)
+            self.socket_path = path
+        else:
+            self.port = self._listener.bind()
         self._listener.on_first_connection(self._serve)
         return self.port
+
+    def announcement(self) -> dict[str, Any]:
+        """What the discovery file says of the endpoint besides the port."""
+        extra: dict[str, Any] = {"version": ANNOUNCEMENT_VERSION}
+        if self.socket_path is not None:
+            extra["socket"] = self.socket_path
+        return extra
 
     async def _serve(self) -> None:
         sock = self._listener.take()
         if sock is None:
             return
-        self._server = await asyncio.start_server(self._handle, sock=sock, limit=MAX_REQUEST)
+        if self.socket_path is not None:
+            self._server = await asyncio.start_unix_server(self._handle, sock=sock, limit=MAX_REQUEST)
+        else:
+            self._server = await asyncio.start_server(self._handle, sock=sock, limit=MAX_REQUEST)
+
+    def _foreign(self, writer: asyncio.StreamWriter) -> bool:
+        """A peer on the Unix domain socket that is not this user (the folder's mode should have kept it out)."""
+        if self.socket_path is None:
+            return False
+        _pid, uid = peer_credentials(writer.get_extra_info("socket"))
+        return uid is not None and uid != os.getuid()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._foreign(writer):
+            writer.transport.abort()
+            self._refusals.warning("agent hooks' channel: refused a connection of another user")
+            return
         if len(self._unproven) >= MAX_UNPROVEN:
             # The oldest waiting connection goes, not the new one: a real hook greets at once, so a crowd
             # of silent connections cannot keep it out (it would then get only the memory on disk).
@@ -249,6 +299,9 @@ class HookChannel:
     async def stop(self) -> None:
         """Stop listening and end the connections in progress (idempotent)."""
         self._listener.close()
+        if self.socket_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.socket_path)
         server, self._server = self._server, None
         if server is not None:
             server.close()

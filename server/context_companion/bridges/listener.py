@@ -37,6 +37,7 @@ class Listener:
         self._watching = False
         self._taken = False
         self._listening = False
+        self.path: str | None = None  # a Unix domain socket's path (bind_unix), else None
 
     def bind(self) -> int:
         """Bind and listen; returns the port. A bind failure (port taken) raises ``OSError``."""
@@ -73,6 +74,36 @@ class Listener:
     def listening(self) -> bool:
         return self._listening and (self._sock is not None or self._taken)
 
+    def bind_unix(self, path: str) -> None:
+        """Bind and listen on a Unix domain socket at ``path`` (in a folder only this user may enter; the
+        socket itself 0600); a leftover socket of this user's at that name is replaced. Raises ``OSError``."""
+        import os
+        import stat
+
+        from ..procs import SocketPath
+
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+                raise OSError(f"{path}: something else is in the way")
+            os.unlink(path)  # a socket left by a killed process whose pid is ours now
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with SocketPath(path) as usable:  # a path longer than sun_path: through its folder's descriptor
+                sock.bind(usable)
+                os.chmod(usable, 0o600)  # not the umask: it is the whole process's (other threads write files)
+            sock.listen(BACKLOG)
+            self._listening = True
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        self._sock = sock
+        self.path = path
+
     def on_first_connection(self, start: Callable[[], Awaitable[None]]) -> None:
         """When a connection first waits, run ``start()`` once, in a task of its own: it loads what
         it needs, :meth:`take` s the socket and serves it from then on."""
@@ -100,7 +131,7 @@ class Listener:
             raise
         except Exception:
             # The waiting clients get a reset instead of a hang.
-            log.exception("could not start serving 127.0.0.1:%d", self.port)
+            log.exception("could not start serving %s", self.path or f"127.0.0.1:{self.port}")
             self.close()
 
     def take(self) -> socket.socket | None:

@@ -65,12 +65,22 @@ class HookEndpoint:
 
     async def _start(self, ls: Host, companion: Companion) -> None:
         from ..bridges.hook_channel import FILE_PREFIX, TRANSPORT, HookChannel
-        from ..discovery import DiscoveryFile, remove_stale
+        from ..discovery import DiscoveryFile, private_dir, remove_stale, runtime_dir
 
+        directory = runtime_dir()
+        try:
+            private_dir(directory)  # the socket's folder: only this user may enter it
+        except OSError as exc:
+            log.warning("agent hooks' channel: %s; a loopback port instead of a socket there", exc)
+            folder = None
+        else:
+            folder = directory
         channel = HookChannel(_Ready(ls))
-        port = channel.start()
+        port = channel.start(folder)
         self._channel = channel
-        self._file = DiscoveryFile(port, TRANSPORT, channel.token, prefix=FILE_PREFIX)
+        self._file = DiscoveryFile(
+            port, TRANSPORT, channel.token, directory=directory, prefix=FILE_PREFIX, extra=channel.announcement()
+        )
         await asyncio.to_thread(remove_stale, self._file.directory)
         if self._closed:
             await self.stop()
@@ -79,7 +89,8 @@ class HookEndpoint:
         if not self._hooked:
             self._hooked = True
             atexit.register(self._withdraw)
-        log.info("agent hooks' channel on 127.0.0.1:%d (%s)", port, self._file.path)
+        where = channel.socket_path or f"127.0.0.1:{port}"
+        log.info("agent hooks' channel on %s (%s)", where, self._file.path)
 
     def _announce(self, companion: Companion) -> None:
         assert self._file is not None

@@ -36,6 +36,7 @@ from .imports import EXCLUDED, IGNORED, ExpandOptions
 from .model import Tier
 from .paths import home_display, is_within, norm, posix
 from .render import Rendered, Renderer, RenderRequest
+from .rule_budget import RuleBudget
 from .rules import FORMAT_ORDER, RuleFormat, find_home_rules, find_rule_files, nested_bases, rule_format_for
 
 _MEMO_LIMIT = 4096
@@ -132,9 +133,11 @@ class MemoryIndex:
         exclude: Sequence[str],
         *,
         walk_below: bool | Sequence[str] = True,
+        rule_budget: RuleBudget | None = None,
     ) -> None:
         self.settings = settings
         self.walk_below = walk_below  # not True: a folder's own files and the sub-directories named (see index_folder)
+        self.rule_budget = rule_budget  # the hook's disk path: rule files read per folder, and when to stop
         self.exclude = exclude_matcher(tuple(exclude)).matches
         self.renderer = renderer
         self.home = home
@@ -284,7 +287,14 @@ class MemoryIndex:
         folder = self.folders[i]
         entries: list[Entry] = []
         bases = nested_bases(folder.index.dirs)
-        for abs_path, rel, fmt, base in find_rule_files(folder.path, self.formats, bases) if folder.exists else ():
+        found = find_rule_files(folder.path, self.formats, bases) if folder.exists else []
+        budget = self.rule_budget
+        if budget is not None:
+            found = budget.select(folder.path, found)
+        for n, (abs_path, rel, fmt, base) in enumerate(found):
+            if budget is not None and budget.may_stop(n):
+                budget.stop(folder.path, found[n:], n, len(found))
+                break
             order = (3, i, FORMAT_ORDER.index(fmt), rel)
             entry = Entry(abs_path, self.display(abs_path), "rule", i, rel, base, order=order, rule_format=fmt)
             entry = self.rendered(entry)

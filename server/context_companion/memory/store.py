@@ -52,6 +52,7 @@ from .model import ChangeSummary, FileAnalysis, MemoryBlock, MemoryFileInfo, Mem
 from .paths import home_display, norm
 from .recompose import patch
 from .render import Renderer
+from .rule_budget import RuleBudget
 
 _RESULT_CACHE_SIZE = 64
 _MATCH_MEMO_SIZE = 4096
@@ -70,6 +71,7 @@ class MemoryStore:
         home: Path | None = None,
         exclude: Sequence[str] | None = None,
         walk_below: bool | Sequence[str] = True,
+        rule_budget: RuleBudget | None = None,
     ) -> None:
         """``exclude``: ``context.exclude`` patterns; imports of matching files are refused (None: the
         default patterns, so secrets stay out even when a caller passes nothing). ``walk_below`` not True:
@@ -82,7 +84,13 @@ class MemoryStore:
         )
         patterns = ContextSettings().exclude if exclude is None else exclude
         self._index = MemoryIndex(
-            settings, renderer, home_path, norm(global_dir or user_config_dir()), patterns, walk_below=walk_below
+            settings,
+            renderer,
+            home_path,
+            norm(global_dir or user_config_dir()),
+            patterns,
+            walk_below=walk_below,
+            rule_budget=rule_budget,
         )
         self._index.set_folders(workspace_folders, loaded=False)
         self._lock = threading.RLock()
@@ -114,6 +122,16 @@ class MemoryStore:
         with self._lock:
             self._index.set_folders(folders, self._loaded)
             self._bump()
+
+    def agent_table(self, agent: str | AgentRules) -> tuple[AgentRules, tuple[str, ...]]:
+        """``agent``'s table adjusted to its own settings files as they are now (what :meth:`explain` judges by)."""
+        folder = self._index.folders[0].path if self._index.folders else None
+        return for_agent(AGENTS[agent] if isinstance(agent, str) else agent, folder, self._index.home)
+
+    @property
+    def generation(self) -> int:
+        """Moves whenever anything the store composes from may have changed (a memo keyed on it stays true)."""
+        return self._generation
 
     # ------------------------------------------------------------------ composing
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..memory import MemoryBlock
@@ -89,6 +89,14 @@ class Lacking:
     applies: Mapping[str, MemoryBlock]  # abs path → those that apply: included, with text, not excluded
     reading: Mapping[str, str]  # abs path → how the agent keeps a file it loads itself
     read: tuple[str, ...] = ()  # display paths of the files the agent loads itself, in its order
+    # The hook's disk path, when it read only part of a rule folder (memory.rule_budget): one line each to say so
+    # (key → text), and the rule folders (abs paths) a file of which, not read this time, is not taken back.
+    notes: Mapping[str, str] = field(default_factory=dict)
+    unread: frozenset[str] = frozenset()
+
+    def not_read(self, path: str) -> bool:
+        """Whether ``path`` is in a rule folder that was read only in part (it may be there, unread)."""
+        return any(path.startswith(folder.rstrip("/\\") + sep) for folder in self.unread for sep in "/\\")
 
     def never_read(self) -> dict[str, MemoryBlock]:
         """What applies and the agent does not load at all (composition order)."""

@@ -370,8 +370,11 @@ def deliver(
         for path, block in now.items():
             if path in at_start:
                 state.record(path, block)
-    pieces, twins = _what_is_new(state, now, lacks.every, count)
-    state.left = {p: fp for p, fp in state.left.items() if p in now}
+    pieces, twins = _what_is_new(state, now, lacks.every, count, lacks.not_read)
+    for key, note in lacks.notes.items():  # rule files not read (the disk path's bounds): said once each
+        if state.left.get(key) != fingerprint(note):
+            pieces.append(_Piece(0, key, key, (note,)))
+    state.left = {p: fp for p, fp in state.left.items() if p in now or p in lacks.notes}
     for path, block in twins:
         state.record(path, block)
     state._prune()
@@ -405,6 +408,8 @@ def deliver(
             state.record(piece.path, piece.block)
         elif piece.retract:
             state.forget(piece.path)
+        elif piece.path in lacks.notes:
+            state.left[piece.path] = fingerprint(piece.texts[0])
     for piece in left:
         assert piece.block is not None
         state.left[piece.path] = fingerprint(piece.block.content)
@@ -422,7 +427,11 @@ def deliver(
 
 
 def _what_is_new(
-    state: HookState, now: Mapping[str, MemoryBlock], every: Mapping[str, MemoryBlock], count: Callable[[str], int]
+    state: HookState,
+    now: Mapping[str, MemoryBlock],
+    every: Mapping[str, MemoryBlock],
+    count: Callable[[str], int],
+    not_read: Callable[[str], bool] = lambda _path: False,
 ) -> tuple[list[_Piece], list[tuple[str, MemoryBlock]]]:
     """What to tell the agent (pieces) and the files whose text it already has under another name (twins)."""
     given_fps = {fp: path for path, (_display, fp) in state.given.items()}
@@ -459,6 +468,8 @@ def _what_is_new(
             state.forget(path)  # a twin that still applies carries its text: nothing to take back
             continue
         was = every.get(path)
+        if was is None and not_read(path):
+            continue  # in a rule folder read only in part: it may be there still, unread this time
         if was is not None and _waits_on_open_files(was) and was.scope == state.scopes.get(path, was.scope):
             continue  # the editor's files changed, not the file: the agent keeps what it was given
         if was is None:
