@@ -131,7 +131,12 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
     parts = [] if rel == "." else rel.split(os.sep)
     chain = tuple("/".join(parts[: i + 1]) for i in range(len(parts)))
     hook_request = HookRequest(
-        request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]
+        request["agent"],
+        request["event"],
+        request["sessionId"],
+        request["source"],
+        request["cwd"],
+        request.get("agentProcess", ""),
     )
     with hook_quiet.Recorder(skip=(str(directory),)) as recorder:
         snapshot = WorkspaceSnapshot.resolve([Path(root)])
@@ -161,6 +166,8 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
             if (None if base is None else base.to_json()) != was:
                 return  # another hook of this session wrote first: the next prompt composes afresh
             now.commit(HookOutcome(outcome.delivery, outcome.key, base, outcome.state))
+            assert outcome.state is not None
+            now.adopt_texts(outcome.state, companion.hooks.texts)  # the texts it was given, kept once for all
             if record is not None:
                 hook_quiet.mark_quiet(directory, key, request["sessionId"], record)
             else:

@@ -55,7 +55,7 @@ ANSWER_TIMEOUT = 5.0  # seconds for the server to be ready, when the hook gives 
 MAX_BUDGET_MS = 60_000
 MAX_UNPROVEN = 16  # connections that have not proved the token yet
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")  # agent_hook.AGENTS
-_FIELDS = ("agent", "event", "sessionId", "source", "cwd")
+_FIELDS = ("agent", "event", "sessionId", "source", "cwd", "agentProcess")  # agentProcess: optional
 
 
 class HookSource(Protocol):
@@ -234,7 +234,12 @@ class HookChannel:
             if time.monotonic() >= deadline:
                 return expired(), None, None
             request = HookRequest(
-                fields["agent"], fields["event"], fields["sessionId"], fields["source"], fields["cwd"]
+                fields["agent"],
+                fields["event"],
+                fields["sessionId"],
+                fields["source"],
+                fields["cwd"],
+                fields["agentProcess"],
             )
             outcome = companion.hook_outcome(request)
         except asyncio.TimeoutError:

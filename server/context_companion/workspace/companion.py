@@ -496,6 +496,8 @@ class Companion:
             from_disk=from_disk,
             active=active,
             open_files=open_files,
+            texts=self.hooks.texts,
+            process=request.process,
         )
         return HookOutcome(delivery, (request.agent, request.session_id), base, state)
 
