@@ -238,7 +238,9 @@ def test_hundreds_of_files_stay_under_the_limit_and_come_on_the_next_prompts() -
     from context_companion.workspace.hooks import HookState, deliver
 
     blocks = [
-        MemoryBlock(f"m{i}/AGENTS.md", f"/ws/module-{i:03d}/AGENTS.md", "jit", True, "open file", f"rule {i} " * 60, True)
+        MemoryBlock(
+            f"m{i}/AGENTS.md", f"/ws/module-{i:03d}/AGENTS.md", "jit", True, "open file", f"rule {i} " * 60, True
+        )
         for i in range(300)
     ]
     state = HookState()
@@ -284,7 +286,9 @@ def test_a_changed_file_too_large_to_send_comes_in_parts_and_the_state_round_tri
     changed = deliver(state, lacking(root(new)), limit=10_000, texts=store)
     assert changed.parts == ("part 1 of 2 of AGENTS.md",) and changed.pending == ("/ws/AGENTS.md",)
     assert "--- Context from: AGENTS.md, part 1 of 2 (applies: always: project memory; changed on disk" in changed.text
-    assert changed.text.splitlines()[-1].startswith("Still to come with your next prompts") and len(changed.text) <= 10_000
+    assert (
+        changed.text.splitlines()[-1].startswith("Still to come with your next prompts") and len(changed.text) <= 10_000
+    )
     sessions = HookSessions()
     sessions._by_key[("codex", "s")] = state
     sessions.texts = store

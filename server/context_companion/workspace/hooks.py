@@ -89,7 +89,7 @@ OPEN_NAMED = 5  # open files named besides the active one; the rest are counted
 # longer kept means one whole delivery of that file again, never a missed change).
 MAX_STORED_TEXTS = 2_000_000  # characters of all texts
 # A file larger than this share of the agent's limit goes in parts, one or more a prompt ("part 1 of 3 of X").
-PART_SHARE = 0.75
+PART_SHARE = 0.8
 MIN_PART = 400  # a part's room below this (a tiny limit): the file is named once instead
 
 
@@ -490,16 +490,16 @@ def _cut(text: str, room: int, count: Callable[[str], int]) -> list[str]:
 
 
 def split_parts(text: str, room: int, count: Callable[[str], int] = len) -> list[str]:
-    """``text`` in parts of at most ``room`` each (in ``count``'s unit), ending at a heading or a blank line
-    where one is near, else at a line, else inside a line; joined, the parts are ``text``."""
+    """``text`` in parts of at most ``room`` each (in ``count``'s unit), each ending before a heading or after a
+    blank line (a paragraph longer than ``room``: at a line, a line longer than that: inside it); joined, the
+    parts are ``text``."""
     atoms: list[str] = []
     for unit in _units(text):
         atoms.extend([unit] if count(unit) <= room else _cut(unit, room, count))
     parts: list[str] = []
     current = ""
     for atom in atoms:
-        heading_break = atom.startswith("#") and count(current) >= room * 0.6
-        if current and (count(current) + count(atom) > room or heading_break):
+        if current and count(current) + count(atom) > room:
             parts.append(current)
             current = ""
         current += atom
@@ -640,10 +640,7 @@ def deliver(
     room = max(limit - size - 2, 0)
     if waiting:
         named = [
-            p.path
-            + _parts_left(p)
-            + (" (changed on disk since it was given)" if p.changed else "")
-            for p in waiting
+            p.path + _parts_left(p) + (" (changed on disk since it was given)" if p.changed else "") for p in waiting
         ]
         tail.append(still_to_come_line(named, limit, room, unit=unit, count=count))
         room = max(room - count(tail[-1]) - 2, 0)
