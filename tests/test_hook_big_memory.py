@@ -155,3 +155,43 @@ def test_the_state_holds_each_text_once_whatever_the_number_of_sessions() -> Non
         assert change.changed == ("AGENTS.md",) and len(change.text) < 2_000
     kept = sessions.to_json()
     assert sorted(kept["texts"].values(), key=len) == [edited]  # the old text: no session refers to it now
+
+
+def test_explain_says_what_a_new_session_gets_prompt_after_prompt(tmp_path: Path) -> None:
+    """``explain`` names, for an agent with hooks, what its hook would give a new session prompt after prompt:
+    the nearest memory first, what is still to come, a file over the limit in parts."""
+    root = tmp_path / "lib"
+    (root / ".git").mkdir(parents=True)
+    (root / "CLAUDE.md").write_text("Claude: small diffs.\n")
+    (root / "pkg" / "models").mkdir(parents=True)
+    (root / "pkg" / "AGENTS.md").write_text(big_agents_md(4_400))
+    (root / "pkg" / "models" / "AGENTS.md").write_text(big_agents_md(6_700).replace("this project", "models"))
+    (root / "pkg" / "models" / "openai.py").write_text("x = 1\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "AGENTS.md").write_text(big_agents_md(20_700).replace("this project", "tests"))
+    (root / "tests" / "x.py").write_text("y = 2\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+
+    def explain(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [
+            sys.executable,
+            "-m",
+            "context_companion",
+            "explain",
+            "--agent",
+            "claude-code",
+            "--workspace",
+            str(root),
+        ]
+        return subprocess.run([*argv, *args], capture_output=True, text=True, env=env, cwd=root, timeout=60)
+
+    out = explain("--open", "pkg/models/openai.py")
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if line.startswith("hook, prompt ")]
+    assert len(lines) == 2 and lines[0].startswith("hook, prompt 1 of a new session: ")
+    assert lines[0].endswith(f"characters: pkg/models/AGENTS.md; still to come: {root / 'pkg' / 'AGENTS.md'}")
+    assert lines[1].endswith(" characters: pkg/AGENTS.md")
+    data = json.loads(explain("--json", "--open", "tests/x.py").stdout)["hookDelivery"]
+    assert [step["parts"] for step in data] == [[f"part {n} of 3 of tests/AGENTS.md"] for n in (1, 2, 3)]
+    assert [step["stillToCome"] for step in data] == [[str(root / "tests" / "AGENTS.md")]] * 2 + [[]]
+    assert all(step["size"] <= 10_000 and step["unit"] == "characters" for step in data)

@@ -675,6 +675,34 @@ def deliver(
     )
 
 
+MAX_PLANNED_PROMPTS = 20
+
+
+def delivery_plan(
+    lacks: Lacking,
+    *,
+    limit: int,
+    count: Callable[[str], int] = len,
+    unit: str = "characters",
+    active: str | None = None,
+    open_files: Sequence[str] = (),
+    prompts: int = MAX_PLANNED_PROMPTS,
+) -> list[Delivery]:
+    """What a new session's hook would deliver prompt after prompt while nothing changes, until it has all that
+    applies (at most ``prompts`` prompts): ``explain`` shows it."""
+    state = HookState()
+    texts = TextStore()
+    plan: list[Delivery] = []
+    for _ in range(prompts):
+        delivery = deliver(
+            state, lacks, limit=limit, count=count, unit=unit, active=active, open_files=open_files, texts=texts
+        )
+        if not delivery.text:
+            break
+        plan.append(delivery)
+    return plan
+
+
 def _what_is_new(
     state: HookState,
     now: Mapping[str, MemoryBlock],
