@@ -3,15 +3,17 @@ agent does not read and track itself, once, as the difference to what its sessio
 
 Per agent session (the hook's ``session_id``) a :class:`HookState` records, by file and by content,
 what the agent has: what we delivered, and the files it read itself once at start (taken as they are
-at the session's first hook call, and delivered again only when they change). Each prompt, the files
-that apply now and the agent does not track itself (:meth:`.agent_memory.Lacking.untracked`, the
-decision :func:`.agent_memory.lacking` makes for ``getAgentMemory`` too; copies of one text count as one
-file there) are compared with that record:
+at the session's first hook call, and again whenever the prompt comes from a new agent process, which has
+read them afresh: ``copilot -p``, ``qwen -p`` start one each turn; delivered only when they change within
+one process). Each prompt, the files that apply now and the agent does not track itself
+(:meth:`.agent_memory.Lacking.untracked`, the decision :func:`.agent_memory.lacking` makes for
+``getAgentMemory`` too; copies of one text count as one file there) are compared with that record:
 
 - a file that starts to apply is sent whole, saying why it applies; one whose text the agent already
   has under another name (a twin) is only recorded;
 - a changed file is marked as replacing the copy given earlier, and sent as its changed lines (a
-  unified diff, with line numbers) where that is smaller than the file;
+  unified diff, with line numbers) where that is smaller than the file, whatever its size: the texts
+  given are kept once for all sessions, by content (:class:`TextStore`, bounded by total size);
 - a file the agent was given is taken back (one line) only when it is deleted, or its own text changed
   so that it no longer applies; one that stops applying because the editor's files changed (a tab
   closed) stays with the agent, silently, and so does one whose twin still applies.
@@ -19,14 +21,17 @@ file there) are compared with that record:
 Nothing new: no text at all.
 
 The text stays under the agent's own limit in its own unit (:data:`HOOK_LIMITS`, :data:`HOOK_UNITS`):
-retractions first, then the root memory, then the active file's folder memory and the rules matching it,
-then the rest; what does not fit (a changed file too large to send included) is named, with its path,
-in one last line, once. Plain text (Gemini CLI escapes ``<`` and ``>``). It speaks as the system: it names
-the editor's active file (and the open ones briefly), or says that no editor is connected.
+retractions first, then the memory nearest the editor's active file and outward (its folder's, its parent
+folders', the rules matching it, the root memory, the global memory, then what other open files bring). What
+does not fit comes with the next prompts, in that order, and the text's last line names it as still to come;
+a file over :data:`PART_SHARE` of the limit comes in parts (:func:`split_parts`, "part 1 of 3"), as many a
+prompt as fit. Plain text (Gemini CLI escapes ``<`` and ``>``). It speaks as the system: it names the editor's
+active file (and the open ones briefly), or says that no editor is connected.
 
 :class:`HookSessions` keeps the states, least recently used first, bounded; a lost state means one
 full delivery again, never a missed change. Pure: no I/O, no clock. :func:`deliver` changes only the
-state it is given (a caller may run it on a copy and keep the copy once the hook has the text).
+state it is given (a caller may run it on a copy and keep the copy once the hook has the text) and adds
+texts to the store it is given.
 """
 
 from __future__ import annotations
