@@ -195,3 +195,21 @@ def test_explain_says_what_a_new_session_gets_prompt_after_prompt(tmp_path: Path
     assert [step["parts"] for step in data] == [[f"part {n} of 3 of tests/AGENTS.md"] for n in (1, 2, 3)]
     assert [step["stillToCome"] for step in data] == [[str(root / "tests" / "AGENTS.md")]] * 2 + [[]]
     assert all(step["size"] <= 10_000 and step["unit"] == "characters" for step in data)
+
+
+@pytest.mark.parametrize("unit", ["characters", "bytes"])
+def test_parts_are_the_file_cut_at_headings_and_blank_lines_each_within_its_room(unit: str) -> None:
+    from context_companion.workspace.hooks import split_parts, utf8_bytes
+
+    count = utf8_bytes if unit == "bytes" else len
+    text = (
+        big_agents_md(9_000)
+        + "A paragraph without a blank line in it, line after line.\n" * 120
+        + "関数には必ず型注釈を付けてください。" * 400  # one line of 7,200 characters (21,600 bytes), no newline
+        + "\n\n# Last heading\n\nThe end.\n"
+    )
+    parts = split_parts(text, 3_000, count)
+    assert "".join(parts) == text and all(0 < count(p) <= 3_000 for p in parts)
+    whole_paragraphs = [p for p in parts[:3] if not p.startswith("A paragraph")]
+    assert all(p.startswith(("# ", "## ")) and p.endswith("\n\n") for p in whole_paragraphs)  # cut between them
+    assert parts[-1].endswith("# Last heading\n\nThe end.\n")

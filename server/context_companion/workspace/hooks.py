@@ -459,15 +459,21 @@ def _rank(block: MemoryBlock) -> tuple[int, int]:
 
 
 def _units(text: str) -> list[str]:
-    """``text`` in the pieces a part may end after: paragraphs (a blank line ends one, a heading starts one)."""
+    """``text`` in the pieces a part may end after: paragraphs (a blank line ends one, a heading starts one and
+    stays with the paragraph under it)."""
     units: list[str] = []
     current = ""
+    titled = False  # ``current`` holds only headings (and blank lines) so far
     for line in text.splitlines(keepends=True):
-        if line.startswith("#") and current.strip():
+        if line.startswith("#") and current.strip() and not titled:
             units.append(current)
             current = ""
+        if not current.strip():
+            titled = line.startswith("#")
+        elif not line.startswith("#") and line.strip():
+            titled = False
         current += line
-        if not line.strip():
+        if not line.strip() and current.strip() and not titled:
             units.append(current)
             current = ""
     if current:
