@@ -91,3 +91,30 @@ def test_every_command_names_an_existing_params_model():
 
     for command in COMMANDS:
         assert issubclass(command.params_model(), BaseModel), command.name
+
+
+def test_every_release_file_and_version_the_docs_name_is_this_release() -> None:
+    """Artifact names (wheel, sdist, .vsix, the installed extension's folder), the .vsix users install and the
+    version our discovery files carry: in README.md and docs/ they are all ``__version__`` (docs/editors/vscode.md
+    said ``context-companion.vsix`` and ``0.1.0`` after the release was 0.2.0)."""
+    import re
+
+    from context_companion import __version__
+
+    named = re.compile(
+        r"context_companion-([0-9][^-/\s`]*?)(?:-py3-none-any\.whl|\.tar\.gz)"
+        r"|context-companion-([0-9][^/\s`]*?)\.vsix"
+        r"|context-companion\.context-companion-([0-9][^/\s`]*)"
+        r'|"version": "([^"]+)"'
+    )
+    wrong = []
+    for doc in [DOCS.parent / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for match in named.finditer(text):
+            found = next(g for g in match.groups() if g is not None)
+            if found != __version__:
+                wrong.append(f"{doc.relative_to(DOCS.parent)}: {match[0]}")
+        for vsix in re.findall(r"code --install-extension (\S+)", text):
+            if vsix != f"context-companion-{__version__}.vsix":
+                wrong.append(f"{doc.relative_to(DOCS.parent)}: code --install-extension {vsix}")
+    assert wrong == []

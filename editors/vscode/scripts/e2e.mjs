@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { runChatSuite } from './e2e-chat.mjs';
 import { runHooksSuite } from './e2e-hooks.mjs';
+import { runHostileSuite } from './e2e-hostile.mjs';
 import { runInstallSuite } from './e2e-install.mjs';
 import {
   commonPrefixBytes,
@@ -393,7 +394,7 @@ async function launchBrowser() {
   browser = await chromium.connect(browserServer.wsEndpoint());
 }
 
-const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks').split(',').map((s) => s.trim());
+const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks,hostile').split(',').map((s) => s.trim());
 
 async function main() {
   if (SUITES.includes('main')) await mainSuite();
@@ -401,6 +402,7 @@ async function main() {
     ['install', install],
     ['chat', chat],
     ['hooks', hooks],
+    ['hostile', hostile],
   ]) {
     if (!SUITES.includes(name)) continue;
     prerequisiteFailed = false;
@@ -411,6 +413,23 @@ async function main() {
 
 async function install() {
   await runInstallSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hostile() {
+  await runHostileSuite({
     check,
     figure,
     log,
@@ -604,7 +623,8 @@ async function mainSuite() {
     if (!cmdline.startsWith(python)) throw new Error(`not started with the server's Python (${python}): ${cmdline}`);
     const servers = processes('context_companion serve --mcp-endpoint --stdio').filter((p) => {
       try {
-        return fs.readlinkSync(`/proc/${p.pid}/cwd`) === dirs.workspace; // this run's server, not another test's
+        // this run's server, not another test's: it runs in the extension's launch folder, never the workspace
+        return fs.readlinkSync(`/proc/${p.pid}/cwd`) === path.join(dirs.userData, 'User', 'globalStorage', 'context-companion.context-companion', 'launch');
       } catch {
         return false;
       }

@@ -107,7 +107,15 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     }),
     ...registerPalette(srv, instruction, views, cursor),
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
-    registerAgentHooks(vscode, { plan: () => srv.launchPlan(), run: runProcess, log: (line) => srv.log(line) }),
+    registerAgentHooks(vscode, {
+      plan: () => srv.launchPlan(),
+      launchFolder: () => srv.launchFolder,
+      run: runProcess,
+      log: (line) => srv.log(line),
+    }),
+    // Trust granted: the workspace's serverCommand/interpreter (and the Python extension's interpreter) count
+    // now; start again from what they say.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void srv.restart()),
   );
   registerAgentMcpServer(context, srv, chat);
 
@@ -136,6 +144,7 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
     vscode,
     {
       workspace: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      launchFolder: () => srv.launchFolder,
       plan: () => srv.launchPlan(),
       serverPid: async () => {
         await srv.whenSettled();

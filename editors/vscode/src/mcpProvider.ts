@@ -72,6 +72,11 @@ interface McpLm {
 export interface McpProviderSource {
   /** The workspace folder the server attaches for, or undefined when no folder is open. */
   workspace(): string | undefined;
+  /**
+   * The folder VS Code starts the MCP server in (launch.ts launchFolder): never the workspace, whose Python files
+   * `python -m` would import; the workspace goes in `--workspace`.
+   */
+  launchFolder(): string;
   /** The plan that starts the language server (throws when the settings are unusable). */
   plan(): Promise<LaunchPlan>;
   /** The pid of this window's server once it runs (undefined when it runs elsewhere, in tcp mode). */
@@ -110,7 +115,7 @@ export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource
         }
         const line = mcpCommandLine(plan, workspace, await source.serverPid(), source.memoryElsewhere());
         const definition = new Definition(MCP_SERVER_LABEL, line.command, line.args, {}, source.version);
-        definition.cwd = vs.Uri.file(workspace);
+        definition.cwd = vs.Uri.file(source.launchFolder());
         return [definition];
       },
       // Called when VS Code starts the server: the flag as it is now (the chat instructions may have come on

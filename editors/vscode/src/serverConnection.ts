@@ -23,12 +23,14 @@ import {
   bundledPlan,
   classifyProbe,
   describeSource,
+  launchFolder,
   LaunchSettingError,
   type LaunchPlan,
   type ProbeOutcome,
   type ProbeResult,
   resolveLaunch,
   runProbe,
+  serverSpawn,
 } from './launch';
 import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
 import { withMcpEndpoint } from './mcpProvider';
@@ -99,6 +101,17 @@ export class ServerConnection implements vscode.Disposable {
     this.extensionPath = context.extensionPath;
     this.extensionVersion = String(context.extension.packageJSON.version ?? '');
     this.installRoot = path.join(context.globalStorageUri.fsPath, 'server');
+    this.globalStorage = context.globalStorageUri.fsPath;
+  }
+
+  private readonly globalStorage: string;
+
+  /**
+   * The working folder of every process this extension starts (launch.ts {@link launchFolder}): never the
+   * workspace, whose Python files `python -m`/`-c` would import.
+   */
+  get launchFolder(): string {
+    return launchFolder(this.globalStorage);
   }
 
   get state(): ConnectionState {
@@ -223,6 +236,9 @@ export class ServerConnection implements vscode.Disposable {
     }
 
     this.startedPlan = undefined;
+    if (!vscode.workspace.isTrusted) {
+      this.log('Restricted Mode: the server command comes from user settings only, and nothing of the workspace is run.');
+    }
     let plan: LaunchPlan;
     try {
       plan = await this.settingsPlan();
@@ -247,11 +263,12 @@ export class ServerConnection implements vscode.Disposable {
     const args = plan.args;
 
     // Spawned here rather than by the client (same command, `--stdio` appended): its pid names
-    // this window's server to `mcp --server-pid`. The client calls this again on a restart.
-    const cwd = folder?.uri.fsPath ?? os.homedir();
+    // this window's server to `mcp --server-pid`. The client calls this again on a restart. It starts in the
+    // extension's launch folder, not the workspace (launch.ts launchFolder); the folders go in `initialize`.
+    const line = serverSpawn({ ...plan, command, args }, this.launchFolder);
     const serverOptions: ServerOptions = () =>
       new Promise<ChildProcess>((resolve, reject) => {
-        const child = spawn(command, [...args, '--stdio'], { cwd, env: { ...process.env }, windowsHide: true });
+        const child = spawn(line.command, line.args, { cwd: line.cwd, env: { ...process.env }, windowsHide: true });
         this.serverProcess = child;
         child.on('error', (err) => this.log(`Server process: ${err.message}`));
         child.once('error', reject);
@@ -285,10 +302,11 @@ export class ServerConnection implements vscode.Disposable {
     return resolveLaunch({
       serverCommand,
       interpreter,
-      pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
+      pythonExtension: needPython && vscode.workspace.isTrusted ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
       platform: process.platform,
       home: os.homedir(),
       workspaceFolder: folder?.uri.fsPath,
+      restricted: !vscode.workspace.isTrusted,
     });
   }
 
@@ -463,7 +481,7 @@ export class ServerConnection implements vscode.Disposable {
    * Undefined when there is nothing to start yet (the user was told why).
    */
   private async serverFromPython(plan: LaunchPlan): Promise<LaunchPlan | undefined> {
-    const result = await runProbe(plan.python ?? [plan.command], undefined, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+    const result = await runProbe(plan.python ?? [plan.command], this.launchFolder);
     const wheel = this.bundledWheel();
     const outcome = classifyProbe(result, plan, process.platform, wheel?.path);
     if (outcome.kind === 'ok') return plan;

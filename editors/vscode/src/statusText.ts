@@ -15,7 +15,8 @@ export function formatTokens(tokens: { total: number; estimated?: boolean }): st
   return `${tokens.estimated ? '~' : ''}${formatCount(tokens.total)}`;
 }
 
-function plural(n: number, one: string, many: string): string {
+/** "1 memory file", "2 memory files" (the count formatted with thousands separators). */
+export function plural(n: number, one: string, many: string): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 

@@ -85,6 +85,7 @@ function fakeVscode(lm: object, withDefinition = true) {
 function source(over: Partial<McpProviderSource> = {}): McpProviderSource {
   return {
     workspace: () => '/work/proj',
+    launchFolder: () => '/home/ada/.config/Code/User/globalStorage/cc/launch',
     plan: async () => venvPlan,
     serverPid: async () => 4242,
     memoryElsewhere: () => false,
@@ -116,7 +117,8 @@ describe('MCP server definition provider: registration', () => {
     assert.equal(def.command, '/venv/bin/python');
     assert.deepEqual(def.args, ['-m', 'context_companion', 'mcp', '--attach', '--workspace', '/work/proj', '--server-pid', '4242']);
     assert.equal(def.version, '0.1.0');
-    assert.deepEqual(def.cwd, { fsPath: '/work/proj' });
+    // VS Code starts it in the extension's launch folder, never the workspace (passed as --workspace above).
+    assert.deepEqual(def.cwd, { fsPath: '/home/ada/.config/Code/User/globalStorage/cc/launch' });
   });
 
   it('adds --memory-elsewhere while the chat instructions deliver, and decides it again when VS Code starts the server', async () => {

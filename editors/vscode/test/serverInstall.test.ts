@@ -75,10 +75,12 @@ function scripted(opts: {
   pip?: RunResult;
   check?: RunResult;
   delayMs?: number;
-}): { run: Runner; calls: Call[] } {
+}): { run: Runner; calls: Call[]; cwds: string[] } {
   const calls: Call[] = [];
-  const run: Runner = async (command, args) => {
+  const cwds: string[] = [];
+  const run: Runner = async (command, args, options) => {
     calls.push({ command, args: [...args] });
+    cwds.push(options.cwd);
     if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
     if (command === 'uv' && args[0] === '--version') return opts.uv ? ok('uv 0.9.0') : missing;
     const venvTarget = command === 'uv' && args[0] === 'venv' ? args[args.length - 1] : args[0] === '-m' && args[1] === 'venv' ? args[2] : undefined;
@@ -97,7 +99,7 @@ function scripted(opts: {
     if (args.includes('-c')) return opts.pythons?.[command] ?? missing;
     throw new Error(`unexpected command ${command} ${args.join(' ')}`);
   };
-  return { run, calls };
+  return { run, calls, cwds };
 }
 
 const quiet = { log: () => undefined, report: () => undefined };
@@ -158,7 +160,7 @@ describe('which Python makes the environment', () => {
         'python3.12': pythonAnswer('/usr/bin/python3.12', [3, 12, 3]),
       },
     });
-    const found = await findBasePython(run, pythonCandidates(['/old/bin/python'], 'linux'), 'linux');
+    const found = await findBasePython(run, pythonCandidates(['/old/bin/python'], 'linux'), 'linux', '/storage/server');
     assert.equal(found.python?.executable, '/usr/bin/python3.12');
     assert.deepEqual(found.tried, ['/old/bin/python is 3.9.18', 'python3 not found', 'python3.14 not found', 'python3.13 not found']);
   });
@@ -205,6 +207,18 @@ describe('installBundledServer with scripted processes', () => {
     assert.equal(marker.sha256, wheel.sha256);
     assert.equal(marker.basePython, '/usr/bin/python3.11');
     assert.ok(!fs.existsSync(path.join(root, 'install.lock')), 'the lock is released');
+  });
+
+  it('runs every process (uv, the Pythons it asks, venv, pip, the check) in the install root, never elsewhere', async () => {
+    // `python -c`/`-m` import from the working folder first: not the workspace, not the extension host's folder.
+    for (const uv of [false, true]) {
+      const root = tmp('root');
+      const { run, cwds } = scripted({ uv, pythons: { python3: pythonAnswer('/usr/bin/python3.12', [3, 12, 1]) } });
+      const result = await installBundledServer({ run, ...quiet }, { root, wheel: fakeWheel(tmp('ext')), foundPython: ['python3'], platform: 'linux' });
+      assert.equal(result.kind, 'installed');
+      assert.ok(cwds.length >= 4, String(cwds.length));
+      assert.deepEqual([...new Set(cwds)], [root]);
+    }
   });
 
   it('uv on PATH: uv venv with the found Python, then uv pip install', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { countIncluded, formatCount, formatRefreshSummary, formatStatus, formatTokens } from '../src/statusText';
+import { countIncluded, formatCount, formatRefreshSummary, formatStatus, formatTokens, plural } from '../src/statusText';
 
 describe('status bar text', () => {
   it('shows the exact token count, grouped', () => {
@@ -69,5 +69,10 @@ describe('refresh summary', () => {
   it('counts included files only', () => {
     assert.equal(countIncluded([{ path: 'a', included: false }, { path: 'b' }, 'c']), 2);
     assert.equal(countIncluded(undefined), 0);
+  });
+
+  it('says one memory file in the singular (the memory picker: "1 memory file, 1 included")', () => {
+    assert.equal(plural(1, 'memory file', 'memory files'), '1 memory file');
+    assert.equal(plural(1234, 'memory file', 'memory files'), '1,234 memory files');
   });
 });

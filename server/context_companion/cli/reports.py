@@ -116,6 +116,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
             }
             for n, d in enumerate(companion.hook_plan(agent, (open_paths, active)), 1)
         ]
+    if agent == "gemini-cli":
+        from ..bridges.gemini.discovery import ide_dir_problem
+
+        problem = ide_dir_problem()
+        if problem is not None:
+            wire["skipped"] = [*wire.get("skipped", ()), problem]
     if args.json:
         sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
         return 0
@@ -127,6 +133,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     for mark, path, tier, tokens, why in rows:
         count = f"{tokens:>6} tokens" if tokens is not None else " " * 13
         sys.stdout.write(f"{mark} {path.ljust(width)}  {tier:<9} {count}  {why}\n")
+    for line in wire.get("skipped", ()):
+        sys.stdout.write(f"! {line}\n")
     if not rows:
         sys.stdout.write("No memory or rule files found.\n")
     loaded = len(wire["files"])

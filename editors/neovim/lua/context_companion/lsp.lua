@@ -128,7 +128,7 @@ local function explain_exit(cmd, code)
     return
   end
   local probe = vim.list_extend(vim.deepcopy(python), { '-c', 'import context_companion' })
-  local ok = pcall(vim.system, probe, { text = true }, function(result)
+  local ok = pcall(vim.system, probe, { text = true, cwd = require('context_companion.install').launch_dir() }, function(result)
     vim.schedule(function()
       if result.code ~= 0 then
         local py = table.concat(python, ' ')
@@ -330,6 +330,9 @@ function M.client_config(root)
   return {
     name = M.NAME,
     cmd = cmd,
+    -- Started in the plugin's launch folder, never the project: `python3 -m context_companion` imports from
+    -- its working folder first. The server takes the project from workspace_folders/root_dir.
+    cmd_cwd = require('context_companion.install').launch_dir(),
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     init_options = init_options,

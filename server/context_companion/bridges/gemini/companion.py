@@ -37,7 +37,7 @@ from ...discovery import new_token
 from ...workspace.commands import MAX_OPEN_DIFFS
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
-from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
+from .discovery import IdeDiscoveryFile, IdeInfo, ide_dir_problem, remove_stale
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -164,6 +164,7 @@ class GeminiCompanion:
         self.port = 0
         self._host: LocalHttpHost | None = None
         self._discovery: IdeDiscoveryFile | None = None
+        self._told_owner = False  # the discovery folder is another user's: logged once
         self._clients: dict[str, _Client] = {}
         self._diffs: dict[str, _Diff] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -227,7 +228,12 @@ class GeminiCompanion:
             self._discovery.write(self._folders())
         except OSError as exc:
             # The environment variables still lead a CLI started in the editor's terminal here.
-            log.warning("cannot write Gemini CLI's discovery file: %s", exc)
+            problem = ide_dir_problem(self._discovery.directory)
+            if problem is None:
+                log.warning("cannot write Gemini CLI's discovery file: %s", exc)
+            elif not self._told_owner:  # another user's folder stays so: said once, with the fix
+                self._told_owner = True
+                log.warning("%s", problem)
 
     def remove_discovery_file(self) -> None:
         """Take the discovery file away now (synchronous: before a shutdown is answered)."""
