@@ -230,51 +230,80 @@ def test_session_states_are_bounded_and_a_lost_one_delivers_everything_again() -
         assert all(not s.given for s in [HookSessions.from_json(damaged).get("codex", "a")])
 
 
-def test_hundreds_of_files_stay_under_the_limit_and_the_last_line_counts_the_rest() -> None:
+def test_hundreds_of_files_stay_under_the_limit_and_come_on_the_next_prompts() -> None:
+    """What does not fit one prompt is named as still to come (the last line counts what it cannot name) and
+    arrives with the next prompts, until the agent has all of it; then nothing."""
     from context_companion.memory.model import MemoryBlock
     from context_companion.workspace.agent_memory import lacking
     from context_companion.workspace.hooks import HookState, deliver
 
     blocks = [
-        MemoryBlock(f"m{i}/AGENTS.md", f"/ws/module-{i:03d}/AGENTS.md", "jit", True, "open file", "rule " * 80, True)
+        MemoryBlock(
+            f"m{i}/AGENTS.md", f"/ws/module-{i:03d}/AGENTS.md", "jit", True, "open file", f"rule {i} " * 60, True
+        )
         for i in range(300)
     ]
     state = HookState()
     first = deliver(state, lacking(blocks), limit=9_500)
     assert len(first.text) < 9_500 and 0 < len(first.files) < 300
     last = first.text.splitlines()[-1]
-    assert last.startswith("Left out to stay under 9,500 characters; read these files yourself: /ws/module-")
+    assert last.startswith(
+        "Still to come with your next prompts (each stays under 9,500 characters; read them yourself if you need "
+        "them now): /ws/module-"
+    )
     assert last.endswith(
         f" and {300 - len(first.files) - last.count('/AGENTS.md')} more (context-companion memory lists them)"
     )
-    assert deliver(state, lacking(blocks), limit=9_500).text == ""  # named once: not again until it changes
+    assert len(first.pending) == 300 - len(first.files)
+    got = list(first.files)
+    for _turn in range(40):
+        more = deliver(state, lacking(blocks), limit=9_500)
+        if not more.text:
+            break
+        assert len(more.text) < 9_500 and more.files and not set(more.files) & set(got)
+        got += more.files
+    assert sorted(got) == sorted(b.path for b in blocks)  # every file once, in about 13 prompts
+    assert deliver(state, lacking(blocks), limit=9_500).text == ""
 
 
-def test_a_changed_file_too_large_to_send_says_it_changed_and_the_state_round_trips() -> None:
-    """A changed file whose change and whole text are both over the agent's limit is named in the last line as
-    changed, once; the state (with its texts, scopes and left-out files) survives the state file, and a state
-    file written before those existed still loads."""
+def test_a_changed_file_too_large_to_send_comes_in_parts_and_the_state_round_trips() -> None:
+    """A changed file whose change and whole text are both over the agent's limit comes in parts, one a prompt,
+    marked as replacing the earlier copy; the state (with its parts sent) survives the state file, the text given
+    is kept once in the store all sessions share, and a state file written before those existed still loads."""
     from context_companion.memory.model import MemoryBlock
     from context_companion.workspace.agent_memory import lacking
-    from context_companion.workspace.hooks import HookState, deliver
+    from context_companion.workspace.hooks import HookSessions, HookState, TextStore, deliver
 
     def root(text: str) -> list[MemoryBlock]:
         return [MemoryBlock("AGENTS.md", "/ws/AGENTS.md", "workspace", True, "workspace memory", text, False)]
 
+    store = TextStore()
     state = HookState()
-    first = deliver(state, lacking(root("old line\n" * 1000)), limit=10_000)
+    first = deliver(state, lacking(root("old line\n" * 500)), limit=10_000, texts=store)
     assert first.files == ("AGENTS.md",) and first.size == len(first.text) <= 10_000
-    kept = HookState.from_json(json.loads(json.dumps(state.to_json())))
-    assert kept == state and kept.texts  # the text given is kept to diff a later change against
-    changed = deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000)
-    assert changed.files == () and changed.left_out == ("/ws/AGENTS.md",)
-    assert changed.text.splitlines()[-1] == (
-        "Left out to stay under 10,000 characters; read these files yourself: "
-        "/ws/AGENTS.md (changed on disk since it was given)"
+    assert store.get(state.given["/ws/AGENTS.md"][1]) == "old line\n" * 500  # kept to diff a later change
+    new = "".join(f"new line {i}\n" for i in range(1060))
+    changed = deliver(state, lacking(root(new)), limit=10_000, texts=store)
+    assert changed.parts == ("part 1 of 2 of AGENTS.md",) and changed.pending == ("/ws/AGENTS.md",)
+    assert "--- Context from: AGENTS.md, part 1 of 2 (applies: always: project memory; changed on disk" in changed.text
+    assert (
+        changed.text.splitlines()[-1].startswith("Still to come with your next prompts") and len(changed.text) <= 10_000
     )
-    assert deliver(kept, lacking(root("new line\n" * 1060)), limit=10_000).text == ""
-    old = HookState.from_json({"given": {"/ws/AGENTS.md": ["AGENTS.md", "f1"]}, "started": True})
-    assert (old.given, old.started, old.left, old.texts) == ({"/ws/AGENTS.md": ("AGENTS.md", "f1")}, True, {}, {})
+    sessions = HookSessions()
+    sessions._by_key[("codex", "s")] = state
+    sessions.texts = store
+    kept = HookSessions.from_json(json.loads(json.dumps(sessions.to_json())))
+    again = kept.get("codex", "s")
+    assert again == state and again.parts == {"/ws/AGENTS.md": (state.parts["/ws/AGENTS.md"][0], 1)}
+    second = deliver(again, lacking(root(new)), limit=10_000, texts=kept.texts)
+    assert second.parts == ("part 2 of 2 of AGENTS.md",) and second.pending == () and second.files == ("AGENTS.md",)
+    assert "new line 1059" in second.text and "new line 0\n" not in second.text
+    assert "(part 2 of 2: the whole file is given) ---" in second.text and "Still to come" not in second.text
+    assert deliver(again, lacking(root(new)), limit=10_000, texts=kept.texts).text == ""
+    old = HookState.from_json({"given": {"/ws/AGENTS.md": ["AGENTS.md", "f1"]}, "started": True, "texts": {"f1": "x"}})
+    assert (old.given, old.started, old.left, old.parts) == ({"/ws/AGENTS.md": ("AGENTS.md", "f1")}, True, {}, {})
+    listed = HookSessions.from_json([["codex", "a", {"given": {"/p": ["p", "f"]}}]])  # the file's earlier shape
+    assert listed.get("codex", "a").given == {"/p": ("p", "f")}
 
 
 _COUNT_LISTINGS = """
@@ -367,7 +396,7 @@ def test_the_state_lock_is_not_held_while_the_memory_is_composed(
     assert "Always: be kind." in stdout.getvalue()
     assert free and all(free)  # (composed twice: the second time to know the session is quiet)
     state = json.loads((runtime / "context-companion" / "hook-sessions.json").read_text())
-    assert [s[:2] for s in state] == [["codex", "locks"]]  # merged back after the print
+    assert [s[:2] for s in state["sessions"]] == [["codex", "locks"]]  # merged back after the print
 
 
 def test_warnings_of_the_composition_make_one_stderr_line(project: Path, runtime: Path) -> None:

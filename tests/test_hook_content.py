@@ -193,9 +193,9 @@ def test_an_agent_started_in_a_sub_folder_gets_the_edit_of_that_folders_memory(
     assert hook(agent, root / folder, runtime) == ""
 
 
-def test_each_agent_is_sized_in_its_own_unit_and_told_what_was_left_out(tmp_path: Path, runtime: Path) -> None:
-    # 3,100 characters of Japanese: 9,300 UTF-8 bytes, with the root memory over Codex's 9,800 bytes.
-    rule = "# 日本語の規則\n\n" + "関数には必ず型注釈を付けてください。" * 172 + "\n"
+def test_each_agent_is_sized_in_its_own_unit_and_a_file_over_it_comes_in_parts(tmp_path: Path, runtime: Path) -> None:
+    # 3,100 characters of Japanese: 9,300 UTF-8 bytes, over what one of Codex's prompts takes (9,800 bytes in all).
+    rule = "# 日本語の規則\n\n" + "".join(f"{i}: 関数には必ず型注釈を付けてください。\n" for i in range(160))
     root = write(
         tmp_path / "ja",
         {
@@ -205,14 +205,20 @@ def test_each_agent_is_sized_in_its_own_unit_and_told_what_was_left_out(tmp_path
         },
     )
     claude = hook("claude-code", root, runtime)
-    assert "型注釈" in claude and "Left out" not in claude and len(claude) <= 10_000
+    assert "159: 関数" in claude and "Still to come" not in claude and len(claude) <= 10_000
     codex = hook("codex", root, runtime)
-    assert len(codex.encode()) <= 9_800
-    assert "COPILOT-ALL" in codex and "型注釈" not in codex
+    assert len(codex.encode()) <= 9_800 and "COPILOT-ALL" in codex
+    assert ".cursor/rules/ja.mdc, part 1 of 2 (applies: always) ---" in codex and "\n0: 関数" in codex
     assert codex.splitlines()[-1] == (
-        f"Left out to stay under 9,800 bytes; read these files yourself: {root / '.cursor/rules/ja.mdc'}"
+        "Still to come with your next prompts (each stays under 9,800 bytes; read them yourself if you need them "
+        f"now): {root / '.cursor/rules/ja.mdc'} (part 2 of 2)"
     )
-    assert hook("codex", root, runtime) == ""  # named once, not again until it changes
+    rest = hook("codex", root, runtime)  # the next prompt: the rest, from the line the first part ended before
+    assert len(rest.encode()) <= 9_800 and ".cursor/rules/ja.mdc, part 2 of 2 (applies: always) ---" in rest
+    assert "\n159: 関数" in rest and "COPILOT-ALL" not in rest and "Still to come" not in rest
+    cut = codex.split("--- End of part 1 of 2")[0].rsplit("\n", 2)[-2]  # the last line of part 1
+    assert cut.split(":")[0].isdigit() and f"\n{int(cut.split(':')[0]) + 1}: 関数" in rest
+    assert hook("codex", root, runtime) == ""  # all given: nothing
 
 
 def test_an_override_does_not_hide_a_file_claude_md_still_imports(tmp_path: Path) -> None:

@@ -48,7 +48,15 @@ import sys
 import time
 
 from . import proofs
-from .procs import SocketPath, ancestors, is_own_process, peer_credentials, read_private_json, runtime_folder
+from .procs import (
+    SocketPath,
+    agent_process,
+    ancestors,
+    is_own_process,
+    peer_credentials,
+    read_private_json,
+    runtime_folder,
+)
 
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
@@ -549,7 +557,8 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
         if fields["event"] not in EVENTS:
             return 0
         runner = fields.pop("runner", "")
-        request = {"agent": runner or agent, **fields}
+        # The agent's process: a new one (``copilot -p``, ``qwen -p`` each turn) has read its own files afresh.
+        request = {"agent": runner or agent, **fields, "agentProcess": agent_process()}
         answer: Answer | DiskAnswer | None
         if runner == VSCODE:
             # VS Code's own agent: our extension's chat instructions give its chat what it lacks; the editor's

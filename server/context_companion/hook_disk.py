@@ -147,7 +147,12 @@ def compose_from_disk(request: dict[str, str], expired: Callable[[], bool] | Non
     parts = [] if rel == "." else rel.split(os.sep)
     chain = tuple("/".join(parts[: i + 1]) for i in range(len(parts)))
     hook_request = HookRequest(
-        request["agent"], request["event"], request["sessionId"], request["source"], request["cwd"]
+        request["agent"],
+        request["event"],
+        request["sessionId"],
+        request["source"],
+        request["cwd"],
+        request.get("agentProcess", ""),
     )
     start = hook_quiet.resume_at(directory, key)
     budget = RuleBudget(RULE_LIMIT, expired or _never, start)
@@ -181,6 +186,8 @@ def compose_from_disk(request: dict[str, str], expired: Callable[[], bool] | Non
             if (None if base is None else base.to_json()) != was:
                 return  # another hook of this session wrote first: the next prompt composes afresh
             now.commit(HookOutcome(outcome.delivery, outcome.key, base, outcome.state))
+            assert outcome.state is not None
+            now.adopt_texts(outcome.state, companion.hooks.texts)  # the texts it was given, kept once for all
             if record is not None:
                 hook_quiet.mark_quiet(directory, key, request["sessionId"], record)
             else:

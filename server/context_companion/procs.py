@@ -143,6 +143,42 @@ def ancestors(pid: int, limit: int = 64) -> list[int]:
     return chain
 
 
+# What may stand between an agent and the hook it runs: a shell running the hook's command line (``sh -c``),
+# and the small programs a command line may start it through.
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "busybox", "env", "timeout", "nice", "nohup"})
+MAX_SHELLS = 4
+
+
+def process_name(pid: int) -> str | None:
+    """The kernel's name of ``pid``'s program (``/proc/<pid>/comm``), or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as fh:
+            return fh.read(64).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def agent_process(pid: int | None = None) -> str:
+    """The process of the agent that runs this hook, as ``"<pid>:<start time>"``: this process's parent, or,
+    while that is a shell (:data:`SHELLS`, at most :data:`MAX_SHELLS` of them), the shell's parent. ``""``
+    where ``/proc`` cannot tell (then every prompt is taken to come from one process)."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(MAX_SHELLS + 1):
+        if pid <= 1:
+            return ""
+        name = process_name(pid)
+        if name is None:
+            return ""
+        if name not in SHELLS:
+            start = process_start_time(pid)
+            return "" if start is None else f"{pid}:{start}"
+        parent = proc_stat_field(pid, 4)
+        if parent is None:
+            return ""
+        pid = parent
+    return ""
+
+
 def mine(st: os.stat_result) -> bool:
     """Owned by this user (where the system has user ids; elsewhere, True: see the module docstring)."""
     return ownership.MY_UID is None or st.st_uid == ownership.MY_UID

@@ -396,3 +396,74 @@ def test_a_linked_claude_md_mirrored_rules_and_a_large_root_memory_arrive_once_a
     alone = from_disk(agent, editor.workspace, editor.env)
     alone_size = len(alone.encode()) if agent.name == "codex" else len(alone)
     agent_figures(agent.name, f"mirrored repo, turn 1 ({unit})", f"editor {size}, no editor {alone_size}")
+
+
+def _memory(marker: str, size: int) -> str:
+    """A memory file of about ``size`` characters, ``marker`` in its first line and ``<marker>-END`` in its last."""
+    text = f"# {marker}\n\n{marker}: the first rule.\n\n"
+    i = 0
+    while len(text) < size:
+        text += f"## Rule {i}\n\nEach change comes with a test of what a user sees ({marker.lower()} {i}).\n\n"
+        i += 1
+    return text + f"{marker}-END: the last rule.\n"
+
+
+NEAREST, PARENT, BIG_ROOT, ROOT_EDIT = "NEAREST-MEMORY", "PARENT-MEMORY", "BIG-ROOT-MEMORY", "ROOT-EDIT-LINE"
+# As on pydantic-ai (issue 39): the active file's folder memory (6,700 characters) and its parent's (4,400) are
+# over Claude Code's and Codex's limits together; the root AGENTS.md is 20,000 characters, and no CLAUDE.md (so
+# Claude Code reads AGENTS.md once at start, as Codex does).
+NESTED = {
+    "AGENTS.md": _memory(BIG_ROOT, 20_000),
+    "pkg/AGENTS.md": _memory(PARENT, 4_400),
+    "pkg/models/AGENTS.md": _memory(NEAREST, 6_700),
+    "pkg/models/openai.py": APP,
+}
+
+
+@pytest.fixture(params=sorted(AGENTS))
+def nested(request: pytest.FixtureRequest, tmp_path: Path, model_stub: ModelStub) -> Iterator[Session]:
+    yield from _session(AGENTS[request.param], make_workspace(tmp_path / "nested", NESTED), tmp_path, model_stub)
+
+
+def test_the_nearest_memory_first_the_rest_on_the_next_turns_and_a_big_file_edit_as_its_change(
+    nested: Session, agent_figures: Any
+) -> None:
+    """Issue 39.1 and 39.2 in one interactive session: the nearest memory in turn 1, its parent by turn 3 (Claude
+    Code and Codex cannot take both at once; Gemini CLI takes both, and the 20,000-character root it does not read
+    on the next turn); then a quiet turn; then a one-line edit of the root AGENTS.md arrives as its change, under
+    2,000 characters (Codex and Claude Code read that file at start and keep it: their prompts come from one agent
+    process, which the hook finds above the shell that runs it)."""
+    agent, ws = nested.agent, nested.editor.workspace
+    set_up_and_start(nested, ["pkg/models/openai.py"])
+    hooked: list[str] = []
+    _first, text = nested.turn("1", "Turn one: tell me what to keep in mind for this file.")
+    hooked.append(text)
+    assert f"{NEAREST}-END" in text, f"turn 1: the nearest memory is not all there:\n{text[:3000]}"
+    if agent.name == "gemini-cli":
+        assert f"{PARENT}-END" in text and BIG_ROOT not in text and "Still to come" in text
+    else:
+        assert PARENT not in text and "Still to come" in text
+    _second, text = nested.turn("2", "Turn two: anything else to know.")
+    hooked.append(text)
+    got = "".join(hooked)
+    assert f"{PARENT}-END" in got, f"by turn 2: the parent's memory has not come:\n{text[:3000]}"
+    if agent.name == "gemini-cli":
+        assert f"{BIG_ROOT}-END" in text and len(text) <= 30_000
+    third, quiet = nested.turn("3", "Turn three: anything more.")
+    assert quiet == "", f"turn 3: everything was given and nothing changed, yet the hook added:\n{quiet[:3000]}"
+    for marker in (NEAREST, PARENT, BIG_ROOT):
+        assert third.text.count(f"{marker}-END") == 1, f"turn 3: {marker} is not in the request once"
+
+    with (ws / "AGENTS.md").open("a", encoding="utf-8") as fh:
+        fh.write(f"{ROOT_EDIT}: one more rule.\n")
+    nested.wait_memory(lambda r: ROOT_EDIT in str(r.get("text")), "the edited AGENTS.md")
+    fourth, edited = nested.turn("4", "Turn four: tell me what changed.")
+    assert ROOT_EDIT in edited and len(edited) < 2_000, f"turn 4: want the change only:\n{edited[:3000]}"
+    assert fourth.text.count(ROOT_EDIT) == 1
+    unit = "bytes" if agent.name == "codex" else "chars"
+    size = (lambda t: len(t.encode())) if agent.name == "codex" else len
+    agent_figures(
+        agent.name,
+        f"nested big memory: hook {unit} per turn",
+        f"turn 1: {size(hooked[0])}, turn 2: {size(hooked[1])}, quiet: {size(quiet)}, after edit: {size(edited)}",
+    )

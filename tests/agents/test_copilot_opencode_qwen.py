@@ -242,3 +242,70 @@ def test_copilot_cli_in_a_project_set_up_only_for_claude_code_gets_the_memory_in
     assert not {ROOT, CLAUDE_OWN} & {m for m in MARKERS if m in hooked}, hooked
     second, hooked = run.turn("2", "Turn two: anything else to know.")
     assert hooked == "" and counts(second) == counts(first)
+
+
+def _big(marker: str, size: int = 20_000) -> str:
+    """A memory file of ``size`` characters with ``marker`` in its first and (``-END``) last line."""
+    text = f"# {marker}\n\n{marker}: the first rule.\n\n"
+    i = 0
+    while len(text) < size:
+        text += f"## Rule {i}\n\nKeep each change small and say why in the commit message ({marker.lower()} {i}).\n\n"
+        i += 1
+    return text + f"{marker}-END: the last rule.\n"
+
+
+BIG_ROOT, BIG_SRC = "BIG-ROOT-MEMORY", "BIG-SRC-MEMORY"
+ROOT_EDIT, SRC_EDIT = "ROOT-EDIT-LINE", "SRC-EDIT-LINE"
+BIG = {
+    "AGENTS.md": _big(BIG_ROOT),
+    "src/AGENTS.md": _big(BIG_SRC),
+    "src/app.py": 'def greet(name: str) -> str:\n    return f"hello {name}"\n',
+}
+
+
+@pytest.fixture(params=sorted(agents()))
+def big_run(request: pytest.FixtureRequest, tmp_path: Path, model_stub: ModelStub) -> Iterator[Run]:
+    agent = agents()[request.param]()
+    agent.install()
+    ws = make_workspace(tmp_path / "project", BIG)
+    home = (tmp_path / "home").resolve()
+    agent.seed(home, ws, model_stub)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    editor = EditorTerminal(ws, home, env={"PATH": path})
+    try:
+        yield Run(agent, editor, model_stub, {**editor.env, **agent.env(model_stub, ws)})
+    finally:
+        editor.stop()
+
+
+def test_big_memory_edited_by_one_line_arrives_once_as_its_change(big_run: Run, agent_figures: Any) -> None:
+    """Issue 39.1 and 39.3, one process per turn (``-p`` sessions): a 20,000-character root ``AGENTS.md`` the
+    agent reads itself in every new process, and a 20,000-character ``src/AGENTS.md`` (the active file's folder)
+    it never reads. Each gets one line appended: the root's edit is in the request once (the agent's own fresh
+    copy; the hook sends nothing of it), the sub-folder's arrives as its change, under 2,000 characters."""
+    run, ws = big_run, big_run.editor.workspace
+    set_up(run)
+    first, hooked = run.turn("1", "Turn one: tell me what to keep in mind for this file.")
+    assert BIG_SRC in hooked and f"{BIG_SRC}-END" in hooked and BIG_ROOT not in hooked, hooked[-2000:]
+    assert first.text.count(f"{BIG_ROOT}-END") == 1 and first.text.count(f"{BIG_SRC}-END") == 1
+    _second, quiet = run.turn("2", "Turn two: anything else to know.")
+    assert quiet == "", f"turn 2: nothing changed, yet the hooks added:\n{quiet[:2000]}"
+
+    for name, line in (("AGENTS.md", ROOT_EDIT), ("src/AGENTS.md", SRC_EDIT)):
+        with (ws / name).open("a", encoding="utf-8") as fh:
+            fh.write(f"{line}: one more rule.\n")
+    run.wait_memory(lambda r: ROOT_EDIT in str(r) and SRC_EDIT in str(r), "both edits")
+    third, edited = run.turn("3", "Turn three: tell me what changed.")
+    assert SRC_EDIT in edited and len(edited) < 2_000, f"turn 3: want the change only:\n{edited[:3000]}"
+    assert ROOT_EDIT not in edited, f"turn 3: {run.agent.name} read AGENTS.md afresh, yet the hook sent it:\n{edited}"
+    assert third.text.count(ROOT_EDIT) == 1 and third.text.count(SRC_EDIT) == 1, (
+        third.text.count(ROOT_EDIT),
+        third.text.count(SRC_EDIT),
+    )
+    fourth, after = run.turn("4", "Turn four: and now.")
+    assert after == "" and fourth.text.count(ROOT_EDIT) == 1 and fourth.text.count(SRC_EDIT) == 1
+    agent_figures(
+        run.agent.name,
+        "big memory: hook chars per turn",
+        f"turn 1: {len(hooked)}, quiet: {len(quiet)}, after edit: {len(edited)}, quiet: {len(after)}",
+    )

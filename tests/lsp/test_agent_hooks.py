@@ -131,8 +131,9 @@ async def test_claude_code_gets_what_it_does_not_read_once_then_only_changes(
         "API folder: keep handlers thin.",
     ):
         assert first.count(text) == 1, first
-    # The root memory it lacks first, then the active file's folder and the rules matching it.
-    assert first.index("Run make check before committing.") < first.index("API folder: keep handlers thin.")
+    # Nearest first, then outward: the active file's folder, the rules matching it, then the root memory.
+    assert first.index("API folder: keep handlers thin.") < first.index("API handlers return JSON.")
+    assert first.index("API handlers return JSON.") < first.index("Run make check before committing.")
     assert "prefer small diffs" not in first  # CLAUDE.md: Claude Code reads and tracks it itself
     assert "Web folder" not in first and "hunter2" not in first and "<" not in first
     assert "No editor is connected" not in first
@@ -275,8 +276,25 @@ async def test_large_memory_stays_under_the_limit_active_folder_first(start: Any
     text = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
     assert len(text) <= 10_000
     assert "API folder: keep handlers thin." in text and "API handlers return JSON." in text
-    last = text.splitlines()[-1]
-    assert last == f"Left out to stay under 10,000 characters; read these files yourself: {project / 'AGENTS.md'}"
+    # The root memory (19,207 characters) is over Claude Code's whole limit: it comes in parts, one a prompt.
+    assert "--- Context from: AGENTS.md, part 1 of 3 (applies: always: project memory) ---" in text
+    assert text.splitlines()[-1] == (
+        "Still to come with your next prompts (each stays under 10,000 characters; read them yourself if you need "
+        f"them now): {project / 'AGENTS.md'} (parts 2 to 3 of 3)"
+    )
+    second = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    third = context(hook("claude-code", "UserPromptSubmit", "s1", project), "claude-code")
+    assert "AGENTS.md, part 2 of 3 (" in second and "AGENTS.md, part 3 of 3 (" in third
+    assert max(len(second), len(third)) <= 10_000 and "API folder" not in second + third
+    joined = "".join(
+        t.split(" ---\n", 1)[1].split("\n--- End of", 1)[0] + "\n"
+        for t in (
+            text[text.index("--- Context from: AGENTS.md, part 1") :],
+            second.split("\n\n", 2)[2],
+            third.split("\n\n", 2)[2],
+        )
+    )
+    assert joined == (project / "AGENTS.md").read_text()  # the parts are the file, cut at line ends
     nothing(hook("claude-code", "UserPromptSubmit", "s1", project))
     # Gemini CLI takes 30,000 characters whole: the same root memory (19,207 characters) goes in.
     gemini = context(hook("gemini-cli", "BeforeAgent", "g1", project), "gemini-cli")
@@ -420,10 +438,10 @@ async def test_an_editor_on_a_monorepo_each_agent_gets_what_it_lacks_once_in_its
     assert len(claude) <= 10_000
 
     gemini = context(hook("gemini-cli", "BeforeAgent", "g", monorepo), "gemini-cli")
-    # Gemini CLI takes 30,000 characters: the root memory first, then every rule, nothing left out.
+    # Gemini CLI takes 30,000 characters: the rule of the active file first, then the root memory, nothing left out.
     assert gemini.count("## Part 23") == 1 and gemini.count("API-RULE") == 1
     assert all(f"SMALL-{i:02d}" in gemini for i in range(30)) and "Left out" not in gemini
-    assert gemini.index("## Part 0") < gemini.index("API-RULE") and len(gemini) <= 30_000
+    assert gemini.index("API-RULE") < gemini.index("## Part 0") and len(gemini) <= 30_000
 
     codex = context(hook("codex", "UserPromptSubmit", "x", monorepo), "codex")
     assert "## Part" not in codex and codex.count("API-RULE") == 1 and len(codex.encode()) <= 9_800
@@ -436,7 +454,9 @@ async def test_an_editor_on_a_monorepo_each_agent_gets_what_it_lacks_once_in_its
     assert "AGENTS.md" in paths and "CLAUDE.md" not in paths and snapshot["text"].count("## Part 23") == 1
 
 
-async def test_what_was_left_out_or_closed_is_never_taken_back(start: Any, monorepo: Path, runtime: Path) -> None:
+async def test_what_did_not_fit_comes_later_and_what_was_closed_is_never_taken_back(
+    start: Any, monorepo: Path, runtime: Path
+) -> None:
     (monorepo / "AGENTS.md").write_text("# Big\n\n" + SECTION * 120)  # over Claude Code's 10,000 characters
     (monorepo / "CLAUDE.md").unlink()
     (monorepo / "CLAUDE.md").write_text("Claude: short answers.\n")
@@ -445,12 +465,17 @@ async def test_what_was_left_out_or_closed_is_never_taken_back(start: Any, monor
     await synced(h)
     await announcement(runtime)
     first = context(hook("claude-code", "UserPromptSubmit", "c", monorepo), "claude-code")
-    assert first.splitlines()[-1].startswith("Left out to stay under 10,000 characters; read these files yourself: ")
+    assert first.splitlines()[-1].startswith("Still to come with your next prompts (each stays under 10,000 characters")
     assert str(monorepo / "AGENTS.md") in first.splitlines()[-1] and "SMALL-00" in first
-    # The back-end file is closed: the rules it brought stay with the agent, AGENTS.md was never given.
+    # The back-end file is closed: the rules it brought stay with the agent; the root AGENTS.md, over the whole
+    # limit, comes in parts with the next prompts, and then nothing.
     h.close("back/src/app.ts")
     h.cursor(h.open("front/page.ts"), 0, 0)
     await synced(h)
+    for n in range(1, 5):
+        part = context(hook("claude-code", "UserPromptSubmit", "c", monorepo), "claude-code")
+        assert f"--- Context from: AGENTS.md, part {n} of 4 (applies: always: project memory) ---" in part
+        assert "no longer applies" not in part and "SMALL-" not in part and len(part) <= 10_000
     nothing(hook("claude-code", "UserPromptSubmit", "c", monorepo))
     # A rule's own text changes so that it no longer applies to the back end: that one is taken back.
     (monorepo / ".cursor/rules/small-03.mdc").write_text('---\nglobs: "docs/**"\n---\nSMALL-03: docs only.\n')
@@ -694,3 +719,64 @@ async def test_a_runtime_folder_too_deep_for_sun_path_still_gets_the_socket(
     _private_socket(entry, run)
     text = context(hook("claude-code", "UserPromptSubmit", "deep", project), "claude-code")
     assert "The editor's active file is api/app.py" in text
+
+
+def _memory(title: str, marker: str, size: int) -> str:
+    text = f"# {title}\n\n{marker}\n\n"
+    i = 0
+    while len(text) < size:
+        text += f"## {title} rule {i}\n\nEach {title.lower()} change comes with a test of what a user sees, {i}.\n\n"
+        i += 1
+    return text
+
+
+async def test_the_nearest_memory_comes_first_and_the_rest_on_the_next_prompts(
+    start: Any, workspace: Path, runtime: Path
+) -> None:
+    """Issue 39.2, as on pydantic-ai: the editor on ``pkg/models/openai.py``, whose folder's memory (6,700
+    characters) and its parent's (4,400) are over Claude Code's 10,000 together: the nearest in the first prompt,
+    the parent in the next; a ``tests/AGENTS.md`` over the whole limit comes in parts, one a prompt; Gemini CLI,
+    with room for all of it, gets it in one prompt."""
+    (workspace / ".git").mkdir()
+    (workspace / "CLAUDE.md").write_text("Claude: prefer small diffs.\n")
+    (workspace / "pkg" / "models").mkdir(parents=True)
+    (workspace / "pkg" / "AGENTS.md").write_text(_memory("Package", "PARENT-MEMORY", 4_400))
+    (workspace / "pkg" / "models" / "AGENTS.md").write_text(_memory("Models", "NEAREST-MEMORY", 6_700))
+    (workspace / "pkg" / "models" / "openai.py").write_text("x = 1\n")
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "AGENTS.md").write_text(_memory("Tests", "TESTS-MEMORY", 20_700))
+    (workspace / "tests" / "test_openai.py").write_text("y = 2\n")
+    h = await start(workspace)
+    h.cursor(h.open("pkg/models/openai.py"), 0, 0)
+    await synced(h)
+    await announcement(runtime)
+
+    turn1 = context(hook("claude-code", "UserPromptSubmit", "c", workspace), "claude-code")
+    assert "NEAREST-MEMORY" in turn1 and "PARENT-MEMORY" not in turn1 and len(turn1) <= 10_000
+    assert turn1.splitlines()[-1] == (
+        "Still to come with your next prompts (each stays under 10,000 characters; read them yourself if you need "
+        f"them now): {workspace / 'pkg' / 'AGENTS.md'}"
+    )
+    turn2 = context(hook("claude-code", "UserPromptSubmit", "c", workspace), "claude-code")
+    assert "PARENT-MEMORY" in turn2 and "NEAREST-MEMORY" not in turn2 and "Still to come" not in turn2
+    nothing(hook("claude-code", "UserPromptSubmit", "c", workspace))
+
+    h.cursor(h.open("tests/test_openai.py"), 0, 0)
+    await synced(h)
+    parts = [context(hook("claude-code", "UserPromptSubmit", "c", workspace), "claude-code") for _ in range(3)]
+    for n, text in enumerate(parts, 1):
+        assert f"--- Context from: tests/AGENTS.md, part {n} of 3 (applies: " in text and len(text) <= 10_000
+    assert "TESTS-MEMORY" in parts[0] and "Tests rule 0\n" in parts[0]
+    assert parts[0].splitlines()[-1].endswith(f"{workspace / 'tests' / 'AGENTS.md'} (parts 2 to 3 of 3)")
+    assert parts[1].splitlines()[-1].endswith(f"{workspace / 'tests' / 'AGENTS.md'} (part 3 of 3)")
+    assert "Still to come" not in parts[2] and "(part 3 of 3: the whole file is given) ---" in parts[2]
+    nothing(hook("claude-code", "UserPromptSubmit", "c", workspace))
+
+    # Gemini CLI (30,000 characters) on the same files: the active file's memory first; of what the other open
+    # file brings, what fits the room left (31,800 characters in all), the rest with the next prompt.
+    gemini = context(hook("gemini-cli", "BeforeAgent", "g", workspace), "gemini-cli")
+    assert gemini.index("TESTS-MEMORY") < gemini.index("PARENT-MEMORY") and "NEAREST-MEMORY" not in gemini
+    assert gemini.splitlines()[-1].endswith(f"now): {workspace / 'pkg' / 'models' / 'AGENTS.md'}")
+    assert len(gemini) <= 30_000
+    assert "NEAREST-MEMORY" in context(hook("gemini-cli", "BeforeAgent", "g", workspace), "gemini-cli")
+    nothing(hook("gemini-cli", "BeforeAgent", "g", workspace))

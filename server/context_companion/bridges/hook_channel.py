@@ -63,7 +63,7 @@ MAX_UNPROVEN = 16  # connections that have not proved the token yet
 ANNOUNCEMENT_VERSION = 2  # 1 (no "version"): "port" only; 2: "socket" (a Unix domain socket) or "port"
 SOCKET_NAME = "hook-{pid}.sock"
 AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")  # agent_hook.AGENTS
-_FIELDS = ("agent", "event", "sessionId", "source", "cwd")
+_FIELDS = ("agent", "event", "sessionId", "source", "cwd", "agentProcess")  # agentProcess: optional
 
 
 def unix_socket_path(directory: str | os.PathLike[str] | None) -> str | None:
@@ -284,7 +284,12 @@ class HookChannel:
             if time.monotonic() >= deadline:
                 return expired(), None, None
             request = HookRequest(
-                fields["agent"], fields["event"], fields["sessionId"], fields["source"], fields["cwd"]
+                fields["agent"],
+                fields["event"],
+                fields["sessionId"],
+                fields["source"],
+                fields["cwd"],
+                fields["agentProcess"],
             )
             outcome = companion.hook_outcome(request)
         except asyncio.TimeoutError:

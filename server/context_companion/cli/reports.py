@@ -91,7 +91,7 @@ COMES_WITH_TURN = "comes with the turn"
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..memory.agents import agent_id, known_agents
+    from ..memory.agents import HOOK_AGENTS, agent_id, known_agents
 
     agent = agent_id(args.agent)
     if agent is None:
@@ -106,6 +106,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
     interactive = companion.snapshot.settings.profile.interactive
     wire = companion.memory.explain(agent, open_paths, active, interactive=interactive).to_wire()
     wire["estimated"] = companion.tokenizer.estimated
+    if agent in HOOK_AGENTS:
+        # What `context-companion hook` would give a new session of this agent, prompt after prompt, until it has
+        # all that applies (memory over the agent's limit takes several prompts; a big file comes in parts).
+        wire["hookDelivery"] = [
+            {
+                "prompt": n,
+                "size": d.size,
+                "unit": d.unit,
+                "files": [*d.files, *d.changed],
+                "parts": list(d.parts),
+                "stillToCome": list(d.pending),
+            }
+            for n, d in enumerate(companion.hook_plan(agent, (open_paths, active)), 1)
+        ]
     if agent == "gemini-cli":
         from ..bridges.gemini.discovery import ide_dir_problem
 
@@ -134,6 +148,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if wire["onlyContextCompanion"]:
         sys.stdout.write(
             f"loaded by Context Companion, not by {wire['name']}: {', '.join(wire['onlyContextCompanion'])}\n"
+        )
+    for step in wire.get("hookDelivery", []):
+        what = ", ".join([*step["files"], *step["parts"]]) or "only notes"
+        later = f"; still to come: {', '.join(step['stillToCome'])}" if step["stillToCome"] else ""
+        sys.stdout.write(
+            f"hook, prompt {step['prompt']} of a new session: {step['size']:,} {step['unit']}: {what}{later}\n"
         )
     return 0
 

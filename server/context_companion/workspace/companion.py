@@ -510,6 +510,8 @@ class Companion:
             from_disk=from_disk,
             active=active,
             open_files=open_files,
+            texts=self.hooks.texts,
+            process=request.process,
         )
         return HookOutcome(delivery, (request.agent, request.session_id), base, state)
 
@@ -537,12 +539,43 @@ class Companion:
         rules = AGENTS[agent] if isinstance(agent, str) else agent
         return agent_memory(rules.id, self.lacking(rules), self.tokenizer.count)
 
-    def lacking(self, agent: str | AgentRules, *, cwd: str | None = None) -> Lacking:
+    def hook_plan(
+        self, agent: str, files: tuple[list[Path], Path | None] | None = None, *, cwd: str | None = None
+    ) -> list[Delivery]:
+        """What a new session of ``agent``'s hook would get prompt after prompt, nothing changing, for the editor's
+        files (or ``files``: open paths and the active one): :func:`.hooks.delivery_plan`, for ``explain``."""
+        from .hooks import delivery_plan
+
+        paths, active = files if files is not None else self._open_paths()
+        folders = list(self.snapshot.folders)
+
+        def shown(path: Path) -> str:
+            for folder in folders:
+                if path.is_relative_to(folder):
+                    return path.relative_to(folder).as_posix()
+            return str(path)
+
+        return delivery_plan(
+            self.lacking(agent, cwd=cwd, files=(paths, active)),
+            limit=HOOK_LIMITS[agent],
+            count=hook_count(agent),
+            unit=HOOK_UNITS[agent],
+            active=shown(active) if active is not None else None,
+            open_files=[shown(p) for p in paths],
+        )
+
+    def lacking(
+        self,
+        agent: str | AgentRules,
+        *,
+        cwd: str | None = None,
+        files: tuple[list[Path], Path | None] | None = None,
+    ) -> Lacking:
         """What ``agent`` (an id or a table, running in ``cwd``) lacks of the memory that applies to the open
         files now: the one decision both :meth:`agent_memory` and :meth:`agent_hook` render. An agent that
         loads some rules for the files attached to its request (``attached_rules``: VS Code attaches the
         active file once it has a selection) is judged with those too."""
-        paths, active = self._open_paths()
+        paths, active = files if files is not None else self._open_paths()
         interactive = self.snapshot.settings.profile.interactive
         rules = AGENTS[agent] if isinstance(agent, str) else agent
         cursor = self.editor.cursor
