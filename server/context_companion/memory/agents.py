@@ -60,6 +60,7 @@ class AgentRules:
     above_root: bool = False  # ``names`` also in every folder above the repository root, up to /
     stand_in: tuple[str, str] | None = None  # (name, instead of): read at start when no ``instead of`` is found
     expands_imports: bool = False  # inlines ``@path`` imports; otherwise the line is read as written
+    expands_imports_in: tuple[str, ...] = ()  # only these memory file names' imports are expanded (empty: every file's)
     project_max_bytes: int = 0  # the project memory files together are cut at this many bytes (0: no cut)
     keeps: Keeps = ""  # how the files it loads at start stay current (see the module docstring)
     checked: str = ""  # the version its loading was checked against with the real executable
@@ -145,7 +146,7 @@ CURSOR = AgentRules(
 # AGENTS.md files (the nearest wins), or one CLAUDE.md or GEMINI.md at the repository root)
 COPILOT = AgentRules(
     "copilot",
-    "GitHub Copilot",
+    "GitHub Copilot in the editor",
     ("https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions",),
     names=("AGENTS.md", "CLAUDE.md", "GEMINI.md"),
     subfolders="when-open",
@@ -273,6 +274,9 @@ def vscode_rules(
 # other globs are only listed (a table of pattern and path the model may read when it touches such a file).
 # Not read: sub-folder memory below the working folder, CLAUDE.local.md, .cursor/rules. The interactive CLI
 # reads them at start and keeps them for the session (an edit of AGENTS.md is not seen by its next request).
+# It expands the `@` imports of AGENTS.md and CLAUDE.md (each imported file in an <imported_custom_instruction
+# source="…"> block after the line, a sub-folder file too), not those of GEMINI.md, .github/copilot-instructions.md
+# or .claude/rules; QWEN.md it never reads.
 COPILOT_CLI = AgentRules(
     "copilot-cli",
     "GitHub Copilot CLI",
@@ -281,6 +285,8 @@ COPILOT_CLI = AgentRules(
     upward=True,
     globals=("~/.copilot/copilot-instructions.md",),
     rules=("copilot", "copilot-instructions", "claude"),
+    expands_imports=True,
+    expands_imports_in=("AGENTS.md", "CLAUDE.md"),
     keeps="start",
     checked="1.0.102",
 )

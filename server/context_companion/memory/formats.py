@@ -78,6 +78,7 @@ NAME_FAMILY: dict[str, str] = {
     "AGENTS.md": "agents",
     "AGENTS.override.md": "codex",
     "GEMINI.md": "gemini",
+    "QWEN.md": "qwen",
     "CLAUDE.md": "claude",
     "CLAUDE.local.md": "claude",
 }
@@ -87,6 +88,9 @@ SHADOWS: dict[str, str] = {CODEX_OVERRIDE: "AGENTS.md"}  # in one folder, the ke
 # Vendor global memory files (home-relative), in reading order, with their family.
 VENDOR_GLOBALS: tuple[tuple[str, str, str], ...] = (
     (".gemini", "GEMINI.md", "gemini"),
+    (".qwen", "QWEN.md", "qwen"),
+    (".qwen", "AGENTS.md", "qwen"),
+    (".config/opencode", "AGENTS.md", "opencode"),
     (".claude", "CLAUDE.md", "claude"),
     (".codex", CODEX_OVERRIDE, "codex"),
     (".codex", "AGENTS.md", "codex"),

@@ -165,7 +165,9 @@ SourceFamily = Literal[
     "agents",
     "claude",
     "gemini",
+    "qwen",
     "codex",
+    "opencode",
     "cursor",
     "copilot",
     "windsurf",
@@ -181,7 +183,9 @@ SOURCE_FAMILIES: tuple[str, ...] = get_args(SourceFamily)
 
 
 class MemorySettings(_Model):
-    file_names: list[str] = Field(default_factory=lambda: ["AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"])
+    file_names: list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", "GEMINI.md", "QWEN.md", "CLAUDE.md", "CLAUDE.local.md"]
+    )
     read_vendor_globals: bool = True
     boundary_markers: list[str] = Field(default_factory=lambda: [".git"])
     max_file_bytes: int = Field(default=256 * 1024, ge=1)

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..memory import MemoryBlock
 from .agent_memory import Lacking
-from .updates import REASON_GONE, removal_notice
+from .updates import removal_notice
 
 # How much additionalContext each agent takes whole, in the unit it counts (measured with the real agents:
 # docs/agents.md). Claude Code 2.1.331 shows 10,000 characters inline (more becomes a short preview);
@@ -370,7 +370,7 @@ def deliver(
         for path, block in now.items():
             if path in at_start:
                 state.record(path, block)
-    pieces, twins = _what_is_new(state, now, lacks.every, count)
+    pieces, twins = _what_is_new(state, now, lacks.every, count, lacks.gone_reason)
     state.left = {p: fp for p, fp in state.left.items() if p in now}
     for path, block in twins:
         state.record(path, block)
@@ -422,7 +422,11 @@ def deliver(
 
 
 def _what_is_new(
-    state: HookState, now: Mapping[str, MemoryBlock], every: Mapping[str, MemoryBlock], count: Callable[[str], int]
+    state: HookState,
+    now: Mapping[str, MemoryBlock],
+    every: Mapping[str, MemoryBlock],
+    count: Callable[[str], int],
+    gone_reason: Callable[[str], str],
 ) -> tuple[list[_Piece], list[tuple[str, MemoryBlock]]]:
     """What to tell the agent (pieces) and the files whose text it already has under another name (twins)."""
     given_fps = {fp: path for path, (_display, fp) in state.given.items()}
@@ -462,7 +466,7 @@ def _what_is_new(
         if was is not None and _waits_on_open_files(was) and was.scope == state.scopes.get(path, was.scope):
             continue  # the editor's files changed, not the file: the agent keeps what it was given
         if was is None:
-            reason = REASON_GONE
+            reason = gone_reason(path)
         elif was.included:
             reason = "it is empty now" if not was.content.strip() else "context.exclude leaves it out now"
         else:
