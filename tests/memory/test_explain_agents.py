@@ -158,3 +158,96 @@ def test_claude_code_reads_agents_md_only_without_a_claude_md(repo: Path, home: 
     (repo / "CLAUDE.md").write_text("@AGENTS.md\n")
     imported = loaded(explain("claude-code", repo, home=home))
     assert imported["AGENTS.md"]["trigger"] == "import" and imported["AGENTS.md"]["reading"] == "tracked"
+
+
+def test_qwen_md_is_memory_read_by_qwen_code_only_and_a_link_to_agents_md_counts_once(repo: Path, home: Path) -> None:
+    """QWEN.md is a default memory file name: Qwen Code reads it itself (0.24.4), Claude Code, Codex, Copilot CLI
+    and OpenCode never do (measured: Copilot CLI 1.0.102's request has no QWEN.md), so explain says so."""
+    (repo / "AGENTS.md").write_text("Shared rules.\n")
+    (repo / "QWEN.md").write_text("Qwen: answer briefly.\n")
+    qwen = explain("qwen-code", repo, home=home)
+    assert loaded(qwen)["QWEN.md"]["reading"] == "start" and "QWEN.md" not in qwen["onlyAgent"]
+    for agent, name in (("claude-code", "Claude Code"), ("codex", "Codex"), ("copilot-cli", "GitHub Copilot CLI")):
+        data = explain(agent, repo, home=home)
+        assert "QWEN.md" not in loaded(data), agent
+        assert {f["path"]: f["reason"] for f in data["notLoaded"]}["QWEN.md"] == f"{name} does not read QWEN.md"
+        assert "QWEN.md" in data["onlyContextCompanion"], agent
+    ours = explain("context-companion", repo, home=home)
+    assert "QWEN.md" in loaded(ours)
+
+    (repo / "QWEN.md").unlink()
+    (repo / "QWEN.md").symlink_to("AGENTS.md")  # one file under two names
+    ours = loaded(explain("context-companion", repo, home=home))
+    assert sum(1 for f in ours.values() if f.get("inTotal", True)) == 1, ours
+    qwen = explain("qwen-code", repo, home=home)
+    assert loaded(qwen)["QWEN.md"].get("inTotal") is False and "counted once" in loaded(qwen)["QWEN.md"]["why"]
+
+
+def test_qwen_and_opencode_global_files(repo: Path, home: Path) -> None:
+    """~/.qwen/QWEN.md and ~/.qwen/AGENTS.md (Qwen Code 0.24.4's global memory), ~/.config/opencode/AGENTS.md
+    (OpenCode 1.18.33's, which it reads instead of ~/.claude/CLAUDE.md): found, and read by their own agent only."""
+    (repo / "AGENTS.md").write_text("Shared.\n")
+    (home / ".qwen").mkdir()
+    (home / ".qwen" / "QWEN.md").write_text("My Qwen habits.\n")
+    (home / ".qwen" / "AGENTS.md").write_text("My agent habits.\n")
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "AGENTS.md").write_text("My OpenCode habits.\n")
+    (home / ".claude").mkdir()
+    (home / ".claude" / "CLAUDE.md").write_text("My Claude habits.\n")
+    qwen = loaded(explain("qwen-code", repo, home=home))
+    assert {"~/.qwen/QWEN.md", "~/.qwen/AGENTS.md"} <= set(qwen) and "~/.config/opencode/AGENTS.md" not in qwen
+    opencode = explain("opencode", repo, home=home)
+    assert "~/.config/opencode/AGENTS.md" in loaded(opencode) and "~/.claude/CLAUDE.md" not in loaded(opencode)
+    reason = {f["path"]: f["reason"] for f in opencode["notLoaded"]}["~/.claude/CLAUDE.md"]
+    assert reason == (
+        "OpenCode reads only the first of ~/.config/opencode/AGENTS.md, ~/.claude/CLAUDE.md: "
+        "~/.config/opencode/AGENTS.md is used"
+    )
+    (home / ".config" / "opencode" / "AGENTS.md").unlink()
+    assert "~/.claude/CLAUDE.md" in loaded(explain("opencode", repo, home=home))
+    claude = loaded(explain("claude-code", repo, home=home))
+    assert "~/.qwen/QWEN.md" not in claude and "~/.claude/CLAUDE.md" in claude
+
+
+def test_copilot_cli_expands_the_imports_of_agents_md_and_claude_md_not_of_gemini_md(repo: Path, home: Path) -> None:
+    """Measured with Copilot CLI 1.0.102: each file an AGENTS.md or CLAUDE.md imports is in its request
+    (<imported_custom_instruction source="…">), a GEMINI.md's @ line stays as written. GitHub Copilot in the
+    editor (``--agent copilot``) is another agent, named apart."""
+    (repo / "CLAUDE.md").write_text("Claude notes.\n@CLAUDE.local.md\n")
+    (repo / "CLAUDE.local.md").write_text("Local notes " * 200 + "\n")
+    (repo / "GEMINI.md").write_text("@docs/g.md\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "g.md").write_text("Gemini document words. " * 200 + "\n")
+    cli = explain("copilot-cli", repo, home=home)
+    files = loaded(cli)
+    assert files["CLAUDE.local.md"]["trigger"] == "import" and files["CLAUDE.local.md"]["reading"] == "start"
+    assert files["CLAUDE.local.md"]["why"] == "imported by CLAUDE.md (its text is counted there)"
+    assert files["CLAUDE.md"]["tokens"] > 300 and "as written" not in files["CLAUDE.md"]["why"]
+    assert files["GEMINI.md"]["tokens"] < 40
+    assert "GitHub Copilot CLI reads its @ imports as written" in files["GEMINI.md"]["why"]
+    assert cli["name"] == "GitHub Copilot CLI"
+    editor = explain("copilot", repo, home=home)
+    assert editor["name"] == "GitHub Copilot in the editor"
+    assert "GitHub Copilot in the editor reads its @ imports as written" in loaded(editor)["CLAUDE.md"]["why"]
+
+
+def test_explain_tells_the_two_copilots_apart_in_its_text(repo: Path, home: Path) -> None:
+    (repo / "CLAUDE.local.md").write_text("Local.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env.update({"HOME": str(home), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")})
+    texts = {}
+    for agent in ("copilot", "copilot-cli"):
+        out = subprocess.run(
+            [sys.executable, "-m", "context_companion", "explain", "--agent", agent, "--workspace", str(repo)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        texts[agent] = out.stdout
+    assert texts["copilot"].startswith("GitHub Copilot in the editor (https://docs.github.com/")
+    assert "GitHub Copilot in the editor does not read CLAUDE.local.md" in texts["copilot"]
+    assert texts["copilot-cli"].startswith("GitHub Copilot CLI (https://docs.github.com/")
+    assert "GitHub Copilot CLI does not read CLAUDE.local.md" in texts["copilot-cli"]
+    assert "loaded by Context Companion, not by GitHub Copilot CLI: CLAUDE.local.md" in texts["copilot-cli"]
