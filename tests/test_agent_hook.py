@@ -407,3 +407,65 @@ def test_with_no_runtime_folder_it_can_trust_the_hook_falls_back_to_disk_and_kee
     assert list(hijacked.iterdir()) == []
     again = run_hook("claude-code", json.dumps(prompt("s", project)).encode(), env)
     assert (again.returncode, again.stdout, again.stderr) == (0, b"", b"")  # the state was kept
+
+
+def test_qwen_md_reaches_the_agents_that_do_not_read_it_and_not_qwen_code(project: Path, runtime: Path) -> None:
+    (project / "QWEN.md").write_text("Qwen notes: answer in short sentences.\n")
+    for agent in ("claude-code", "codex", "copilot-cli", "opencode"):
+        out = hook(agent, prompt(f"q-{agent}", project), runtime)
+        assert out.returncode == 0 and b"Qwen notes: answer in short sentences." in out.stdout, (agent, out)
+    qwen = hook("qwen-code", prompt("q-qwen", project), runtime)
+    assert b"Qwen notes" not in qwen.stdout and b"Claude: small diffs." in qwen.stdout
+
+
+def test_a_qwen_md_linked_to_agents_md_is_sent_once(project: Path, runtime: Path) -> None:
+    (project / "QWEN.md").symlink_to("AGENTS.md")
+    text = json.loads(hook("claude-code", prompt("link", project), runtime).stdout)["hookSpecificOutput"]
+    assert text["additionalContext"].count("Run make check.") == 1
+
+
+def test_copilot_cli_is_not_sent_what_claude_md_imports(project: Path, runtime: Path) -> None:
+    """Copilot CLI 1.0.102 expands CLAUDE.md's imports itself (an <imported_custom_instruction>): CLAUDE.local.md
+    imported by CLAUDE.md is not sent; without the import it is (Copilot CLI never reads CLAUDE.local.md)."""
+    (project / "CLAUDE.local.md").write_text("Local: run the slow tests too.\n")
+    plain = json.loads(hook("copilot-cli", prompt("c1", project), runtime).stdout)
+    assert "Local: run the slow tests too." in plain["additionalContext"]
+    (project / "CLAUDE.md").write_text("Claude: small diffs.\n@CLAUDE.local.md\n")
+    imported = hook("copilot-cli", prompt("c2", project), runtime)
+    assert b"Local: run the slow tests too." not in imported.stdout and b"be kind" in imported.stdout
+
+
+def test_a_file_dropped_from_memory_file_names_is_taken_back_with_that_reason(project: Path, runtime: Path) -> None:
+    first = json.loads(hook("codex", prompt("s", project), runtime).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Claude: small diffs." in first
+    (project / ".context-companion.toml").write_text('[memory]\nfileNames = ["AGENTS.md"]\n')
+    again = json.loads(hook("codex", prompt("s", project), runtime).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert (
+        "CLAUDE.md no longer applies (no longer a memory file name in the settings (memory.fileNames)): "
+        "disregard what it said." in again
+    )
+    assert "no longer exists" not in again
+    (project / ".context-companion.toml").write_text('[memory]\nsources = ["agents", "cursor"]\n')
+    (project / "CLAUDE.md").unlink()
+    assert b"CLAUDE.md" not in hook("codex", prompt("s2", project), runtime).stdout  # never given: nothing to say
+    (project / "QWEN.md").write_text("Qwen.\n")
+    given = hook("codex", prompt("s3", project), runtime).stdout
+    assert b"Qwen." not in given  # the qwen family is off
+    (project / ".cursor" / "rules" / "all.mdc").unlink()
+    gone = hook("codex", prompt("s", project), runtime).stdout.decode()
+    assert ".cursor/rules/all.mdc no longer applies (the file no longer exists)" in gone
+
+
+def test_gemini_hook_sends_project_memory_to_a_gemini_that_does_not_trust_the_folder(
+    project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI 0.61 with folder trust on reads neither an untrusted folder's settings nor its GEMINI.md: the
+    hook (run from the user's settings) sends them; once the folder is trusted it does not."""
+    (project / "GEMINI.md").write_text("Gemini: prefer small modules.\n")
+    env = {"XDG_RUNTIME_DIR": str(runtime), "GEMINI_CLI_TRUST_WORKSPACE": ""}
+    untrusted = run_hook("gemini-cli", json.dumps(prompt("u", project, "BeforeAgent")).encode(), env)
+    assert b"Gemini: prefer small modules." in untrusted.stdout
+    (tmp_path / "home" / ".gemini").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "home" / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+    trusted = run_hook("gemini-cli", json.dumps(prompt("t", project, "BeforeAgent")).encode(), env)
+    assert b"Gemini: prefer small modules." not in trusted.stdout and b"Run make check." in trusted.stdout

@@ -389,3 +389,19 @@ def test_a_usage_error_is_one_line_and_exit_2(args, error):
     out = run(*args)
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(error), out.stderr
+
+
+def test_memory_finds_qwen_md_and_the_qwen_and_opencode_global_files(project, env):
+    home = Path(env["HOME"])
+    (project / "QWEN.md").write_text("Qwen: short answers.\n")
+    (home / ".qwen").mkdir()
+    (home / ".qwen" / "QWEN.md").write_text("Global Qwen habits.\n")
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "AGENTS.md").write_text("Global OpenCode habits.\n")
+    out = run("memory", "--workspace", str(project), env=env)
+    assert out.returncode == 0, out.stderr
+    for path in ("+ QWEN.md", "+ ~/.qwen/QWEN.md", "+ ~/.config/opencode/AGENTS.md"):
+        assert path in out.stdout, out.stdout
+    off = run("memory", "--workspace", str(project), env={**env, "CONTEXT_COMPANION_MEMORY__SOURCES": '["agents"]'})
+    assert off.returncode == 0 and "+ AGENTS.md" in off.stdout, off.stderr
+    assert "QWEN.md" not in off.stdout and "~/.config/opencode" not in off.stdout, off.stdout

@@ -251,3 +251,70 @@ def test_explain_tells_the_two_copilots_apart_in_its_text(repo: Path, home: Path
     assert texts["copilot-cli"].startswith("GitHub Copilot CLI (https://docs.github.com/")
     assert "GitHub Copilot CLI does not read CLAUDE.local.md" in texts["copilot-cli"]
     assert "loaded by Context Companion, not by GitHub Copilot CLI: CLAUDE.local.md" in texts["copilot-cli"]
+
+
+def explain_env(agent: str, ws: Path, home: Path, env: dict[str, str]) -> dict[str, Any]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "GEMINI_CLI_TRUST"))}
+    full.update({"HOME": str(home), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg"), **env})
+    argv = [sys.executable, "-m", "context_companion", "explain", "--agent", agent, "--workspace", str(ws), "--json"]
+    out = subprocess.run(argv, capture_output=True, text=True, env=full, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+def test_gemini_cli_reads_neither_settings_nor_memory_of_a_folder_it_does_not_trust(repo: Path, home: Path) -> None:
+    """Gemini CLI 0.61 (measured: ``gemini -p`` against the stub): folder trust is on unless ~/.gemini/settings.json
+    turns it off; a folder ~/.gemini/trustedFolders.json trusts is read whole (AGENTS.md by the project's
+    context.fileName); an untrusted one makes ``-p`` stop, and ``--skip-trust`` runs without the project's settings."""
+    (repo / "GEMINI.md").write_text("Gemini project memory.\n")
+    (repo / "AGENTS.md").write_text("Shared.\n")
+    (repo / ".gemini").mkdir()
+    (repo / ".gemini" / "settings.json").write_text('{"context": {"fileName": ["AGENTS.md", "GEMINI.md"]}}')
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "GEMINI.md").write_text("My Gemini habits.\n")
+    untrusted = explain_env("gemini-cli", repo, home, {})
+    assert set(loaded(untrusted)) == {"~/.gemini/GEMINI.md"}
+    trusted_folders = home / ".gemini" / "trustedFolders.json"
+    assert untrusted["assumed"][0].startswith(
+        f"Gemini CLI does not trust {repo} (security.folderTrust is on and {trusted_folders} does not trust it): "
+        f"it reads neither {repo}/.gemini/settings.json nor the project's memory files, only its global ones"
+    )
+    trusted_folders.write_text(json.dumps({str(repo.parent / "x"): "TRUST_PARENT"}))  # its parent folder trusted
+    trusted = explain_env("gemini-cli", repo, home, {})
+    assert {"GEMINI.md", "AGENTS.md"} <= set(loaded(trusted))
+    assert trusted["assumed"] == [f"context.fileName ['AGENTS.md', 'GEMINI.md'] from {repo}/.gemini/settings.json"]
+    trusted_folders.write_text(json.dumps({str(repo.parent / "x"): "TRUST_PARENT", str(repo): "DO_NOT_TRUST"}))
+    assert set(loaded(explain_env("gemini-cli", repo, home, {}))) == {"~/.gemini/GEMINI.md"}
+    assert "AGENTS.md" in loaded(explain_env("gemini-cli", repo, home, {"GEMINI_CLI_TRUST_WORKSPACE": "true"}))
+    (home / ".gemini" / "settings.json").write_text('{"security": {"folderTrust": {"enabled": false}}}')
+    assert "AGENTS.md" in loaded(explain_env("gemini-cli", repo, home, {}))
+
+
+def test_qwen_code_trusts_every_folder_unless_folder_trust_is_turned_on(repo: Path, home: Path) -> None:
+    (repo / "QWEN.md").write_text("Qwen project memory.\n")
+    (home / ".qwen").mkdir()
+    assert "QWEN.md" in loaded(explain_env("qwen-code", repo, home, {}))
+    (home / ".qwen" / "settings.json").write_text('{"security": {"folderTrust": {"enabled": true}}}')
+    data = explain_env("qwen-code", repo, home, {})
+    assert "QWEN.md" not in loaded(data) and data["assumed"][0].startswith(f"Qwen Code does not trust {repo}")
+    (home / ".qwen" / "trustedFolders.json").write_text(json.dumps({str(repo): "TRUST_FOLDER"}))
+    assert "QWEN.md" in loaded(explain_env("qwen-code", repo, home, {}))
+
+
+def test_variables_in_context_file_name_are_expanded_as_each_agent_expands_them(repo: Path, home: Path) -> None:
+    """Gemini CLI 0.61: $VAR, ${VAR} and ${VAR:-default}; Qwen Code 0.24: $VAR and ${VAR} (no default);
+    a variable that is not set stays as written (resolveEnvVarsInString in each one's code)."""
+    (repo / "TEAM.md").write_text("Team rules.\n")
+    (repo / "NOTES.md").write_text("Notes.\n")
+    for folder in (".gemini", ".qwen"):
+        (repo / folder).mkdir()
+        (repo / folder / "settings.json").write_text(
+            '{"context": {"fileName": ["$TEAM_MEMORY", "${NOTES:-NOTES.md}"]}}'
+        )
+    gemini = explain_env("gemini-cli", repo, home, {"TEAM_MEMORY": "TEAM.md", "GEMINI_CLI_TRUST_WORKSPACE": "true"})
+    assert gemini["assumed"] == [f"context.fileName ['TEAM.md', 'NOTES.md'] from {repo}/.gemini/settings.json"]
+    qwen = explain_env("qwen-code", repo, home, {"TEAM_MEMORY": "TEAM.md"})
+    assert qwen["assumed"] == [f"context.fileName ['TEAM.md', '${{NOTES:-NOTES.md}}'] from {repo}/.qwen/settings.json"]
+    unset = explain_env("gemini-cli", repo, home, {"GEMINI_CLI_TRUST_WORKSPACE": "true"})
+    assert unset["assumed"] == [f"context.fileName ['$TEAM_MEMORY', 'NOTES.md'] from {repo}/.gemini/settings.json"]
