@@ -469,3 +469,13 @@ def test_gemini_hook_sends_project_memory_to_a_gemini_that_does_not_trust_the_fo
     (tmp_path / "home" / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
     trusted = run_hook("gemini-cli", json.dumps(prompt("t", project, "BeforeAgent")).encode(), env)
     assert b"Gemini: prefer small modules." not in trusted.stdout and b"Run make check." in trusted.stdout
+
+
+def test_qwen_rules_and_local_memory_go_to_the_other_agents_only(project: Path, runtime: Path) -> None:
+    (project / ".qwen" / "rules").mkdir(parents=True)
+    (project / ".qwen" / "rules" / "always.md").write_text("Qwen rule: write tests first.\n")
+    (project / ".qwen" / "QWEN.local.md").write_text("Qwen local: staging is read-only.\n")
+    claude = hook("claude-code", prompt("r1", project), runtime).stdout
+    assert b"Qwen rule: write tests first." in claude and b"Qwen local: staging is read-only." in claude
+    qwen = hook("qwen-code", prompt("r2", project), runtime).stdout
+    assert b"Qwen rule" not in qwen and b"Qwen local" not in qwen and b"Claude: small diffs." in qwen

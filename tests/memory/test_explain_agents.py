@@ -318,3 +318,28 @@ def test_variables_in_context_file_name_are_expanded_as_each_agent_expands_them(
     assert qwen["assumed"] == [f"context.fileName ['TEAM.md', '${{NOTES:-NOTES.md}}'] from {repo}/.qwen/settings.json"]
     unset = explain_env("gemini-cli", repo, home, {"GEMINI_CLI_TRUST_WORKSPACE": "true"})
     assert unset["assumed"] == [f"context.fileName ['$TEAM_MEMORY', 'NOTES.md'] from {repo}/.gemini/settings.json"]
+
+
+def test_qwen_code_rules_and_local_memory(repo: Path, home: Path) -> None:
+    """Qwen Code 0.24.4 (measured against the stub): .qwen/QWEN.local.md and the .qwen/rules without `paths` are in
+    its system message at start; a rule with `paths` comes when its tools touch a matching file. No other agent
+    reads them."""
+    (repo / ".qwen" / "rules" / "py").mkdir(parents=True)
+    (repo / ".qwen" / "QWEN.local.md").write_text("Local: the staging database is read-only.\n")
+    (repo / ".qwen" / "rules" / "always.md").write_text("Always: write tests first.\n")
+    (repo / ".qwen" / "rules" / "py" / "py.md").write_text('---\npaths:\n  - "src/**/*.py"\n---\nPython: type hints.\n')
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("")
+    qwen = loaded(explain("qwen-code", repo, home=home))
+    assert qwen[".qwen/QWEN.local.md"]["reading"] == "start" and qwen[".qwen/rules/always.md"]["reading"] == "start"
+    assert ".qwen/rules/py/py.md" not in qwen
+    working = loaded(explain("qwen-code", repo, "--active", "src/a.py", home=home))
+    assert working[".qwen/rules/py/py.md"]["reading"] == "just-in-time"
+    claude = explain("claude-code", repo, "--active", "src/a.py", home=home)
+    assert not [p for p in loaded(claude) if p.startswith(".qwen/")]
+    reasons = {f["path"]: f["reason"] for f in claude["notLoaded"]}
+    assert reasons[".qwen/rules/always.md"] == "Claude Code does not read .qwen/rules"
+    assert reasons[".qwen/QWEN.local.md"] == "Claude Code does not read .qwen/QWEN.local.md"
+    assert {".qwen/QWEN.local.md", ".qwen/rules/always.md", ".qwen/rules/py/py.md"} <= set(
+        claude["onlyContextCompanion"]
+    )

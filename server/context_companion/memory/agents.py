@@ -314,7 +314,10 @@ OPENCODE = AgentRules(
 # AGENTS.md (or the names of context.fileName in .qwen/settings.json or ~/.qwen/settings.json) from the working
 # folder up to the repository root, ~/.qwen/QWEN.md and ~/.qwen/AGENTS.md, and .qwen/QWEN.local.md at the root,
 # with @ imports expanded, in the system message; read at start (a Gemini CLI fork: the session keeps them).
-# Not read: sub-folder memory below the working folder, CLAUDE.md, GEMINI.md; its own rules are .qwen/rules.
+# Not read: sub-folder memory below the working folder, CLAUDE.md, GEMINI.md. Its own rules (read in its shipped
+# code, memory/rulesLoader): .qwen/rules/**/*.md at the repository root and ~/.qwen/rules, those without `paths` in
+# the system message at start, those with `paths` when its tools touch a matching file. In a folder it does not
+# trust (security.folderTrust on) only its global files: agent_settings.for_agent.
 QWEN_CODE = AgentRules(
     "qwen-code",
     "Qwen Code",
@@ -322,6 +325,7 @@ QWEN_CODE = AgentRules(
     names=("QWEN.md", "AGENTS.md"),
     upward=True,
     globals=("~/.qwen/QWEN.md", "~/.qwen/AGENTS.md"),
+    rules=("qwen", "qwen-local"),
     expands_imports=True,
     keeps="start",
     checked="0.24.4",

@@ -3,7 +3,7 @@
 Tiers, in the order they are rendered (later blocks take precedence, so the most specific
 text comes last, as in the AGENTS.md convention "the closest file wins"):
 
-1. **global**: ``~/.gemini/GEMINI.md`` and ``~/.claude/CLAUDE.md`` when
+1. **global**: ``~/.gemini/GEMINI.md``, ``~/.qwen/QWEN.md``, ``~/.claude/CLAUDE.md``, ... when
    ``memory.readVendorGlobals`` is on, then the memory file names in the Context Companion
    config dir (our own global memory, where ``addMemory`` writes, comes last);
 2. **workspace**: per workspace folder, the directories from the nearest boundary marker down to
