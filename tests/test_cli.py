@@ -134,8 +134,8 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), codex, gemini-cli"
-        " (or gemini), cursor, copilot, windsurf, cline, continue, kiro, zed, vscode, copilot-cli, opencode, qwen-code"
-        " (or qwen), context-companion"
+        " (or gemini), cursor, copilot (GitHub Copilot in the editor), windsurf, cline, continue, kiro, zed, vscode,"
+        " copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), context-companion"
     ]
 
 

@@ -371,5 +371,6 @@ def agent_id(name: str) -> str | None:
 
 def known_agents() -> str:
     """The ids, each alias beside its id: for error messages and help."""
-    short = {v: k for k, v in AGENT_ALIASES.items()}
-    return ", ".join(f"{a} (or {short[a]})" if a in short else a for a in AGENT_IDS)
+    short = {v: f"or {k}" for k, v in AGENT_ALIASES.items()}
+    said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots: named apart
+    return ", ".join(f"{a} ({said[a]})" if a in said else a for a in AGENT_IDS)
