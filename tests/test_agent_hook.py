@@ -418,10 +418,15 @@ def test_qwen_md_reaches_the_agents_that_do_not_read_it_and_not_qwen_code(projec
     assert b"Qwen notes" not in qwen.stdout and b"Claude: small diffs." in qwen.stdout
 
 
-def test_a_qwen_md_linked_to_agents_md_is_sent_once(project: Path, runtime: Path) -> None:
-    (project / "QWEN.md").symlink_to("AGENTS.md")
-    text = json.loads(hook("claude-code", prompt("link", project), runtime).stdout)["hookSpecificOutput"]
+@pytest.mark.parametrize("how", ["link", "copy"])
+def test_a_qwen_md_linked_to_or_copied_from_agents_md_is_sent_once(project: Path, runtime: Path, how: str) -> None:
+    if how == "link":
+        (project / "QWEN.md").symlink_to("AGENTS.md")
+    else:
+        (project / "QWEN.md").write_text((project / "AGENTS.md").read_text())
+    text = json.loads(hook("claude-code", prompt(how, project), runtime).stdout)["hookSpecificOutput"]
     assert text["additionalContext"].count("Run make check.") == 1
+    assert hook("qwen-code", prompt(how, project), runtime).stdout.count(b"Run make check.") == 0  # it reads both
 
 
 def test_copilot_cli_is_not_sent_what_claude_md_imports(project: Path, runtime: Path) -> None:

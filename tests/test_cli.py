@@ -405,3 +405,11 @@ def test_memory_finds_qwen_md_and_the_qwen_and_opencode_global_files(project, en
     off = run("memory", "--workspace", str(project), env={**env, "CONTEXT_COMPANION_MEMORY__SOURCES": '["agents"]'})
     assert off.returncode == 0 and "+ AGENTS.md" in off.stdout, off.stderr
     assert "QWEN.md" not in off.stdout and "~/.config/opencode" not in off.stdout, off.stdout
+
+
+def test_a_qwen_md_with_the_text_of_agents_md_is_in_the_instruction_once(project, env):
+    (project / "QWEN.md").write_text((project / "AGENTS.md").read_text())
+    out = run("memory", "--workspace", str(project), env=env)
+    assert "- QWEN.md" in out.stdout and "not included: same text as AGENTS.md" in out.stdout, out.stdout
+    instruction = run("instruction", "--workspace", str(project), env=env)
+    assert instruction.stdout.count("Run tests with make check.") == 1
