@@ -287,6 +287,17 @@ def test_gemini_cli_reads_neither_settings_nor_memory_of_a_folder_it_does_not_tr
     trusted_folders.write_text(json.dumps({str(repo.parent / "x"): "TRUST_PARENT", str(repo): "DO_NOT_TRUST"}))
     assert set(loaded(explain_env("gemini-cli", repo, home, {}))) == {"~/.gemini/GEMINI.md"}
     assert "AGENTS.md" in loaded(explain_env("gemini-cli", repo, home, {"GEMINI_CLI_TRUST_WORKSPACE": "true"}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "GEMINI_CLI_TRUST"))}
+    env.update({"HOME": str(home), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")})
+    argv = [sys.executable, "-m", "context_companion", "explain", "--agent", "gemini", "--workspace", str(repo)]
+    text = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60).stdout
+    assert f"Gemini CLI's settings: Gemini CLI does not trust {repo} (security.folderTrust is on and " in text
+    assert "+ ~/.gemini/GEMINI.md " in text
+    assert any(
+        line.startswith("- GEMINI.md ")
+        and line.endswith("Gemini CLI does not trust this folder: it reads only its global files")
+        for line in text.splitlines()
+    ), text
     (home / ".gemini" / "settings.json").write_text('{"security": {"folderTrust": {"enabled": false}}}')
     assert "AGENTS.md" in loaded(explain_env("gemini-cli", repo, home, {}))
 

@@ -242,5 +242,7 @@ def for_agent(
         return agent, ()
     names, note, trusted = context_file_names(agent.id, folder, home, environ)
     if not trusted:  # its global files only: no project memory, no rules, nothing in sub-folders
-        return replace(agent, names=(), subfolders="never", rules=(), stand_in=None, above_root=False), (note,)
+        why = f"{agent.name} does not trust this folder: it reads only its global files"
+        rules = replace(agent, names=(), subfolders="never", rules=(), stand_in=None, above_root=False, untrusted=why)
+        return rules, (note,)
     return replace(agent, names=names), (note,)

@@ -64,6 +64,7 @@ class AgentRules:
     project_max_bytes: int = 0  # the project memory files together are cut at this many bytes (0: no cut)
     keeps: Keeps = ""  # how the files it loads at start stay current (see the module docstring)
     checked: str = ""  # the version its loading was checked against with the real executable
+    untrusted: str = ""  # why it reads none of the project's files here (a folder it does not trust), or ""
     # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
     attached_rules: tuple[RuleFormat, ...] = ()
 

@@ -363,6 +363,8 @@ class _Judge:
 
         if e.rendered.skip:
             return out(False, "", f"skipped: {e.rendered.skip}")
+        if a.untrusted and e.folder is not None:
+            return out(False, "", a.untrusted)
         if a.first_of:
             if e.abs_path == self.first:
                 return out(True, "first-match", f"{a.name} uses the first file of {', '.join(a.first_of)}")
