@@ -354,3 +354,20 @@ def test_qwen_code_rules_and_local_memory(repo: Path, home: Path) -> None:
     assert {".qwen/QWEN.local.md", ".qwen/rules/always.md", ".qwen/rules/py/py.md"} <= set(
         claude["onlyContextCompanion"]
     )
+
+
+def test_qwen_code_reads_the_folder_just_above_the_repository_root_too(repo: Path, home: Path) -> None:
+    """Measured with Qwen Code 0.24.4: a QWEN.md in the repository root's parent folder is in its system message,
+    one in the folder above that is not (its upward walk stops one folder past the root)."""
+    (repo / "AGENTS.md").write_text("Root.\n")
+    (repo.parent / "QWEN.md").write_text("Outer folder memory.\n")
+    (repo.parent.parent / "QWEN.md").write_text("Further out.\n")
+    data = explain("qwen-code", repo, home=home)
+    above = [f for f in data["files"] if f["trigger"] == "above-root"]
+    assert [f["path"] for f in above] == [str(repo.parent / "QWEN.md")]
+    assert above[0]["reading"] == "start"
+    assert (
+        above[0]["why"] == "Qwen Code reads it in the folders above the workspace, 1 folder above the repository root"
+    )
+    claude = explain("claude-code", repo, home=home)
+    assert not [f for f in claude["files"] if f["trigger"] == "above-root"]  # Claude Code reads CLAUDE.md there only

@@ -58,6 +58,7 @@ class AgentRules:
     fallback_rules: tuple[RuleFormat, ...] = ()  # read only when none of ``rules`` exists
     first_of: tuple[str, ...] = ()  # only the first of these files in the workspace folder
     above_root: bool = False  # ``names`` also in every folder above the repository root, up to /
+    above_root_depth: int = 0  # with ``above_root``: only this many folders above the root (0: up to /)
     stand_in: tuple[str, str] | None = None  # (name, instead of): read at start when no ``instead of`` is found
     expands_imports: bool = False  # inlines ``@path`` imports; otherwise the line is read as written
     expands_imports_in: tuple[str, ...] = ()  # only these memory file names' imports are expanded (empty: every file's)
@@ -327,6 +328,8 @@ QWEN_CODE = AgentRules(
     upward=True,
     globals=("~/.qwen/QWEN.md", "~/.qwen/AGENTS.md"),
     rules=("qwen", "qwen-local"),
+    above_root=True,  # measured: the folder just above the repository root too (its walk stops past the root)
+    above_root_depth=1,
     expands_imports=True,
     keeps="start",
     checked="0.24.4",

@@ -240,7 +240,7 @@ class _Judge:
                     here = [(os.path.join(current, n), n) for n in self.agent.names]
                     found.append([(p, n) for p, n in here if os.path.isfile(p)])
                     parent = os.path.dirname(current)
-                    if parent == current:
+                    if parent == current or len(found) == self.agent.above_root_depth:
                         break
                     current = parent
                 self._above = [f for folder in reversed(found) for f in folder]  # root → leaf, as the agent reads them
@@ -256,7 +256,9 @@ class _Judge:
                 continue
             display = home_display(path, self.index.home)
             tokens = renderer.count(render_block(display, text.strip("\n").rstrip()))
-            why = f"{self.agent.name} reads it in every folder above the workspace, up to /"
+            depth = self.agent.above_root_depth
+            where = "up to /" if not depth else f"{depth} folder{'' if depth == 1 else 's'} above the repository root"
+            why = f"{self.agent.name} reads it in the folders above the workspace, {where}"
             out.append(
                 Explained(display, "workspace", True, False, "above-root", why, tokens, None, self.agent.keeps, path)
             )
