@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .generate import Manifest
+from .ours import editor_settings
 from .report import INFO, MISS, PASS, Figure, Target
 
 OLD = {"environment": {"placement": "systemInstruction"}, "memory": {"onDemandDelivery": "instruction"}}
@@ -77,7 +78,7 @@ def run_day(root: Path, man: Manifest, settings_data: dict[str, Any], second: Pa
     from context_companion.workspace.snapshot import WorkspaceSnapshot
 
     today = [DAY]
-    snapshot = WorkspaceSnapshot.resolve([root], settings_data)
+    snapshot = WorkspaceSnapshot.resolve([root], editor_settings(settings_data))
     companion = Companion(snapshot, today=lambda: today[0])
     companion.load()
     day = Day()

@@ -21,7 +21,7 @@ from typing import Any
 
 from .core_figures import REPO, Context
 from .generate import restore_mutable
-from .ours import Unavailable
+from .ours import Unavailable, editor_settings
 from .report import Figure, Target, percentile
 from .rpc import LspClient, RpcError, ServerGone, file_uri, initialize_params, notification
 
@@ -86,7 +86,7 @@ async def start(ctx: Context, kind: str, label: str, *, ready: bool = True) -> S
     client = await LspClient.spawn(argv_for(kind, ctx), name=kind, cwd=REPO, env=ctx.env, stderr_path=log_path)
     try:
         t_resp, result = await client.request_timed(
-            "initialize", initialize_params(root, ctx.settings_data), timeout=60
+            "initialize", initialize_params(root, editor_settings(ctx.settings_data)), timeout=60
         )
         if not isinstance(result, dict) or "capabilities" not in result:
             raise Unavailable(f"{kind}: initialize answered without capabilities")

@@ -22,6 +22,12 @@ def bench_settings(data: dict[str, Any]) -> Any:
     return Settings.model_validate(data)
 
 
+def editor_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as an editor sends it: the ranks file the bench names lies outside the trees, which
+    only the user's own value may name (``userValues``, docs/protocol.md)."""
+    return {**data, "userValues": ["tokens.encodingFile"]}
+
+
 def bench_tokenizer(settings: Any) -> Any:
     from context_companion.tokens import Tokenizer
 

@@ -22,7 +22,9 @@ A build:
 3. the ``.vsix`` is moved to ``dist/context-companion-<version>.vsix`` and checked: it holds that
    wheel and a ``package.json`` of the same version.
 
-Errors are one line on stderr and exit status 2. Nothing is written outside the checkout but what
+The builds' own output goes to ``dist/release.log``; the script prints one line before, then what was built
+(each artifact with its size and sha256). Errors are one line on stderr and exit status 2 (a failed step
+shows the end of the log first). Nothing is written outside the checkout but what
 ``python -m build`` and ``npm`` themselves write (their caches).
 """
 
@@ -46,6 +48,7 @@ PACKAGE_JSON = VSCODE / "package.json"
 PACKAGE_LOCK = VSCODE / "package-lock.json"
 BUNDLED = VSCODE / "server"  # where the extension finds the wheel it carries
 DIST = REPO / "dist"
+LOG = DIST / "release.log"  # the builds' own output (python -m build, npm): hundreds of lines
 
 _VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.MULTILINE)
 _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")  # what both PEP 440 and npm's semver read the same way
@@ -118,13 +121,19 @@ def _write(path: Path, text: str) -> None:
 
 
 def _run(cmd: list[str], cwd: Path, what: str) -> None:
-    print(f"$ {' '.join(cmd)}    (in {cwd.relative_to(REPO) if cwd != REPO else '.'})", flush=True)
-    try:
-        done = subprocess.run(cmd, cwd=cwd, check=False)
-    except FileNotFoundError:
-        raise ReleaseError(f"{what}: {cmd[0]} is not on PATH") from None
+    """Run one build step with its output going to :data:`LOG`; a failure names the log and shows its end."""
+    DIST.mkdir(exist_ok=True)
+    with LOG.open("a", encoding="utf-8") as log:
+        log.write(f"$ {' '.join(cmd)}    (in {cwd.relative_to(REPO) if cwd != REPO else '.'})\n")
+        log.flush()
+        try:
+            done = subprocess.run(cmd, cwd=cwd, check=False, stdout=log, stderr=subprocess.STDOUT)
+        except FileNotFoundError:
+            raise ReleaseError(f"{what}: {cmd[0]} is not on PATH") from None
     if done.returncode != 0:
-        raise ReleaseError(f"{what} failed (exit status {done.returncode}; its output is above)")
+        tail = LOG.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+        sys.stderr.write("\n".join(tail) + "\n")
+        raise ReleaseError(f"{what} failed (exit status {done.returncode}; its output: {LOG.relative_to(REPO)})")
 
 
 def build_python(v: str, *, isolation: bool) -> tuple[Path, Path]:
@@ -184,10 +193,15 @@ def check_vsix(vsix: Path, v: str) -> None:
             raise ReleaseError(f"{vsix.name}: its package.json says version {manifest.get('version')!r}, not {v}")
 
 
+def _size(n: int) -> str:
+    return f"{n / 1024:.0f} KiB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f} MiB"
+
+
 def _summary(paths: list[Path]) -> None:
+    print(f"built (the build output is in {LOG.relative_to(REPO)}):")
     for path in paths:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        print(f"{path.relative_to(REPO)}  {path.stat().st_size:>9} bytes  sha256 {digest}")
+        print(f"  {path.relative_to(REPO)!s:<48} {_size(path.stat().st_size):>9}  sha256 {digest}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(f"release number {v}: every copy agrees")
             return 0
+        DIST.mkdir(exist_ok=True)
+        LOG.write_text("", encoding="utf-8")  # this build's output only
+        print(f"building {v}: the sdist and wheel{'' if args.no_vsix else ', then the .vsix'} ...", flush=True)
         wheel, sdist = build_python(v, isolation=not args.no_isolation)
         made = [sdist, wheel]
         if not args.no_vsix:

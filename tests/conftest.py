@@ -5,15 +5,30 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import forkserver
 import pytest
 import run_figures
+from planted import plant
 from token_encodings import make_paragraph_encoding
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(__file__).parent / ".no-tiktoken-cache"))
+
+
+def _tools_beside_the_interpreter_first() -> None:
+    """The tools the dev install brought (nvim, ruff, lint-imports, context-companion, pipx, uv) sit beside the
+    Python that runs the tests: ``.venv/bin/python -m pytest`` from a shell where that environment is not
+    activated finds them as an activated one does, before any other copy on PATH. Every test, its servers
+    and the programs it starts see this PATH (a test that wants a PATH without them builds its own)."""
+    here = str(Path(sys.executable).parent)
+    rest = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != here]
+    os.environ["PATH"] = os.pathsep.join([here, *rest])
+
+
+_tools_beside_the_interpreter_first()
 
 
 def make_tiny_encoding(name: str = "tiny_test"):
@@ -86,6 +101,43 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
     yield
+
+
+# --------------------------------------------------------------------------- sealed from the machine
+# What lies above the tests' own folders is the machine's: a ``/tmp/.git`` and ``/tmp/AGENTS.md`` of another
+# program (or user) made tests/memory fail. Every test's tree is below the run's base folder, and nothing above
+# it is a project: ``GIT_CEILING_DIRECTORIES`` names it (git's variable; our discovery honours it as git does,
+# context_companion/ownership.py), for this process, the servers and hooks it starts, and git itself.
+# ``CC_TEST_PLANT_ABOVE=<folder>`` proves it: the run's base folder goes below <folder>, which gets a ``.git``
+# and the memory files of every vendor (``CC_TEST_PLANT_UID=<uid>``: owned by that user; root only), and the
+# tests must pass all the same (tests/memory/test_sealed.py runs a sample this way).
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    where = os.environ.get("CC_TEST_PLANT_ABOVE")
+    if not where or hasattr(config, "workerinput") or config.option.basetemp is not None:
+        return
+    root = Path(where).resolve()
+    uid = os.environ.get("CC_TEST_PLANT_UID")
+    plant(root, int(uid) if uid else None)
+    if uid:
+        os.chown(root, int(uid), int(uid))  # the folder itself too: the whole of it is theirs
+    base = root / "nested" / "basetemp"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    config.option.basetemp = str(base)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sealed_from_above(tmp_path_factory: pytest.TempPathFactory):
+    if os.environ.get("CC_TEST_NO_CEILING"):  # tests/memory/test_sealed.py: what a run is without the seal
+        yield
+        return
+    before = os.environ.get("GIT_CEILING_DIRECTORIES")
+    os.environ["GIT_CEILING_DIRECTORIES"] = str(tmp_path_factory.getbasetemp())
+    yield
+    if before is None:
+        os.environ.pop("GIT_CEILING_DIRECTORIES", None)
+    else:
+        os.environ["GIT_CEILING_DIRECTORIES"] = before
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -64,6 +64,7 @@ def _run_as_the_agent(command: str, ws: Path, tmp_path: Path, env: dict[str, str
         text=True,
         timeout=60,
         env={**os.environ, **env, "XDG_RUNTIME_DIR": str(runtime)},
+        cwd=ws,  # the agent runs its hooks in the project
     )
 
 
@@ -85,8 +86,9 @@ def test_claude_code_project_setup_merges_idempotently_and_keeps_the_mode(ws: Pa
     assert out.returncode == 0, out.stderr
     assert out.stdout == (
         f"Claude Code: added the hooks SessionStart, UserPromptSubmit to {settings} "
-        f"(command: {EXE} hook --agent claude-code)\n"
-    )  # Claude Code's project file is not committed: no word about a machine's path
+        f"(command: {EXE} hook --agent claude-code); the file is personal (it names paths of this machine), not for "
+        "committing\n"
+    )  # Claude Code's project file is not committed: no note about teammates, one line
     data = json.loads(settings.read_text())
     assert data == {
         "permissions": {"allow": ["Bash(ls)"]},
@@ -175,7 +177,7 @@ def test_a_file_setup_created_goes_with_remove_and_one_that_held_braces_gets_the
     assert (ws / ".gemini" / "settings.json").is_file()
     gone = setup(ws, env, "gemini-cli", "--remove")
     assert gone.returncode == 0, gone.stderr
-    assert "the file is deleted (setup had created it), and the empty folder" in gone.stdout
+    assert "the file is deleted (setup had created it), and so is the empty folder" in gone.stdout
     assert not (ws / ".gemini").exists()  # no 0-byte file that would stop Gemini CLI, no empty folder
 
     codex = ws / ".codex" / "hooks.json"
@@ -512,3 +514,156 @@ def test_an_agent_whose_hooks_are_flat_is_one_more_entry_in_the_table() -> None:
     }
     assert merged(path, flat, done, command) == done
     assert removed(path, flat, done) == text
+
+
+def test_remove_without_an_agent_takes_out_every_agents_hooks_set_up_here(ws: Path, env: dict[str, str]) -> None:
+    nothing = run("setup", "--remove", "--workspace", str(ws), env=env)
+    assert nothing.returncode == 0, nothing.stderr
+    assert nothing.stdout == (
+        f"No agent's Context Companion hooks are set up in {ws} (none of claude-code, gemini-cli, codex, copilot-cli, "
+        "qwen-code, opencode); nothing changed\n"
+    )
+    for agent in ("claude", "copilot", "opencode"):
+        assert setup(ws, env, agent).returncode == 0
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini" / "settings.json").write_text('{"theme": "dark"}\n')  # the user's, no hooks of ours
+
+    out = run("setup", "--remove", "--workspace", str(ws), env=env)
+    assert out.returncode == 0, out.stderr
+    assert [line.split(" ", 3)[:3] for line in out.stdout.splitlines()] == [
+        ["Claude", "Code:", "removed"],
+        ["GitHub", "Copilot", "CLI:"],
+        ["OpenCode:", "deleted", "the"],
+    ]
+    assert out.stdout.splitlines()[1].endswith(
+        f"the file is deleted (setup had created it), and so are the empty folders {ws}/.github/hooks and {ws}/.github"
+    )
+    assert sorted(p.name for p in ws.iterdir()) == [".gemini"]
+    assert (ws / ".gemini" / "settings.json").read_text() == '{"theme": "dark"}\n'
+
+
+def test_remove_without_an_agent_reads_every_file_before_it_changes_one(ws: Path, env: dict[str, str]) -> None:
+    assert setup(ws, env, "claude-code").returncode == 0
+    (ws / ".codex").mkdir()
+    (ws / ".codex" / "hooks.json").write_text('{"hooks": {}, // no comments in plain JSON\n}\n')
+    out = run("setup", "--remove", "--workspace", str(ws), env=env)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith(f"context-companion: {ws}/.codex/hooks.json: ") and len(out.stderr.splitlines()) == 1
+    assert (ws / ".claude" / "settings.local.json").is_file()
+
+
+def _git(ws: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **env, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=ws, env=full, capture_output=True, text=True, timeout=30)
+
+
+def test_claude_codes_personal_file_is_kept_out_of_git_as_claude_code_does(ws: Path, env: dict[str, str]) -> None:
+    """Claude Code appends ``**/.claude/settings.local.json`` to git's global ignore file when it creates the file in
+    a repository that does not ignore it; setup says the file is personal and does the same, keeping what is there."""
+    ignore = Path(env["HOME"]) / ".config" / "git" / "ignore"
+    out = setup(ws, env, "claude")  # not a git repository: said personal, nothing written outside
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith(
+        "(command: ...)".replace("...", f"{EXE} hook --agent claude-code")
+        + "; the file is personal (it names paths of this machine), not for committing\n"
+    )
+    assert len(out.stdout.splitlines()) == 1 and not ignore.exists()
+
+    assert _git(ws, env, "init", "-q").returncode == 0
+    ignore.parent.mkdir(parents=True)
+    ignore.write_text("*.swp")  # the user's, no newline at the end
+    dry = setup(ws, env, "claude", "--dry-run")
+    assert dry.stdout.splitlines()[-1].endswith(
+        f"would add **/.claude/settings.local.json to git's global ignore file {ignore}, as Claude Code does"
+    )
+    assert ignore.read_text() == "*.swp"
+    out = setup(ws, env, "claude")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        f"Claude Code: already set up (SessionStart, UserPromptSubmit) in {ws}/.claude/settings.local.json; nothing "
+        "changed; the file is personal (it names paths of this machine): added "
+        f"**/.claude/settings.local.json to git's global ignore file {ignore}, as Claude Code does: git leaves it out "
+        "of every repository"
+    ]
+    assert ignore.read_text() == "*.swp\n**/.claude/settings.local.json\n"
+    assert _git(ws, env, "status", "--porcelain", "--untracked-files=all").stdout == ""
+    again = setup(ws, env, "claude")
+    assert again.stdout.endswith(
+        "nothing changed; the file is personal (it names paths of this machine), not for committing\n"
+    )
+    assert ignore.read_text() == "*.swp\n**/.claude/settings.local.json\n"
+
+
+def test_claude_codes_personal_file_goes_where_core_excludesfile_says(ws: Path, env: dict[str, str]) -> None:
+    assert _git(ws, env, "init", "-q").returncode == 0
+    home = Path(env["HOME"])
+    (home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/my ignores\n")
+    assert setup(ws, env, "claude-code").returncode == 0
+    assert (home / "my ignores").read_text() == "**/.claude/settings.local.json\n"
+    assert not (home / ".config" / "git").exists()
+
+
+# A repository that runs code of its own when Python imports from it: the package's name, a dependency's, and the
+# start-up files Python imports from its path. Each writes a marker file outside the repository.
+HOSTILE_MODULES = ("context_companion/__init__.py", "pydantic/__init__.py", "sitecustomize.py", "usercustomize.py")
+
+
+def plant_hostile(folder: Path, markers: Path) -> None:
+    markers.mkdir(exist_ok=True)
+    for name in HOSTILE_MODULES:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mark = markers / name.replace("/", "_")
+        path.write_text(f"open({str(mark)!r}, 'w').write('ran')\nraise SystemExit(7)\n")
+
+
+def bare_environment(tmp_path: Path) -> Path:
+    """This virtualenv seen through another folder whose ``bin`` holds only ``python``: an install without
+    the ``context-companion`` script beside its interpreter, so setup writes the Python fallback."""
+    env = tmp_path / "bare env"
+    (env / "bin").mkdir(parents=True)
+    if sys.prefix != sys.base_prefix:  # a virtualenv: the copy reads its pyvenv.cfg and site-packages
+        (env / "pyvenv.cfg").write_text((Path(sys.prefix) / "pyvenv.cfg").read_text())
+        for lib in ("lib", "lib64"):
+            if (Path(sys.prefix) / lib).exists():
+                (env / lib).symlink_to(Path(sys.prefix) / lib, target_is_directory=True)
+    # (else a plain installation: Python follows the link to its own prefix and finds the package there)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    return env / "bin" / "python"
+
+
+def test_the_planted_package_runs_when_python_imports_from_the_project(tmp_path: Path, ws: Path) -> None:
+    """The attack the hook command must not fall for: ``python -m context_companion`` in the project runs the
+    project's own ``context_companion/``."""
+    plant_hostile(ws, tmp_path / "markers")
+    ran = subprocess.run([sys.executable, "-m", "context_companion", "--help"], cwd=ws, capture_output=True, timeout=60)
+    assert ran.returncode == 7 and (tmp_path / "markers" / "context_companion___init__.py").exists()
+
+
+@pytest.mark.parametrize("form", ["script", "python"])
+def test_the_hook_command_never_runs_the_projects_python_files(
+    tmp_path: Path, ws: Path, env: dict[str, str], form: str
+) -> None:
+    """setup's hook command, run as the agent runs it (in the project), runs the installed package, whether
+    it names the ``context-companion`` script or (no script beside the interpreter) the interpreter itself;
+    nothing of the project's ``context_companion/``, ``pydantic/``, ``sitecustomize.py`` or
+    ``usercustomize.py`` runs."""
+    markers = tmp_path / "markers"
+    plant_hostile(ws, markers)
+    python = sys.executable if form == "script" else str(bare_environment(tmp_path))
+    out = run("setup", "--agent", "claude-code", "--workspace", str(ws), env=env, executable=python)
+    assert out.returncode == 0, out.stderr
+    command = json.loads((ws / ".claude" / "settings.local.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][
+        0
+    ]["command"]
+    if form == "script":
+        assert command == f"{EXE} hook --agent claude-code"
+    else:
+        assert command.startswith(f"'{python}' -c ") and "-m context_companion" not in command
+    (ws / ".cursorrules").write_text("The real package answered.\n")
+    ran = _run_as_the_agent(command, ws, tmp_path, env)
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr
+    assert "The real package answered." in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert sorted(p.name for p in markers.iterdir()) == []
+    assert setup(ws, env, "claude-code", "--remove").returncode == 0  # the form written is recognised as ours
+    assert not (ws / ".claude" / "settings.local.json").exists()  # setup created it, --remove takes it away

@@ -379,16 +379,60 @@ def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, e
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (["turn", "--cursor"], "context-companion turn: argument --cursor: expected one argument"),
-        (["setup", "--agent", "vim"], "context-companion setup: argument --agent: invalid choice: 'vim'"),
-        (["bogus"], "context-companion: argument COMMAND: invalid choice: 'bogus'"),
+        (
+            ["turn", "--cursor"],
+            "context-companion: turn --cursor: expected one argument (see context-companion turn --help)",
+        ),
+        (
+            ["setup", "--agent", "vim"],
+            "context-companion: --agent vim: unknown agent; setup takes claude-code (or claude), gemini-cli (or gemini), "
+            "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen)",
+        ),
+        (["setup"], "context-companion: setup --agent: required (see context-companion setup --help)"),
+        (["explain"], "context-companion: explain --agent: required (see context-companion explain --help)"),
+        (["memory", "--bogus"], "context-companion: unrecognized arguments: --bogus (see context-companion --help)"),
+        (
+            ["bogus"],
+            "context-companion: bogus: unknown command; commands: serve, instruction, turn, memory, explain, "
+            "compression-prompt, mcp, hook, setup (see context-companion --help)",
+        ),
     ],
 )
 def test_a_usage_error_is_one_line_and_exit_2(args, error):
-    """argparse printed its whole usage block before the error; every other user error here is one line."""
+    """argparse printed its whole usage block before the error; every user error here is one line, with the one
+    prefix ``context-companion:`` (argparse's own said ``context-companion setup: argument --agent: ...``)."""
     out = run(*args)
     assert out.returncode == 2 and out.stdout == ""
-    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(error), out.stderr
+    assert out.stderr == error + "\n"
+
+
+def _subcommands() -> list[str]:
+    from context_companion.cli.parser import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    return list(sub.choices)
+
+
+@pytest.mark.parametrize("command", _subcommands())
+def test_every_commands_help_says_what_it_does(command: str) -> None:
+    """``--help`` of every subcommand has a description: a sentence between the usage and the options."""
+    out = run(command, "--help")
+    assert out.returncode == 0, out.stderr
+    usage, rest = out.stdout.split("\n\n", 1)
+    assert usage.startswith(f"usage: context-companion {command}")
+    description = rest.split("\n\n", 1)[0]
+    assert not description.startswith("options:") and len(description.split()) >= 8, out.stdout
+    assert description.rstrip().endswith((".", ")")), description
+
+
+def test_setup_help_names_every_agent_and_its_short_name() -> None:
+    out = run("setup", "--help").stdout
+    said = " ".join(out.split())  # argparse wraps
+    assert "--agent AGENT" in said
+    for name in ("claude-code (or claude)", "gemini-cli (or gemini)", "codex", "copilot-cli (or copilot)", "opencode"):
+        assert name in said, name
+    assert "qwen-code (or qwen)" in said and "except with --remove" in said
 
 
 def test_memory_finds_qwen_md_and_the_qwen_and_opencode_global_files(project, env):

@@ -91,3 +91,66 @@ def test_every_command_names_an_existing_params_model():
 
     for command in COMMANDS:
         assert issubclass(command.params_model(), BaseModel), command.name
+
+
+def test_every_release_file_and_version_the_docs_name_is_this_release() -> None:
+    """Artifact names (wheel, sdist, .vsix, the installed extension's folder), the .vsix users install and the
+    version our discovery files carry: in README.md and docs/ they are all ``__version__`` (docs/editors/vscode.md
+    said ``context-companion.vsix`` and ``0.1.0`` after the release was 0.2.0)."""
+    import re
+
+    from context_companion import __version__
+
+    named = re.compile(
+        r"context_companion-([0-9][^-/\s`]*?)(?:-py3-none-any\.whl|\.tar\.gz)"
+        r"|context-companion-([0-9][^/\s`]*?)\.vsix"
+        r"|context-companion\.context-companion-([0-9][^/\s`]*)"
+        r'|"version": "([^"]+)"'
+    )
+    wrong = []
+    for doc in [DOCS.parent / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for match in named.finditer(text):
+            found = next(g for g in match.groups() if g is not None)
+            if found != __version__:
+                wrong.append(f"{doc.relative_to(DOCS.parent)}: {match[0]}")
+        for vsix in re.findall(r"code --install-extension (\S+)", text):
+            if vsix != f"context-companion-{__version__}.vsix":
+                wrong.append(f"{doc.relative_to(DOCS.parent)}: code --install-extension {vsix}")
+    assert wrong == []
+
+
+def test_every_setting_that_touches_files_ports_or_secrets_says_whether_a_workspace_may_set_it():
+    """The keys come from the model's field markers, so a new file-naming key cannot be left out;
+    each row says what the key does and the policy the server enforces for workspace values."""
+    import re
+
+    from context_companion.settings.provenance import sensitive
+
+    doc = (DOCS / "configuration.md").read_text()
+    rows = {
+        key: (touches, policy)
+        for touches, key, policy in re.findall(r"^\| ([a-z ]+) \| `([^`]+)` \| ([a-z ]+) \|", doc, re.MULTILINE)
+    }
+    marked = {s.key: (s.touches, s.workspace) for s in sensitive()}
+    assert {"systemPromptFile", "writeSystemPromptTo", "tokens.encodingFile"} <= set(marked)
+    assert rows == marked
+
+
+def test_the_vscode_extension_restricts_every_setting_a_workspace_may_not_set_freely():
+    """VS Code ignores the workspace values of restricted configurations in Restricted Mode: every
+    declared setting that names a file or guards secrets is one."""
+    import json
+
+    from context_companion.settings.provenance import sensitive
+
+    manifest = json.loads((DOCS.parent / "editors" / "vscode" / "package.json").read_text())
+    blocks = manifest["contributes"]["configuration"]
+    blocks = blocks if isinstance(blocks, list) else [blocks]
+    declared = {k.removeprefix("contextCompanion.") for b in blocks for k in b.get("properties", {})}
+    assert "systemPromptFile" in declared
+    restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
+    for s in sensitive():
+        top = s.key.split("[]")[0].rsplit(".contributors", 1)[0]  # systemPrompt.contributors[].files → systemPrompt
+        if s.workspace != "yes" and top in declared:
+            assert f"contextCompanion.{top}" in restricted, s.key

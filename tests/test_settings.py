@@ -93,15 +93,40 @@ def test_profile_validation():
     ],
 )
 def test_a_workspace_settings_file_may_not_name_prompt_files_outside_the_workspace(tmp_path, toml):
-    """A cloned repository's .context-companion.toml cannot make the instruction carry your files."""
-    from context_companion.errors import SettingsError
+    """A cloned repository's .context-companion.toml cannot make the instruction carry your files:
+    the value is left out (the other settings stay) and one line names the key, the value and why."""
+    from context_companion.settings.layers import resolve_with_refusals
 
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "rules.md").write_text("ok")
     (ws / ".context-companion.toml").write_text(toml + "\n")
-    with pytest.raises(SettingsError) as info:
-        resolve_settings([ws], environ={}, user_dir=tmp_path / "user")
-    assert "outside the workspace folder" in str(info.value) and ".context-companion.toml" in str(info.value)
+    settings, refusals = resolve_with_refusals([ws], environ={}, user_dir=tmp_path / "user")
+    assert settings.system_prompt_file is None
+    if settings.system_prompt is not None and not isinstance(settings.system_prompt, str):
+        assert [c.files for c in settings.system_prompt.contributors] == [["rules.md"]]
+    (refusal,) = refusals
+    assert "outside the workspace folders" in refusal.message and ".context-companion.toml" in refusal.message
+    assert refusal.value in ("~/.ssh/id_ed25519", "../outside.md", "/etc/hostname"), refusal
     (ws / ".context-companion.toml").write_text('systemPromptFile = "rules.md"\n')  # inside: allowed
     assert resolve_settings([ws], environ={}, user_dir=tmp_path / "user").system_prompt_file == "rules.md"
+
+
+def test_an_untrusted_workspace_keeps_its_trust_when_the_editor_settings_are_invalid(tmp_path):
+    """Invalid editor settings fall back to the other layers, still judged as Restricted Mode: the
+    workspace's settings file names no file."""
+    from context_companion.workspace.snapshot import initial_snapshot
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "rules.md").write_text("Workspace template.\n")
+    (ws / ".context-companion.toml").write_text('systemPromptFile = "rules.md"\n')
+    for section in (
+        {"memory": {"maxTokens": -1}, "workspaceTrusted": False},
+        {"memory": {"maxTokens": -1}, "workspaceTrusted": "no"},
+    ):
+        snapshot, errors = initial_snapshot([ws], section, "utf-16", environ={}, user_dir=tmp_path / "user")
+        assert errors and snapshot.settings.system_prompt_file is None
+        assert [r.key for r in snapshot.refusals] == ["systemPromptFile"]
+    snapshot, _ = initial_snapshot([ws], {"memory": {"maxTokens": -1}}, "utf-16", environ={}, user_dir=tmp_path / "u")
+    assert snapshot.settings.system_prompt_file == "rules.md"  # trusted (not said): inside the workspace is fine

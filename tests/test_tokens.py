@@ -157,8 +157,21 @@ def test_the_estimate_warning_is_one_line_naming_the_settings_that_fix_it(comman
     assert out.returncode == 0, out.stderr
     assert out.stderr.splitlines() == [
         "context-companion: warning: token counts are estimated: o200k_base is not cached; "
-        "turn on tokens.allowDownload (off by default) or set tokens.encodingFile"
+        "turn on tokens.allowDownload (off by default) or set tokens.encodingFile, in "
+        "~/.config/context-companion/config.toml ([tokens] allowDownload = true) or the environment "
+        "(CONTEXT_COMPANION_TOKENS__ALLOW_DOWNLOAD=true)"
     ]
+
+
+def test_the_places_the_estimate_warning_names_set_the_setting(tmp_path: Path) -> None:
+    """The warning says where tokens.allowDownload is set: the user's config.toml, as the warning writes it, and
+    the environment variable it names both reach the setting."""
+    from context_companion.settings.layers import env_layer, read_toml
+
+    config = tmp_path / "config.toml"
+    config.write_text("[tokens]\nallowDownload = true\n")
+    assert read_toml(config) == {"tokens": {"allowDownload": True}}
+    assert env_layer({"CONTEXT_COMPANION_TOKENS__ALLOW_DOWNLOAD": "true"}) == {"tokens": {"allowDownload": True}}
 
 
 def test_the_warning_names_what_failed_when_a_download_or_an_encoding_file_was_asked_for(tmp_path, monkeypatch):
@@ -200,7 +213,9 @@ def test_the_warning_is_said_once_per_machine_unless_verbose(tmp_path):
     says that counts are estimated every time."""
     line = (
         "context-companion: warning: token counts are estimated: o200k_base is not cached; "
-        "turn on tokens.allowDownload (off by default) or set tokens.encodingFile"
+        "turn on tokens.allowDownload (off by default) or set tokens.encodingFile, in "
+        "~/.config/context-companion/config.toml ([tokens] allowDownload = true) or the environment "
+        "(CONTEXT_COMPANION_TOKENS__ALLOW_DOWNLOAD=true)"
     )
     machine = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     first = cli("memory", tmp_path=tmp_path, env=machine)

@@ -81,3 +81,54 @@ def test_the_release_check_names_a_copy_that_disagrees(tmp_path: Path, capsys: p
     assert release.main(["--set-version", "1.2"]) == 2  # not MAJOR.MINOR.PATCH: nothing written
     assert "expected MAJOR.MINOR.PATCH" in capsys.readouterr().err
     assert json.loads(stale.read_text(encoding="utf-8"))["version"] == "0.0.9"
+
+
+def test_a_release_build_keeps_the_build_output_in_a_log_and_prints_what_it_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m build`` and npm print hundreds of lines (664 on the first try): they go to dist/release.log, and
+    the script says where, then each artifact with its size."""
+    release = release_module()
+    release.REPO = tmp_path
+    release.DIST = tmp_path / "dist"
+    release.LOG = release.DIST / "release.log"
+    noisy = [sys.executable, "-c", "for i in range(500): print('copying file', i)"]
+
+    def build_python(v: str, *, isolation: bool) -> tuple[Path, Path]:
+        release._run(noisy, tmp_path, "building the sdist and wheel")
+        wheel, sdist = release.DIST / release.wheel_name(v), release.DIST / f"context_companion-{v}.tar.gz"
+        wheel.write_bytes(b"w" * 300_000)
+        sdist.write_bytes(b"s" * 2_000)
+        return wheel, sdist
+
+    def build_vsix(v: str, wheel: Path) -> Path:
+        release._run(noisy, tmp_path, "npm run package")
+        vsix = release.DIST / f"context-companion-{v}.vsix"
+        vsix.write_bytes(b"v" * 3 * 1024 * 1024)
+        return vsix
+
+    release.build_python, release.build_vsix = build_python, build_vsix
+    capsys.readouterr()
+    assert release.main([]) == 0
+    v = release.version()
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [
+        f"building {v}: the sdist and wheel, then the .vsix ...",
+        "built (the build output is in dist/release.log):",
+    ]
+    assert [line.split()[:3] for line in out[2:]] == [
+        [f"dist/context_companion-{v}.tar.gz", "2", "KiB"],
+        [f"dist/context_companion-{v}-py3-none-any.whl", "293", "KiB"],
+        [f"dist/context-companion-{v}.vsix", "3.0", "MiB"],
+    ]
+    assert release.LOG.read_text().count("\ncopying file ") == 1000  # both steps' output, whole
+
+    def failing(v: str, *, isolation: bool) -> tuple[Path, Path]:
+        release._run([sys.executable, "-c", "print('the real reason'); raise SystemExit(3)"], tmp_path, "building")
+        raise AssertionError("not reached")
+
+    release.build_python = failing
+    assert release.main([]) == 2
+    err = capsys.readouterr().err
+    assert "the real reason" in err  # the end of the log, then one line
+    assert err.splitlines()[-1] == "release: building failed (exit status 3; its output: dist/release.log)"

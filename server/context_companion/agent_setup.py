@@ -53,9 +53,11 @@ if TYPE_CHECKING:
 
 from .setup_files import (
     PROGRAM,
+    SAFE_MAIN,
     SetupError,
     commit,
     drop_record,
+    empty_folders,
     hook_command,
     portability_note,
     problem,
@@ -175,7 +177,8 @@ _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 def is_ours(command: Any, agent: str) -> bool:
     """True when ``command`` is exactly one that setup writes (or wrote) for ``agent``:
     ``context-companion hook --agent <id>``, the same with the program's absolute path, or an
-    absolute Python with ``-m context_companion``; shell-quoted as setup quotes it."""
+    absolute Python with ``-c`` :data:`.setup_files.SAFE_MAIN` (or ``-m context_companion``, which setup wrote
+    before it knew that form runs the project's own ``context_companion/``); shell-quoted as setup quotes it."""
     if not isinstance(command, str):
         return False
     try:
@@ -191,7 +194,7 @@ def is_ours(command: Any, agent: str) -> bool:
         return os.path.isabs(head[0]) and os.path.basename(head[0]) == PROGRAM
     return (
         len(head) == 3
-        and head[1:] == ["-m", "context_companion"]
+        and head[1:] in (["-m", "context_companion"], ["-c", SAFE_MAIN])
         and os.path.isabs(head[0])
         and _PYTHON.fullmatch(os.path.basename(head[0])) is not None
     )
@@ -402,7 +405,8 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
         if old_text is None:
             new_text += "\n"
         if new_text == old_text:
-            sys.stdout.write(f"{agent.name}: already set up ({events}) in {path}; nothing changed\n")
+            personal = _personal(agent, workspace, args)
+            sys.stdout.write(f"{agent.name}: already set up ({events}) in {path}; nothing changed{personal}\n")
             portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
             return 0
     if args.dry_run:
@@ -421,21 +425,76 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
             why = "setup had created it" if record is not None else "it held nothing but these hooks"
             gone = f"; the file {'would go' if args.dry_run else 'is deleted'} ({why})"
             if folders:
-                gone += ", and the empty folder " + ", ".join(str(f) for f in folders)
+                gone += f", and so {'are' if len(folders) > 1 else 'is'} {empty_folders(folders)}"
         verb = "would remove" if args.dry_run else "removed"
         sys.stdout.write(f"{agent.name}: {verb} the hooks {events} from {path}{gone}\n")
         return 0
     if had_ours:  # an older form of ours (an absolute path, a second copy) brought to today's
         verb = "would update" if args.dry_run else "updated"
-        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} in {path} (command: {command})\n")
+        personal = _personal(agent, workspace, args)
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} in {path} (command: {command}){personal}\n")
     else:
         verb = "would add" if args.dry_run else "added"
-        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command})\n")
+        personal = _personal(agent, workspace, args)
+        sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command}){personal}\n")
     portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
+
     if agent.id == "codex":
         sys.stdout.write(CODEX_REVIEW + "\n")
     return 0
 
 
+def _personal(agent: AgentHooks, workspace: Path, args: argparse.Namespace) -> str:
+    """For a project file teams do not commit (Claude Code's ``settings.local.json``): the end of setup's line,
+    that it is personal and what keeps it out of git (:mod:`.personal_ignore`)."""
+    if agent.shared or args.user:
+        return ""
+    from .personal_ignore import keep_out_of_git
+
+    done = keep_out_of_git(workspace, agent.project_file, dry_run=args.dry_run)
+    return "; the file is personal (it names paths of this machine)" + (f": {done}" if done else ", not for committing")
+
+
 def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
     return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
+
+
+def _set_up_here(agent_id: str, args: argparse.Namespace, home: Path) -> Path | None:
+    """The file that holds ``agent_id``'s hooks (or OpenCode's plugin) of ours, if any. Raises
+    :class:`SetupError` for a file that cannot be read as its agent reads it."""
+    base = Path(args.workspace if args.workspace is not None else ".").expanduser()
+    if agent_id in PLUGIN_AGENTS:
+        from .opencode_plugin import is_ours as plugin_is_ours
+        from .opencode_plugin import plugin_path
+
+        path, root = plugin_path(base.resolve(), args.user, home)
+        data = read_settings(resolve_for_write(path, [os.path.realpath(root)]), path)
+        return path if data is not None and plugin_is_ours(data) else None
+    agent = AGENT_HOOKS[agent_id]
+    path, root = settings_path(agent, base.resolve(), args.user, home)
+    text = _text(path, read_settings(resolve_for_write(path, [os.path.realpath(root)]), path))
+    return path if text is not None and _ours(parse(path, agent, text), agent, None) else None
+
+
+def remove_everywhere(args: argparse.Namespace, home: Path | None = None) -> int:
+    """``setup --remove`` without ``--agent``: every agent's hooks set up here go, each said in its line. Every
+    file is read first, so a file that cannot be read stops the command before anything changes."""
+    import copy
+
+    home = home if home is not None else Path.home()
+    base = Path(args.workspace if args.workspace is not None else ".").expanduser()
+    if not args.user and not base.is_dir():
+        raise SetupError(f"--workspace {args.workspace}: not a directory")
+    ids = (*AGENT_HOOKS, *PLUGIN_AGENTS)
+    found = [agent_id for agent_id in ids if _set_up_here(agent_id, args, home) is not None]
+    if not found:
+        where = "your user settings" if args.user else str(base.resolve())
+        sys.stdout.write(
+            f"No agent's Context Companion hooks are set up in {where} (none of {', '.join(ids)}); nothing changed\n"
+        )
+        return 0
+    for agent_id in found:
+        one = copy.copy(args)
+        one.agent = agent_id
+        run(one, home)
+    return 0

@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import ownership
+from .ownership import owned_by_other
 from .procs import APP_NAME as APP_NAME  # re-exported: these lived here first
-from .procs import is_own_process, platform_runtime_dir, read_private_json
+from .procs import is_own_process, mine, platform_runtime_dir, read_private_json
 from .procs import pid_alive as pid_alive
 from .procs import proc_stat_field as proc_stat_field
 from .procs import process_start_time as process_start_time
@@ -82,9 +84,9 @@ def private_dir(directory: Path) -> Path:
     st = directory.lstat()
     if not stat.S_ISDIR(st.st_mode):
         raise DiscoveryError(f"{directory}: not a directory (a symlink or file is in the way)")
-    if st.st_uid != os.getuid():
-        raise DiscoveryError(f"{directory}: owned by another user")
-    if stat.S_IMODE(st.st_mode) & 0o077:
+    if not mine(st):
+        raise DiscoveryError(f"{directory}: {owned_by_other(st.st_uid)}")
+    if ownership.MY_UID is not None and stat.S_IMODE(st.st_mode) & 0o077:  # where modes mean owner-only (not Windows)
         os.chmod(directory, 0o700)
     return directory
 
@@ -133,7 +135,7 @@ def remove_dead_announcements(directory: Path, name: re.Pattern[str], max_bytes:
         return removed  # missing, a symlink, or not ours to read: nothing to do
     try:
         st = os.fstat(dir_fd)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        if not stat.S_ISDIR(st.st_mode) or not mine(st):
             return removed
         for entry in os.listdir(dir_fd):
             if name.match(entry) is None:
@@ -144,7 +146,7 @@ def remove_dead_announcements(directory: Path, name: re.Pattern[str], max_bytes:
                 continue
             try:
                 fst = os.fstat(fd)
-                if not stat.S_ISREG(fst.st_mode) or fst.st_uid != os.getuid() or fst.st_size > max_bytes:
+                if not stat.S_ISREG(fst.st_mode) or not mine(fst) or fst.st_size > max_bytes:
                     continue
                 raw = json.loads(os.read(fd, max_bytes + 1))
             except (OSError, ValueError):
@@ -333,7 +335,7 @@ def remove_stale(directory: Path | None = None) -> list[Path]:
             if entry is None or entry.start_time is None or entry.believed():
                 continue  # a live server's, or one this process cannot judge
         try:
-            if path.lstat().st_uid != os.getuid():
+            if not mine(path.lstat()):
                 continue
             os.unlink(path)
         except OSError:

@@ -96,6 +96,8 @@ def open_directory(directory: Path, shown: str | Path, *, lock: bool = False) ->
     ``flock`` locks belong to the open file description, and each call opens the directory
     anew, so the lock serialises threads of this process as well as other processes.
     """
+    if not os.supports_dir_fd:  # Windows: no descriptor of a folder to write through
+        raise FileWriteError(shown, "cannot write: writing files is supported on Linux and macOS only")
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
     except OSError as exc:

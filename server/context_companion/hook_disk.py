@@ -20,7 +20,8 @@ import os
 import stat
 
 from . import hook_quiet
-from .procs import read_private_json, runtime_folder
+from .ownership import find_marker
+from .procs import mine, read_private_json, runtime_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,15 +36,9 @@ class DiskFailure(Exception):
 
 
 def project_root(cwd: str) -> str:
-    """The repository holding ``cwd`` (the nearest folder above with ``.git``), else ``cwd``."""
-    current = cwd
-    while True:
-        if os.path.lexists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return cwd
-        current = parent
+    """The repository holding ``cwd`` (the nearest folder above with ``.git``, never another user's, never
+    above a ``GIT_CEILING_DIRECTORIES`` folder: :func:`.ownership.find_marker`), else ``cwd``."""
+    return find_marker(cwd, (".git",)).root or cwd
 
 
 def state_directory() -> str:
@@ -58,7 +53,7 @@ def state_directory() -> str:
         except OSError:
             pass
         else:
-            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            if stat.S_ISDIR(st.st_mode) and mine(st):
                 return directory
     from platformdirs import user_state_dir
 
@@ -92,9 +87,21 @@ def quiet_answer(request: dict[str, str]) -> DiskAnswer | None:
     return None
 
 
+def exclusive(fd: int) -> None:
+    """Hold an exclusive lock on the open file ``fd`` until it is closed: ``flock``, or on Windows (no
+    ``fcntl``) ``msvcrt.locking`` of its first byte (it retries for 10 s, then raises OSError)."""
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined,unused-ignore]
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
 def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
     """The delivery for ``request`` composed from disk (see the module docstring)."""
-    import fcntl
     from pathlib import Path
 
     from .discovery import private_dir, write_private
@@ -118,7 +125,7 @@ def compose_from_disk(request: dict[str, str]) -> DiskAnswer:
     def locked(work: Any) -> Any:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "rb") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # hooks of several agents at once: one file, read and written in turn
+            exclusive(lock.fileno())  # hooks of several agents at once: one file, read and written in turn
             return work()
 
     session = [request["agent"], request["sessionId"]]

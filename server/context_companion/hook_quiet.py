@@ -78,11 +78,12 @@ def _entry(path: str, role: str) -> list[Any]:
         kind = [kind, stat.S_IFMT(followed.st_mode)]
     else:
         target = None
+    # The owner too: a marker or memory file handed to another user changes what is trusted (ownership.py).
     if role == "open":
-        return [path, role, kind, st.st_ino, target, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        return [path, role, kind, st.st_ino, target, st.st_uid, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
     if role == "list":
-        return [path, role, kind, st.st_ino, target, st.st_mtime_ns]
-    return [path, role, kind, st.st_ino, target]
+        return [path, role, kind, st.st_ino, target, st.st_uid, st.st_mtime_ns]
+    return [path, role, kind, st.st_ino, target, st.st_uid]
 
 
 class Recorder:

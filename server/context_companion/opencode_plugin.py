@@ -27,7 +27,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .fileio import resolve_for_write
-from .setup_files import SetupError, commit, drop_record, hook_command, portability_note, read_record, read_settings
+from .setup_files import (
+    SetupError,
+    commit,
+    drop_record,
+    empty_folders,
+    hook_command,
+    portability_note,
+    read_record,
+    read_settings,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -196,7 +205,7 @@ def run(args: argparse.Namespace, home: Path) -> int:
             return 0
         folders = commit(path, target, root_real, before, None, record, True, True)
         drop_record(target)
-        gone = (", and the empty folder " + ", ".join(str(f) for f in folders)) if folders else ""
+        gone = f" and {empty_folders(folders)}" if folders else ""
         sys.stdout.write(f"{NAME}: deleted the plugin {path}{gone}\n")
         return 0
     text = plugin_text(command)

@@ -3,6 +3,12 @@
 ``context-companion hook`` runs before every prompt of an agent, so what it needs to find the
 editor's server (is a pid alive, a process's parent and start time, an owner-only JSON file) lives
 here, importing only ``os``, ``stat`` and ``json``; :mod:`.discovery` builds on it.
+
+Calls whose meaning differs by platform are guarded here: on Windows ``os.kill(pid, 0)`` *ends* the process
+(TerminateProcess with exit code 0), there is no ``/proc``, no ``os.getuid`` and no owner-only file mode
+(``st_mode`` says 0o666). There a process is asked about with psutil (a dependency on Windows only, imported
+when first asked: never on the hook's path elsewhere), and a file's owner and mode are not judged
+(:data:`.ownership.MY_UID` is None there).
 """
 
 from __future__ import annotations
@@ -10,6 +16,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
+
+from . import ownership
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,9 +27,38 @@ if TYPE_CHECKING:
 APP_NAME = "context-companion"
 
 
+def on_windows() -> bool:
+    """Windows, where ``os.kill`` ends a process whatever the signal (asked at each call: tests simulate it)."""
+    return sys.platform == "win32" or os.name == "nt"
+
+
+_told_no_psutil = False
+
+
+def _psutil() -> Any:
+    """psutil (a dependency on Windows only), or None where it is missing (said once in the log)."""
+    global _told_no_psutil
+    try:
+        import psutil  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        if not _told_no_psutil:
+            _told_no_psutil = True
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "psutil is missing: on Windows no process can be checked (every announced process is taken as "
+                "alive and the token's proof alone decides); reinstall context-companion with its dependencies"
+            )
+        return None
+    return psutil
+
+
 def pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
+    if on_windows():  # never os.kill there: it would end the process
+        psutil = _psutil()
+        return psutil is None or bool(psutil.pid_exists(pid))  # unknown: alive (nothing of it is removed)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -46,18 +84,32 @@ def is_own_process(pid: int, start_time: Any) -> bool:
     this user may signal counts (the channel's proof of the token still decides)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
+    if on_windows():
+        return _windows_own_process(pid)
     if os.path.isdir("/proc/self"):
-        if process_owner(pid) != os.getuid():
+        if process_owner(pid) != ownership.MY_UID:
             return False
         now = process_start_time(pid)
         return (
             now is not None and isinstance(start_time, int) and not isinstance(start_time, bool) and now == start_time
         )
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # POSIX without /proc (macOS, the BSDs): signal 0 only asks
     except OSError:
         return False  # gone, or another user's (PermissionError)
     return True
+
+
+def _windows_own_process(pid: int) -> bool:
+    """A live process of this user, as psutil tells on Windows (its owner's name); without psutil, True (as
+    on POSIX without ``/proc``: the channel's proof of the token still decides)."""
+    psutil = _psutil()
+    if psutil is None:
+        return True
+    try:
+        return bool(psutil.Process(pid).username() == psutil.Process().username())
+    except Exception:  # psutil.Error: gone, or another user's (AccessDenied)
+        return False
 
 
 def proc_stat_field(pid: int, number: int) -> int | None:
@@ -91,6 +143,16 @@ def ancestors(pid: int, limit: int = 64) -> list[int]:
     return chain
 
 
+def mine(st: os.stat_result) -> bool:
+    """Owned by this user (where the system has user ids; elsewhere, True: see the module docstring)."""
+    return ownership.MY_UID is None or st.st_uid == ownership.MY_UID
+
+
+def private(st: os.stat_result) -> bool:
+    """This user's and no one else may read or write it (owner-only mode, where modes mean that)."""
+    return mine(st) and (ownership.MY_UID is None or not stat.S_IMODE(st.st_mode) & 0o077)
+
+
 def read_private_json(path: str | os.PathLike[str], max_bytes: int = 1 << 20) -> Any:
     """The JSON in ``path`` when it is a regular file of this user that no one else may read (never
     through a symlink), else None."""
@@ -100,7 +162,7 @@ def read_private_json(path: str | os.PathLike[str], max_bytes: int = 1 << 20) ->
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        if not stat.S_ISREG(st.st_mode) or not private(st):
             return None
         chunks = []
         size = 0
@@ -128,7 +190,7 @@ def runtime_dir_fast() -> str | None:
         st = os.lstat(base)
     except OSError:
         return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) != 0o700:
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != ownership.MY_UID or stat.S_IMODE(st.st_mode) != 0o700:
         return None
     folder = os.path.join(base, APP_NAME)
     return folder if os.path.isdir(folder) else None

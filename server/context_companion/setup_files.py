@@ -19,6 +19,16 @@ from .fileio import NotRegular, make_folder, open_directory, os_reason, read_in,
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 PROGRAM = "context-companion"
+# The hook's command when no ``context-companion`` script sits beside this Python. The agent runs it with the
+# project as the working folder, and ``python -m``/``-c`` put that folder first on ``sys.path``, so a repository's
+# own ``context_companion/`` (or ``pydantic/``, ...) would run instead of ours. ``-P`` is 3.11+ and ``-I`` drops
+# PYTHONPATH and the user's site-packages, so this code removes the working folder (``''``, and the folder itself,
+# which an empty PYTHONPATH entry adds) from the path before it imports anything: ``os`` and ``sys`` are loaded
+# already at start-up. docs/reliability.md "A repository's Python files".
+SAFE_MAIN = (
+    "import os,sys;h=os.path.realpath(os.curdir);sys.path[:]=[p for p in sys.path if p and os.path.realpath(p)!=h];"
+    "from context_companion.cli import main;sys.exit(main())"
+)
 
 
 class SetupError(ContextCompanionError):
@@ -33,7 +43,7 @@ def hook_command(agent: str, *, shared: bool = True) -> tuple[str, bool]:
     Otherwise (a file of this machine only: Claude Code's ``settings.local.json``, a user settings file),
     and when PATH finds another one or none, that script's absolute path, shell-quoted: an agent may run
     its hooks with another PATH than this shell's (VS Code's agent runs them with a login shell's); else
-    this Python with ``-m context_companion``."""
+    this Python running :data:`SAFE_MAIN` (never ``-m context_companion``: see there)."""
     here = Path(sys.executable).parent / PROGRAM
     mine = str(here) if here.is_file() and os.access(here, os.X_OK) else None
     found = shutil.which(PROGRAM)
@@ -41,7 +51,7 @@ def hook_command(agent: str, *, shared: bool = True) -> tuple[str, bool]:
         return f"{PROGRAM} hook --agent {agent}", True
     if mine is not None:
         return f"{shlex.quote(os.path.abspath(mine))} hook --agent {agent}", False
-    return f"{shlex.quote(sys.executable)} -m context_companion hook --agent {agent}", False
+    return shlex.join([sys.executable, "-c", SAFE_MAIN, "hook", "--agent", agent]), False
 
 
 def problem(path: Path, what: str) -> SetupError:
@@ -105,6 +115,13 @@ def missing_folders(folder: Path, root: str) -> list[Path]:
         missing.append(folder)
         folder = folder.parent
     return missing
+
+
+def empty_folders(folders: list[Path]) -> str:
+    """``the empty folder A`` or ``the empty folders A and B`` (A, B, and C) as a sentence names them."""
+    names = [str(f) for f in folders]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"the empty folder{'s' if len(names) > 1 else ''} {listed}"
 
 
 def within(folder: Path, root: str) -> bool:

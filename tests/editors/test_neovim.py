@@ -791,3 +791,78 @@ def test_claude_code_env_reaches_terminals_beside_gemini_clis(start_nvim, worksp
         """
     )
     assert after == {"forged": ["1", True], "claude": False, "ide": False, "gemini": True}
+
+
+# A repository whose Python files write a marker when imported: the package's name, a dependency's, and the
+# start-up files Python imports from its path (tests/test_agent_setup.py plants the same).
+HOSTILE_MODULES = ("context_companion/__init__.py", "pydantic/__init__.py", "sitecustomize.py", "usercustomize.py")
+
+
+def plant_hostile(folder: Path, markers: Path) -> None:
+    markers.mkdir(exist_ok=True)
+    for name in HOSTILE_MODULES:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"open({str(markers / name.replace('/', '_'))!r}, 'w').write('ran')\nraise SystemExit(7)\n")
+
+
+@pytest.mark.parametrize("form", ["cmd", "default"])
+def test_a_hostile_project_opened_runs_none_of_its_python_files(
+    start_nvim, workspace: Path, tmp_path: Path, form: str
+) -> None:
+    """Neovim started in a project holding its own ``context_companion/``, ``pydantic/``, ``sitecustomize.py``
+    and ``usercustomize.py``: the server (``python -m context_companion serve``, given as ``cmd`` or the
+    plugin's fallback when only ``python3`` is on PATH), the setup and health probes run from the plugin's
+    launch folder, so the real server answers and no planted file runs."""
+    markers = tmp_path / "markers"
+    plant_hostile(workspace, markers)
+    setup = setup_call()
+    if form == "default":
+        only_python = tmp_path / "only-python"  # python3 on PATH, no context-companion: the plugin's fallback
+        only_python.mkdir()
+        (only_python / "python3").symlink_to(sys.executable)
+        for tool in ("git", "sh"):
+            found = shutil.which(tool)
+            if found:
+                (only_python / tool).symlink_to(found)
+        # Neovim's own PATH (the servers it starts inherit it), set in its init
+        setup = f"vim.env.PATH = {lua_str(str(only_python))}; require('context_companion').setup({{}})"
+    nvim = start_nvim(setup, cwd=workspace)
+    if form == "default":
+        assert nvim.lua("return require('context_companion.lsp').default_cmd()") == [
+            "python3",
+            "-m",
+            "context_companion",
+            "serve",
+        ]
+    edit(nvim, workspace / "src" / "main.py")
+    client = nvim.wait_attached()
+    assert client["root"] == str(workspace)
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Otters review every pull request." in text  # the real server, with the project from initialize
+    launch = nvim.lua("return vim.lsp.get_clients({ name = 'context_companion' })[1].config.cmd_cwd")
+    assert launch == str(tmp_path / "nvim0" / "xdg-data" / "nvim" / "context-companion" / "launch")
+    nvim.lua("vim.cmd('ContextCompanionSetup claude-code')")
+    nvim.wait_for(lambda: any("Claude Code: added the hooks" in m["msg"] for m in nvim.messages()), "setup's answer")
+    nvim.lua("vim.cmd('checkhealth context_companion')")
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
+def test_without_git_the_root_is_the_working_folder_as_for_the_cli_and_vs_code(
+    start_nvim, workspace: Path, tmp_path: Path
+) -> None:
+    # A folder that is no repository: api/ has its own AGENTS.md. Opened from the folder (as
+    # `context-companion` runs there and VS Code opens it), the workspace is the folder, so the
+    # root AGENTS.md is in the instruction; opened from elsewhere, the nearest memory file decides.
+    shutil.rmtree(workspace / ".git")
+    nvim = start_nvim()
+    edit(nvim, workspace / "api" / "handler.py")
+    assert nvim.wait_attached()["root"] == str(workspace)
+    text = nvim.lua("return require('context_companion').system_instruction().text")
+    assert "Otters review every pull request." in text
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = start_nvim(cwd=elsewhere)
+    edit(other, workspace / "api" / "handler.py")
+    assert other.wait_attached()["root"] == str(workspace / "api")

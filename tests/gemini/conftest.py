@@ -89,6 +89,7 @@ async def start_editor(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncI
         client_name: str = "Neovim",
         process_id: int | None = None,
         folders: list[Path] | None = None,
+        args: tuple[str, ...] = (),
     ) -> Editor:
         tmpdir = tmp_path / "tmp"
         tmpdir.mkdir(exist_ok=True)
@@ -96,7 +97,9 @@ async def start_editor(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncI
         home.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "GEMINI_CLI_"))}
         env.update({"HOME": str(home), "TMPDIR": str(tmpdir), "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg")})
-        client = await start_client(ClientServerConfig(server_command=SERVER, server_env=env), fork=fork)
+        (tmp_path / "run").mkdir(mode=0o700, exist_ok=True)
+        env.update({"XDG_RUNTIME_DIR": str(tmp_path / "run"), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
+        client = await start_client(ClientServerConfig(server_command=[*SERVER, *args], server_env=env), fork=fork)
         editor = Editor(client, workspace, tmpdir)
         editors.append(editor)
         caps = client_capabilities("neovim")

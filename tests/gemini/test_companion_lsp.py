@@ -84,14 +84,26 @@ async def test_status_command_reports_the_endpoint(start_editor, workspace: Path
     status = await editor.command(STATUS)
     port = started["geminiCli"]["port"]
     (path,) = editor.ide_dir.glob(f"gemini-ide-server-*-{port}.json")
-    assert status["geminiCli"] == {"running": True, "port": port, "discoveryFile": str(path), "connectedClients": 0}
+    assert status["geminiCli"] == {
+        "running": True,
+        "port": port,
+        "discoveryFile": str(path),
+        "connectedClients": 0,
+        "listening": True,
+    }
     assert set(status) == {"geminiCli", "claudeCode"}
 
 
 async def test_disabled_by_setting_starts_nothing(start_editor, workspace: Path):
     editor = await start_editor(workspace, options={"companion": {"geminiCli": {"enabled": False}}})
     status = await editor.command(STATUS)
-    assert status["geminiCli"] == {"running": False, "port": None, "discoveryFile": None, "connectedClients": 0}
+    assert status["geminiCli"] == {
+        "running": False,
+        "port": None,
+        "discoveryFile": None,
+        "connectedClients": 0,
+        "listening": False,
+    }
     assert editor.started == []
     assert not editor.ide_dir.exists() or list(editor.ide_dir.iterdir()) == []
 

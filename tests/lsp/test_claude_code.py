@@ -320,6 +320,7 @@ async def test_companion_status_reports_claude_code(start: Any, workspace: Path,
         "port": int(lock_path.stem),
         "lockFile": str(lock_path),
         "connectedClients": 0,
+        "listening": True,
     }
     assert "geminiCli" in status  # the Gemini companion's entry is still there
     received: list[Selection] = []
@@ -344,6 +345,7 @@ async def test_companion_status_reports_claude_code(start: Any, workspace: Path,
         "port": None,
         "lockFile": None,
         "connectedClients": 0,
+        "listening": False,
     }
 
 

@@ -524,7 +524,10 @@ async def test_the_token_estimate_warning_is_logged_once_per_process(start, work
             raise AssertionError(f"settings {n} never applied")
     told = [line for line in capfd.readouterr().err.splitlines() if "token counts are estimated" in line]
     assert len(told) == 1, told
-    assert told[0].endswith("turn on tokens.allowDownload (off by default) or set tokens.encodingFile")
+    assert "turn on tokens.allowDownload (off by default) or set tokens.encodingFile, in " in told[0]
+    assert told[0].endswith(
+        "/config.toml ([tokens] allowDownload = true) or the environment (CONTEXT_COMPANION_TOKENS__ALLOW_DOWNLOAD=true)"
+    )
 
 
 async def test_warnings_about_skipped_memory_reach_the_client(start, workspace):

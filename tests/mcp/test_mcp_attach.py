@@ -129,6 +129,37 @@ async def test_server_pid_attaches_to_that_window_when_two_serve_the_folder(
         await asyncio.wait_for(second.shutdown_session(), 10)
 
 
+async def test_server_pid_waits_for_a_live_server_that_has_not_announced_yet(
+    ws: Path, server_env: dict[str, str]
+) -> None:
+    """VS Code may start ``mcp --attach --server-pid`` the moment the language server opened its endpoint, before
+    the announcement file is on disk: the relay looks again while that process lives instead of failing at once."""
+    server = await _language_server(ws, server_env)
+    try:
+        await _announced(server_env)
+        folder = Path(server_env["XDG_RUNTIME_DIR"]) / "context-companion"
+        (announcement,) = folder.glob("server-*.json")
+        hidden = announcement.with_name("later.tmp")
+        announcement.rename(hidden)  # as if not written yet
+        command = mcp_command(ws, "--attach", "--server-pid", str(server._server.pid))
+        relay = await asyncio.create_subprocess_exec(
+            *command,
+            env=server_env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        await asyncio.sleep(1.0)
+        hidden.rename(announcement)  # announced a second after the relay started
+        await asyncio.sleep(2.0)
+        assert relay.returncode is None  # it found the server and relays (it used to exit 2 at once)
+        relay.terminate()
+        _, err = await asyncio.wait_for(relay.communicate(), 30)
+        assert "no language server" not in err.decode() and "Traceback" not in err.decode(), err.decode()
+    finally:
+        await asyncio.wait_for(server.shutdown_session(), 10)
+
+
 async def test_server_pid_of_no_such_server_is_a_clear_error(ws: Path, server_env: dict[str, str]) -> None:
     for args, message in (
         (("--attach", "--server-pid", "999999999"), "--server-pid 999999999: no language server with that process id"),

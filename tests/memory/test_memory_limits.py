@@ -106,10 +106,12 @@ def test_fifo_named_like_a_memory_file_does_not_hang(tmp_path, tree, make_store,
 
 
 @pytest.fixture
-def world_readable_dir():
-    """A directory outside the root-only pytest temp dir, so an unprivileged euid can reach it."""
+def world_readable_dir(monkeypatch):
+    """A directory outside the root-only pytest temp dir, so an unprivileged euid can reach it (and, being
+    outside the run's sealed folder, the ceiling of the search for a project root)."""
     d = Path(tempfile.mkdtemp(prefix="cc-mem-"))
     d.chmod(0o755)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(d))
     yield d
     shutil.rmtree(d, ignore_errors=True)
 

@@ -20,6 +20,8 @@ from lsp_pipe_client import CHANGED, LspProcess
 from server_faults import shim_env
 
 NO_ENV = {"environment": {"placement": "off"}}
+# The encoding files these tests name lie outside the workspace: only the user's own value may (the editor says so).
+USER_FILE = ["tokens.encodingFile"]
 # Subfolder memory inside the instruction, so a test can read it there.
 INSTRUCTION_JIT = {**NO_ENV, "memory": {"onDemandDelivery": "instruction"}}
 GET = "contextCompanion.getSystemInstruction"
@@ -342,14 +344,20 @@ def test_tokenizer_unavailable_flags_estimated_counts_with_a_reason(spawn, tmp_p
     # 2. A configured encoding file that is not a ranks file: estimated, the reason names the file.
     broken = write(tmp_path / "broken.tiktoken", "this is not a ranks file\n")
     proc2 = spawn(
-        [ws], {**NO_ENV, "tokens": {"encodingFile": str(broken)}}, env={"TIKTOKEN_CACHE_DIR": str(empty_cache)}
+        [ws],
+        {**NO_ENV, "tokens": {"encodingFile": str(broken)}, "userValues": USER_FILE},
+        env={"TIKTOKEN_CACHE_DIR": str(empty_cache)},
     )
     tokens2 = proc2.command(GET, {})["tokens"]
     assert tokens2["estimated"] is True and str(broken) in tokens2["reason"]
 
     # 3. The same server with a usable local file: exact counts, no reason.
     good = _ranks_file(tmp_path / "tiny.tiktoken", tiny_encoding)
-    proc3 = spawn([ws], {**NO_ENV, "tokens": {"encodingFile": str(good)}}, env={"TIKTOKEN_CACHE_DIR": str(empty_cache)})
+    proc3 = spawn(
+        [ws],
+        {**NO_ENV, "tokens": {"encodingFile": str(good)}, "userValues": USER_FILE},
+        env={"TIKTOKEN_CACHE_DIR": str(empty_cache)},
+    )
     tokens3 = proc3.command(GET, {})["tokens"]
     assert tokens3["estimated"] is False and "reason" not in tokens3
 
@@ -362,7 +370,7 @@ def test_an_encoding_file_replaced_on_disk_is_read_again(spawn, tmp_path, tiny_e
     cache = tmp_path / "tiktoken-cache"
     cache.mkdir()
     ranks = _ranks_file(tmp_path / "mine.tiktoken", tiny_encoding)  # bytes plus merges
-    settings = {**NO_ENV, "tokens": {"encodingFile": str(ranks)}}
+    settings = {**NO_ENV, "tokens": {"encodingFile": str(ranks)}, "userValues": USER_FILE}
     first = spawn([ws], settings, env={"TIKTOKEN_CACHE_DIR": str(cache)})
     merged = memory_files(first)["AGENTS.md"]["tokens"]
     first.stop()

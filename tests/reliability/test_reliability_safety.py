@@ -17,6 +17,8 @@ from lsp_pipe_client import SERVER, server_env
 from server_faults import shim_env
 
 NO_ENV = {"environment": {"placement": "off"}}
+# The encoding files these tests name lie outside the workspace: only the user's own value may (the editor says so).
+USER_FILE = ["tokens.encodingFile"]
 PACKAGE = Path(__file__).resolve().parents[2] / "server" / "context_companion"
 HEADING = "## Added Memories"
 
@@ -412,7 +414,13 @@ def test_a_whole_session_neither_starts_a_process_nor_reaches_the_network(spawn,
     )
     proc.notify(
         "workspace/didChangeConfiguration",
-        {"settings": {"tokens": {"encoding": "cl100k_base", "encodingFile": str(ranks)}, "memory": {"debounceMs": 20}}},
+        {
+            "settings": {
+                "tokens": {"encoding": "cl100k_base", "encodingFile": str(ranks)},
+                "memory": {"debounceMs": 20},
+                "userValues": USER_FILE,
+            }
+        },
     )
     assert proc.wait_for(
         lambda: c("contextCompanion.getSystemInstruction", {})["tokens"]["encoding"] == "cl100k_base", 10
@@ -468,7 +476,11 @@ def test_an_encoding_file_setting_holding_a_url_does_not_reach_the_network(spawn
     empty = tmp_path / "empty-cache"
     empty.mkdir()
     log, env = _audit(tmp_path)
-    settings = {**NO_ENV, "tokens": {"encodingFile": "https://example.invalid/o200k_base.tiktoken"}}
+    settings = {
+        **NO_ENV,
+        "tokens": {"encodingFile": "https://example.invalid/o200k_base.tiktoken"},
+        "userValues": USER_FILE,
+    }
     proc = spawn([ws], settings, env={**env, "TIKTOKEN_CACHE_DIR": str(empty)})
     tokens = proc.command("contextCompanion.getSystemInstruction", {})["tokens"]
     assert tokens["estimated"] is True and "example.invalid" in tokens["reason"]

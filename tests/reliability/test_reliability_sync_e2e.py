@@ -177,7 +177,9 @@ def test_each_delta_from_get_turn_context_rebuilds_the_next_full_context(servers
         }
         if not exclude_defaults:
             context["exclude"] = []
-        proc.notify("workspace/didChangeConfiguration", {"settings": {**BASE_SETTINGS, "context": context}})
+        # the user's own exclude (a workspace's could not remove the secret patterns)
+        settings = {**BASE_SETTINGS, "context": context, "userValues": ["context.exclude"]}
+        proc.notify("workspace/didChangeConfiguration", {"settings": settings})
 
     configure(4, 0, True)
     seen: dict[str, Any] | None = None

@@ -137,9 +137,11 @@ def test_the_temporary_file_is_created_exclusively_and_never_followed(tmp_path, 
 
 
 def test_export_outside_the_roots_is_refused_with_a_warning(tmp_path, stdio):
-    """A cloned repository's settings aim ``writeSystemPromptTo`` at a file outside: absolute,
-    through a folder symlink, through a file symlink. Nothing is written; the instruction is
-    still answered, with a warning naming the path and the reason."""
+    """Even the user's own ``writeSystemPromptTo`` (marked so by the editor: the settings layer lets it
+    name a file anywhere) is written only inside the workspace folders and the global directory:
+    absolute, through a folder symlink, through a file symlink, nothing is written; the instruction
+    is still answered, with a warning naming the path and the reason. (A workspace's own value never
+    gets this far: tests/security/test_workspace_settings.py.)"""
     ws, outside, _ = tree(tmp_path)
     (ws / "out").symlink_to(outside, target_is_directory=True)
     (ws / "file-link.md").symlink_to(outside / "rc")
@@ -152,7 +154,7 @@ def test_export_outside_the_roots_is_refused_with_a_warning(tmp_path, stdio):
     for target, reason in cases.items():
         before = listing(outside)
         s = stdio()
-        s.initialize(ws, {"writeSystemPromptTo": target})
+        s.initialize(ws, {"writeSystemPromptTo": target, "userValues": ["writeSystemPromptTo"]})
         result = s.command("contextCompanion.getSystemInstruction", {})
         assert result["text"]
         assert any("cannot export the instruction" in w and reason in w for w in result["warnings"]), result["warnings"]

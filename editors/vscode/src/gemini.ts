@@ -46,6 +46,18 @@ export const TERMINAL_VARIABLES = {
 
 export type Integration = keyof typeof TERMINAL_VARIABLES;
 
+/** Whether the user set a Gemini CLI companion setting themselves (in any scope): they asked for it.
+ *  `inspect` is `WorkspaceConfiguration.inspect` of the `contextCompanion.companion.geminiCli` section's keys. */
+export function geminiAskedFor(inspect: (key: string) => Record<string, unknown> | undefined): boolean {
+  return ['enabled', 'port'].some((key) => {
+    const i = inspect(key);
+    return (
+      i !== undefined &&
+      ['globalValue', 'workspaceValue', 'workspaceFolderValue'].some((scope) => i[scope] !== undefined && i[scope] !== false && i[scope] !== 0)
+    );
+  });
+}
+
 /** Anthropic's own Claude Code extension: when it is installed, its terminals' variables are left to it. */
 export const CLAUDE_CODE_EXTENSION = 'anthropic.claude-code';
 
@@ -83,8 +95,11 @@ export function mergeTerminalEnvs(
   return next;
 }
 
-/** Status bar text for the companion; undefined hides the item (not running). */
-export function formatGeminiStatus(status: GeminiStatus | undefined): { text: string; tooltip: string } | undefined {
+/** Status bar text for the companion; undefined hides the item. It shows while a Gemini CLI is connected;
+ *  "ready" (with how to connect) only when the user asked for the companion (`asked`: they set
+ *  `contextCompanion.companion.geminiCli.enabled` or `.port` themselves): most users run no Gemini CLI,
+ *  and an item that is always there says nothing to them. */
+export function formatGeminiStatus(status: GeminiStatus | undefined, asked = false): { text: string; tooltip: string } | undefined {
   if (!status || !status.running) return undefined;
   if (status.connectedClients > 0) {
     const n = status.connectedClients;
@@ -93,6 +108,7 @@ export function formatGeminiStatus(status: GeminiStatus | undefined): { text: st
       tooltip: `Gemini CLI connected to Context Companion (port ${status.port}, ${n} client${n === 1 ? '' : 's'}).`,
     };
   }
+  if (!asked) return undefined;
   return {
     text: '$(terminal) Gemini CLI: ready',
     tooltip: `Context Companion serves Gemini CLI on port ${status.port}: run \`gemini\` in a new integrated terminal of this workspace.`,
@@ -122,6 +138,7 @@ export class GeminiCompanionUi {
     private readonly vs: typeof vscode,
     private readonly context: vscode.ExtensionContext,
     private readonly status: () => Promise<GeminiStatus | undefined>,
+    private readonly asked: () => boolean = () => false,
   ) {
     this.item = vs.window.createStatusBarItem('contextCompanion.geminiCli', vs.StatusBarAlignment.Right, 99);
     this.item.name = 'Gemini CLI companion';
@@ -156,8 +173,15 @@ export class GeminiCompanionUi {
 
   async refresh(): Promise<void> {
     let view: { text: string; tooltip: string } | undefined;
+    const asked = this.asked();
+    if (!asked && this.vs.window.terminals.length === 0) {
+      // No terminal: the companion's port opens with the first one (listeners.ts), so no CLI is connected;
+      // nothing to ask the server every 5 s.
+      this.item.hide();
+      return;
+    }
     try {
-      view = formatGeminiStatus(await this.status());
+      view = formatGeminiStatus(await this.status(), asked);
     } catch {
       view = undefined;
     }

@@ -3,6 +3,22 @@
  * No `vscode` import: unit-tested in test/launch.test.ts.
  */
 import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * The working folder of every process the extension starts (the import probe, the server, `setup`, the MCP
+ * server VS Code starts from our definition): `<global storage>/launch`, a folder of the extension's own that
+ * holds nothing. Never the workspace: `python -m …` and `python -c …` put the working folder first on
+ * `sys.path`, so a repository's own `context_companion/` or `pydantic/` would run as the user, even in
+ * Restricted Mode (`-P` is Python 3.11+). The workspace goes to each process as an argument or in
+ * `initialize` instead. docs/reliability.md "A repository's Python files".
+ */
+export function launchFolder(globalStorage: string): string {
+  const folder = path.join(globalStorage, 'launch');
+  fs.mkdirSync(folder, { recursive: true, mode: 0o700 });
+  return folder;
+}
 
 /** Arguments that run the server from a Python interpreter (the client appends `--stdio`). */
 export const SERVER_MODULE_ARGS: readonly string[] = ['-m', 'context_companion', 'serve'];
@@ -24,6 +40,13 @@ export interface LaunchInputs {
   platform: string;
   home: string;
   workspaceFolder?: string;
+  /**
+   * Restricted Mode (the workspace is not trusted): VS Code already hides the workspace's values of
+   * `serverCommand` and `interpreter` (package.json `restrictedConfigurations`); here nothing names a program
+   * in the workspace either: no `${workspaceFolder}`, no relative program path, no Python extension's
+   * interpreter (it may be the workspace's own `.venv`).
+   */
+  restricted?: boolean;
 }
 
 export interface LaunchPlan {
@@ -67,6 +90,7 @@ export class LaunchSettingError extends Error {
 interface ExpandContext {
   home: string;
   workspaceFolder?: string;
+  restricted?: boolean;
 }
 
 /** Expand `${workspaceFolder}`, `${userHome}` and a leading `~` (as VS Code's own settings do). */
@@ -77,6 +101,12 @@ export function expandPath(value: string, ctx: ExpandContext, setting: string): 
   }
   out = out.replace(/\$\{userHome\}/g, ctx.home);
   if (out.includes('${workspaceFolder}')) {
+    if (ctx.restricted) {
+      throw new LaunchSettingError(
+        setting,
+        `${setting} uses \${workspaceFolder}, which names a program in the workspace: not run in Restricted Mode (trust the folder to run it).`,
+      );
+    }
     if (!ctx.workspaceFolder) {
       throw new LaunchSettingError(setting, `${setting} uses \${workspaceFolder}, but no folder is open.`);
     }
@@ -97,7 +127,7 @@ function describeType(value: unknown): string {
  * Throws {@link LaunchSettingError} when a setting is set to something unusable.
  */
 export function resolveLaunch(inputs: LaunchInputs): LaunchPlan {
-  const ctx: ExpandContext = { home: inputs.home, workspaceFolder: inputs.workspaceFolder };
+  const ctx: ExpandContext = { home: inputs.home, workspaceFolder: inputs.workspaceFolder, restricted: inputs.restricted };
   const raw = inputs.serverCommand;
   if (raw !== undefined && raw !== null && !(Array.isArray(raw) && raw.length === 0)) {
     const setting = 'contextCompanion.serverCommand';
@@ -117,7 +147,7 @@ export function resolveLaunch(inputs: LaunchInputs): LaunchPlan {
       throw new LaunchSettingError(setting, `${setting}: the first item (the program to run) is empty.`);
     }
     const [command, ...args] = parts.map((p) => expandPath(p, ctx, setting));
-    return { command, args, source: 'serverCommand' };
+    return { command: programPath(command, ctx, setting), args, source: 'serverCommand' };
   }
 
   const interp = inputs.interpreter;
@@ -126,14 +156,41 @@ export function resolveLaunch(inputs: LaunchInputs): LaunchPlan {
     if (typeof interp !== 'string') {
       throw new LaunchSettingError(setting, `${setting} must be the path of a Python interpreter, not ${describeType(interp)}.`);
     }
-    return fromPython([expandPath(interp.trim(), ctx, setting)], 'interpreter');
+    return fromPython([programPath(expandPath(interp.trim(), ctx, setting), ctx, setting)], 'interpreter');
   }
 
-  const fromExtension = (inputs.pythonExtension ?? []).filter((p) => typeof p === 'string' && p !== '');
+  const fromExtension = inputs.restricted ? [] : (inputs.pythonExtension ?? []).filter((p) => typeof p === 'string' && p !== '');
   if (fromExtension.length > 0) {
     return fromPython(fromExtension, 'pythonExtension');
   }
   return fromPython([inputs.platform === 'win32' ? 'python' : 'python3'], 'path');
+}
+
+/**
+ * A relative program path with a folder in it (`.venv/bin/python`) meant the workspace's while the server ran
+ * there: it still does, made absolute, since the process now starts elsewhere ({@link launchFolder}). Not in
+ * Restricted Mode: a program of the workspace is workspace code. A bare name is looked up on PATH as before.
+ */
+function programPath(program: string, ctx: ExpandContext, setting: string): string {
+  if (path.isAbsolute(program) || !/[\\/]/.test(program)) return program;
+  if (ctx.restricted) {
+    throw new LaunchSettingError(
+      setting,
+      `${setting}: ${program} is a program in the workspace: not run in Restricted Mode (trust the folder, or give an absolute path).`,
+    );
+  }
+  if (!ctx.workspaceFolder) {
+    throw new LaunchSettingError(setting, `${setting}: ${program} is relative to the workspace folder, but no folder is open.`);
+  }
+  return path.resolve(ctx.workspaceFolder, program);
+}
+
+/**
+ * How the server process starts (the client appends `--stdio`): from {@link launchFolder}, never the workspace,
+ * which the server learns from `initialize` (workspaceFolders/rootUri).
+ */
+export function serverSpawn(plan: LaunchPlan, folder: string): { command: string; args: string[]; cwd: string } {
+  return { command: plan.command, args: [...plan.args, '--stdio'], cwd: folder };
 }
 
 /** The plan that runs the server from the private environment's Python. */
@@ -185,8 +242,11 @@ export interface ProbeResult {
   stderr: string;
 }
 
-/** Run the import probe for `python` (a command line such as `['python3']`). Never rejects. */
-export function runProbe(python: readonly string[], timeoutMs = PROBE_TIMEOUT_MS, cwd?: string): Promise<ProbeResult> {
+/**
+ * Run the import probe for `python` (a command line such as `['python3']`) in `cwd` ({@link launchFolder}:
+ * `-c` imports from the working folder first). Never rejects.
+ */
+export function runProbe(python: readonly string[], cwd: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
   const { command, args } = probeArgs(python);
   return new Promise((resolve) => {
     execFile(command, args, { timeout: timeoutMs, windowsHide: true, cwd }, (error, _stdout, stderr) => {

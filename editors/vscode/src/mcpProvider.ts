@@ -72,12 +72,19 @@ interface McpLm {
 export interface McpProviderSource {
   /** The workspace folder the server attaches for, or undefined when no folder is open. */
   workspace(): string | undefined;
+  /**
+   * The folder VS Code starts the MCP server in (launch.ts launchFolder): never the workspace, whose Python files
+   * `python -m` would import; the workspace goes in `--workspace`.
+   */
+  launchFolder(): string;
   /** The plan that starts the language server (throws when the settings are unusable). */
   plan(): Promise<LaunchPlan>;
   /** The pid of this window's server once it runs (undefined when it runs elsewhere, in tcp mode). */
   serverPid(): Promise<number | undefined>;
   /** Whether the chat already gets the memory in its system message (the chat instructions deliver). */
   memoryElsewhere(): boolean;
+  /** Opens the language server's MCP endpoint (it listens only when asked); resolves once it listens. */
+  openEndpoint?(): Promise<void>;
   /** Fires when the command line may have changed (interpreter, settings, folders). */
   readonly onDidChange: vscode.Event<void>;
   version: string;
@@ -110,16 +117,22 @@ export function registerMcpProvider(vs: typeof vscode, source: McpProviderSource
         }
         const line = mcpCommandLine(plan, workspace, await source.serverPid(), source.memoryElsewhere());
         const definition = new Definition(MCP_SERVER_LABEL, line.command, line.args, {}, source.version);
-        definition.cwd = vs.Uri.file(workspace);
+        definition.cwd = vs.Uri.file(source.launchFolder());
         return [definition];
       },
-      // Called when VS Code starts the server: the flag as it is now (the chat instructions may have come on
+      // Called when VS Code starts the server: the endpoint opened, and the flag as it is now (the chat instructions may have come on
       // since the definitions were provided).
       resolveMcpServerDefinition: async (server: object) => {
         const definition = server as McpStdioServerDefinition;
         if (!Array.isArray(definition.args)) return server;
         const args = definition.args.filter((a) => a !== MEMORY_ELSEWHERE_FLAG);
         definition.args = source.memoryElsewhere() ? [...args, MEMORY_ELSEWHERE_FLAG] : args;
+        // `mcp --attach` looks for the endpoint as it starts: it listens before VS Code starts it.
+        try {
+          await source.openEndpoint?.();
+        } catch (err) {
+          log(`The MCP endpoint could not be opened: ${err instanceof Error ? err.message : String(err)}`);
+        }
         return server;
       },
     };

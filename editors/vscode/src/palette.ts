@@ -15,7 +15,7 @@ import {
 } from './protocol';
 import { turnContextMarkdown } from './turnView';
 import { ServerNotRunningError, type ServerConnection } from './serverConnection';
-import { formatRefreshSummary } from './statusText';
+import { formatRefreshSummary, plural } from './statusText';
 import { AGENTS, type ExplainMemoryResult, formatExplanation } from './explainView';
 import { EXPLAIN_URI, INSTRUCTION_URI, openView, TURN_CONTEXT_URI, type ViewProvider } from './views';
 
@@ -99,7 +99,7 @@ export function registerPalette(
         const included = items.filter((i) => i.label.startsWith('$(check)')).length;
         const picked = await vscode.window.showQuickPick(items, {
           title: `${TITLE}: Memory Files`,
-          placeHolder: `${items.length} memory files, ${included} included. Pick one to open it.`,
+          placeHolder: `${plural(items.length, 'memory file', 'memory files')}, ${included} included. Pick one to open it.`,
           matchOnDescription: true,
           matchOnDetail: true,
         });
@@ -162,7 +162,9 @@ async function previewTurnContext(server: ServerConnection): Promise<string> {
 
 async function ensureRunning(server: ServerConnection): Promise<void> {
   const state = await server.whenSettled();
-  if (state.kind !== 'running') throw new ServerNotRunningError(state.kind === 'error' ? state.message : undefined);
+  if (state.kind !== 'running') {
+    throw new ServerNotRunningError(state.kind === 'error' || state.kind === 'notInstalled' ? state.message : undefined);
+  }
 }
 
 /** Open a path the server reported (absolute, `~/…`, or relative to the first workspace folder). */

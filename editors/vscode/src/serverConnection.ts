@@ -23,12 +23,14 @@ import {
   bundledPlan,
   classifyProbe,
   describeSource,
+  launchFolder,
   LaunchSettingError,
   type LaunchPlan,
   type ProbeOutcome,
   type ProbeResult,
   resolveLaunch,
   runProbe,
+  serverSpawn,
 } from './launch';
 import { INSTRUCTION_CHANGED_NOTIFICATION, type InstructionChangedParams } from './protocol';
 import { withMcpEndpoint } from './mcpProvider';
@@ -36,6 +38,7 @@ import { activePythonInterpreter, onPythonInterpreterChanged } from './pythonInt
 import {
   type BundledWheel,
   decideServer,
+  installPrerequisite,
   findBundledWheel,
   type InstallResult,
   installBundledServer,
@@ -59,7 +62,13 @@ export class ServerNotRunningError extends Error {
   }
 }
 
-export type ConnectionState = { kind: 'starting' } | { kind: 'running' } | { kind: 'stopped' } | { kind: 'error'; message: string };
+export type ConnectionState =
+  | { kind: 'starting' }
+  | { kind: 'running' }
+  | { kind: 'stopped' }
+  | { kind: 'error'; message: string }
+  /** No server yet, and nothing failed: the Install offer (or what it needs first) waits for the user. */
+  | { kind: 'notInstalled'; message: string; pythonMissing: boolean };
 
 export class ServerConnection implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -99,6 +108,17 @@ export class ServerConnection implements vscode.Disposable {
     this.extensionPath = context.extensionPath;
     this.extensionVersion = String(context.extension.packageJSON.version ?? '');
     this.installRoot = path.join(context.globalStorageUri.fsPath, 'server');
+    this.globalStorage = context.globalStorageUri.fsPath;
+  }
+
+  private readonly globalStorage: string;
+
+  /**
+   * The working folder of every process this extension starts (launch.ts {@link launchFolder}): never the
+   * workspace, whose Python files `python -m`/`-c` would import.
+   */
+  get launchFolder(): string {
+    return launchFolder(this.globalStorage);
   }
 
   get state(): ConnectionState {
@@ -141,7 +161,8 @@ export class ServerConnection implements vscode.Disposable {
   async execute<T>(command: string, arg?: object): Promise<T> {
     const client = this.client;
     if (!client || !this.running) {
-      throw new ServerNotRunningError(this.current.kind === 'error' ? this.current.message : undefined);
+      const why = this.current.kind === 'error' || this.current.kind === 'notInstalled' ? this.current.message : undefined;
+      throw new ServerNotRunningError(why);
     }
     return (await client.sendRequest(ExecuteCommandRequest.type, {
       command,
@@ -223,6 +244,9 @@ export class ServerConnection implements vscode.Disposable {
     }
 
     this.startedPlan = undefined;
+    if (!vscode.workspace.isTrusted) {
+      this.log('Restricted Mode: the server command comes from user settings only, and nothing of the workspace is run.');
+    }
     let plan: LaunchPlan;
     try {
       plan = await this.settingsPlan();
@@ -247,11 +271,12 @@ export class ServerConnection implements vscode.Disposable {
     const args = plan.args;
 
     // Spawned here rather than by the client (same command, `--stdio` appended): its pid names
-    // this window's server to `mcp --server-pid`. The client calls this again on a restart.
-    const cwd = folder?.uri.fsPath ?? os.homedir();
+    // this window's server to `mcp --server-pid`. The client calls this again on a restart. It starts in the
+    // extension's launch folder, not the workspace (launch.ts launchFolder); the folders go in `initialize`.
+    const line = serverSpawn({ ...plan, command, args }, this.launchFolder);
     const serverOptions: ServerOptions = () =>
       new Promise<ChildProcess>((resolve, reject) => {
-        const child = spawn(command, [...args, '--stdio'], { cwd, env: { ...process.env }, windowsHide: true });
+        const child = spawn(line.command, line.args, { cwd: line.cwd, env: { ...process.env }, windowsHide: true });
         this.serverProcess = child;
         child.on('error', (err) => this.log(`Server process: ${err.message}`));
         child.once('error', reject);
@@ -285,10 +310,11 @@ export class ServerConnection implements vscode.Disposable {
     return resolveLaunch({
       serverCommand,
       interpreter,
-      pythonExtension: needPython ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
+      pythonExtension: needPython && vscode.workspace.isTrusted ? await activePythonInterpreter(folder?.uri, (l) => this.log(l)) : undefined,
       platform: process.platform,
       home: os.homedir(),
       workspaceFolder: folder?.uri.fsPath,
+      restricted: !vscode.workspace.isTrusted,
     });
   }
 
@@ -327,8 +353,9 @@ export class ServerConnection implements vscode.Disposable {
   private async startClient(serverOptions: ServerOptions, authToken?: string): Promise<void> {
     const initializationOptions: Record<string, unknown> = this.serverSettings();
     if (authToken !== undefined) initializationOptions.authToken = authToken;
-    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs, memory change notices).
-    initializationOptions.capabilities = { showDiff: true, memoryChanged: true };
+    // Beside the settings: what this client can do beyond LSP (Gemini CLI diffs, memory change notices),
+    // and that it asks for the listening ports when they are used (listeners.ts).
+    initializationOptions.capabilities = { showDiff: true, memoryChanged: true, listenOnRequest: true };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
       outputChannel: this.output,
@@ -442,7 +469,7 @@ export class ServerConnection implements vscode.Disposable {
       await client.dispose().catch(() => undefined);
     }
     this.endServerProcess();
-    if (this.current.kind !== 'error' || client) this.setState({ kind: 'stopped' });
+    if ((this.current.kind !== 'error' && this.current.kind !== 'notInstalled') || client) this.setState({ kind: 'stopped' });
   }
 
   /** A server that has not exited 3 s after stop/exit is killed (the client does this only for processes it spawned). */
@@ -463,7 +490,7 @@ export class ServerConnection implements vscode.Disposable {
    * Undefined when there is nothing to start yet (the user was told why).
    */
   private async serverFromPython(plan: LaunchPlan): Promise<LaunchPlan | undefined> {
-    const result = await runProbe(plan.python ?? [plan.command], undefined, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+    const result = await runProbe(plan.python ?? [plan.command], this.launchFolder);
     const wheel = this.bundledWheel();
     const outcome = classifyProbe(result, plan, process.platform, wheel?.path);
     if (outcome.kind === 'ok') return plan;
@@ -490,10 +517,19 @@ export class ServerConnection implements vscode.Disposable {
         return undefined;
       case 'ask': {
         const version = wheel?.version ?? '';
-        this.fail(
+        // The offer only where it can succeed: without a Python 3.10+ (or uv) it would fail after the click.
+        const prerequisite = await installPrerequisite(runProcess, plan.python, process.platform, this.launchFolder);
+        if (!prerequisite.ok) {
+          this.log(prerequisite.message);
+          this.setState({ kind: 'notInstalled', message: prerequisite.message, pythonMissing: true });
+          void this.offerPython(prerequisite.message, prerequisite.command);
+          return undefined;
+        }
+        const message =
           `No server is installed (${plan.python?.join(' ')} cannot import context_companion). ` +
-            `Choose Install to put the server ${version} that comes with the extension into its own environment.`,
-        );
+          `Choose Install to put the server ${version} that comes with the extension into its own environment.`;
+        this.log(message);
+        this.setState({ kind: 'notInstalled', message, pythonMissing: false });
         void this.offerInstall(version);
         return undefined;
       }
@@ -531,6 +567,19 @@ export class ServerConnection implements vscode.Disposable {
       await this.restart();
     } else if (choice === 'Open Settings') {
       await vscode.commands.executeCommand('workbench.action.openSettings', 'contextCompanion.server.autoInstall');
+    }
+  }
+
+  /** No Python 3.10+ to install the server with: what is missing, and the command that gets it. */
+  private async offerPython(message: string, command: string): Promise<void> {
+    const choice = await vscode.window.showWarningMessage(`${CLIENT_NAME}: ${message}`, 'Copy Command', 'Open Settings');
+    if (choice === 'Copy Command') {
+      await vscode.env.clipboard.writeText(command);
+      void vscode.window.showInformationMessage(
+        'Context Companion: the command is on the clipboard. Run it in a terminal, then run "Context Companion: Restart Server".',
+      );
+    } else if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'contextCompanion.interpreter');
     }
   }
 

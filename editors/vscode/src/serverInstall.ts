@@ -18,7 +18,12 @@ import { shellQuote } from './launch';
 
 export interface RunOptions {
   timeoutMs: number;
-  cwd?: string;
+  /**
+   * The working folder: required, and never the workspace (the install root under the extension's global
+   * storage): `python -c`/`-m` import from it first, and the extension host's own working folder may be the
+   * folder `code .` was run in.
+   */
+  cwd: string;
   /** Each line the process writes (stdout and stderr), as it comes. */
   onLine?: (line: string) => void;
 }
@@ -203,9 +208,9 @@ function describePython(command: readonly string[], platform: string): string {
 }
 
 /** Ask `command` (a Python command line) what it is. */
-export async function inspectPython(run: Runner, command: readonly string[], platform: string): Promise<Inspected> {
+export async function inspectPython(run: Runner, command: readonly string[], platform: string, cwd: string): Promise<Inspected> {
   const [program, ...prefix] = command;
-  const result = await run(program, [...prefix, '-c', INSPECT_SCRIPT], { timeoutMs: 30_000 });
+  const result = await run(program, [...prefix, '-c', INSPECT_SCRIPT], { timeoutMs: 30_000, cwd });
   if (result.spawnError === 'ENOENT') return { ok: false, why: 'not found' };
   if (result.spawnError) return { ok: false, why: `cannot be started (${result.spawnError})` };
   if (result.timedOut) return { ok: false, why: 'did not answer in time' };
@@ -260,11 +265,11 @@ export interface BasePython {
 }
 
 /** The first candidate that is Python 3.10 or newer. */
-export async function findBasePython(run: Runner, candidates: readonly string[][], platform: string): Promise<BasePython> {
+export async function findBasePython(run: Runner, candidates: readonly string[][], platform: string, cwd: string): Promise<BasePython> {
   const tried: string[] = [];
   for (const command of candidates) {
     const shown = describePython(command, platform);
-    const got = await inspectPython(run, command, platform);
+    const got = await inspectPython(run, command, platform, cwd);
     if (!got.ok) {
       if (got.why === 'not found') tried.push(`${shown} not found`);
       else tried.push(`${shown} ${got.why}`);
@@ -277,9 +282,23 @@ export async function findBasePython(run: Runner, candidates: readonly string[][
 }
 
 /** `uv` on PATH (its own name when it answers `uv --version`), else undefined. */
-export async function findUv(run: Runner): Promise<string | undefined> {
-  const result = await run('uv', ['--version'], { timeoutMs: 15_000 });
+export async function findUv(run: Runner, cwd: string): Promise<string | undefined> {
+  const result = await run('uv', ['--version'], { timeoutMs: 15_000, cwd });
   return result.exitCode === 0 ? 'uv' : undefined;
+}
+
+/** Before the Install offer: whether an install could start here (a Python 3.10+ among the candidates, or uv);
+ *  when not, the one message naming what is missing and how to get it, and that command. Every check runs in
+ *  `cwd` (launch.ts launchFolder), never the workspace. */
+export async function installPrerequisite(
+  run: Runner,
+  foundPython: readonly string[] | undefined,
+  platform: string,
+  cwd: string,
+): Promise<{ ok: true } | { ok: false; message: string; command: string }> {
+  const base = await findBasePython(run, pythonCandidates(foundPython, platform), platform, cwd);
+  if (base.python || (await findUv(run, cwd))) return { ok: true };
+  return { ok: false, ...noPythonMessage(base.tried, platform) };
 }
 
 // ------------------------------------------------------------------------------------ the private environment
@@ -458,8 +477,8 @@ async function installLocked(deps: InstallDeps, options: InstallOptions): Promis
   fs.rmSync(envDir, { recursive: true, force: true }); // an install that did not finish (no marker)
 
   deps.report('looking for Python');
-  const uv = await findUv(deps.run);
-  const base = await findBasePython(deps.run, pythonCandidates(options.foundPython, platform), platform);
+  const uv = await findUv(deps.run, root);
+  const base = await findBasePython(deps.run, pythonCandidates(options.foundPython, platform), platform, root);
   if (!base.python && !uv) {
     return { kind: 'failed', problem: 'python', ...noPythonMessage(base.tried, platform) };
   }

@@ -5,7 +5,9 @@
  * Only values the user set explicitly are sent: the editor's layer sits above the user's
  * `config.toml` and the workspace's `.context-companion.toml` on the server, so sending defaults
  * would silently override those files. Client-only settings (how to start the server, tracing)
- * are never sent: the server rejects unknown keys. Pure: unit-tested without VS Code.
+ * are never sent: the server rejects unknown keys. Each payload also says which values are the
+ * user's own and whether the workspace is trusted (a cloned repository's `.vscode/settings.json`
+ * must not name your files: see docs/configuration.md). Pure: unit-tested without VS Code.
  */
 
 export const SECTION = 'contextCompanion';
@@ -69,15 +71,50 @@ export function explicitValue(inspected: InspectedValue | undefined): unknown {
   return layers[layers.length - 1];
 }
 
-/** Build the nested camelCase object the server's Settings model reads. */
+/**
+ * Beside the values, what the payload says about them (a public contract, docs/protocol.md):
+ * `userValues` lists the keys whose value is the user's own (set in user settings only, no
+ * workspace or folder value), which alone may name files outside the workspace; `workspaceTrusted`
+ * is false in Restricted Mode, where the server takes no file-naming value of the workspace.
+ */
+export const USER_VALUES = 'userValues';
+export const WORKSPACE_TRUSTED = 'workspaceTrusted';
+
+let trustSource: () => boolean = () => true;
+
+/** Where {@link buildServerSettings} learns whether the workspace is trusted (`vscode.workspace.isTrusted`). */
+export function setWorkspaceTrust(source: () => boolean): void {
+  trustSource = source;
+}
+
+/** Whether the value VS Code applies is the user's own: set in user settings, in no workspace or folder scope. */
+export function isUserValue(inspected: InspectedValue | undefined): boolean {
+  return (
+    inspected !== undefined &&
+    inspected.globalValue !== undefined &&
+    inspected.workspaceValue === undefined &&
+    inspected.workspaceFolderValue === undefined
+  );
+}
+
+/**
+ * Build the nested camelCase object the server's Settings model reads, with `userValues` and
+ * `workspaceTrusted` (always sent, so a later answer replaces what an earlier one said). In an
+ * untrusted workspace the workspace and folder values of every key are left out here too.
+ */
 export function buildServerSettings(
   keys: readonly string[],
   inspect: (key: string) => InspectedValue | undefined,
+  trusted: boolean = trustSource(),
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  const userValues: string[] = [];
   for (const key of keys) {
-    const value = explicitValue(inspect(key));
+    let inspected = inspect(key);
+    if (!trusted && inspected) inspected = { globalValue: inspected.globalValue };
+    const value = explicitValue(inspected);
     if (value === undefined) continue;
+    if (isUserValue(inspected)) userValues.push(key);
     const path = key.split('.');
     let node = out;
     for (const part of path.slice(0, -1)) {
@@ -86,6 +123,8 @@ export function buildServerSettings(
     }
     node[path[path.length - 1]] = structuredCloneJson(value);
   }
+  out[USER_VALUES] = userValues;
+  out[WORKSPACE_TRUSTED] = trusted;
   return out;
 }
 

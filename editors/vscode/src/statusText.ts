@@ -15,7 +15,8 @@ export function formatTokens(tokens: { total: number; estimated?: boolean }): st
   return `${tokens.estimated ? '~' : ''}${formatCount(tokens.total)}`;
 }
 
-function plural(n: number, one: string, many: string): string {
+/** "1 memory file", "2 memory files" (the count formatted with thousands separators). */
+export function plural(n: number, one: string, many: string): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
@@ -23,7 +24,9 @@ export type StatusState =
   | { kind: 'starting' }
   | { kind: 'ready'; tokens: TokenInfo; memoryFiles: number }
   | { kind: 'stopped' }
-  | { kind: 'error'; message: string };
+  | { kind: 'error'; message: string }
+  /** Nothing failed: no server yet, the Install offer (or the Python it needs) waits for the user. */
+  | { kind: 'notInstalled'; message: string; pythonMissing?: boolean };
 
 export interface StatusView {
   text: string;
@@ -68,6 +71,14 @@ export function formatStatus(state: StatusState): StatusView {
         command: 'contextCompanion.restartServer',
         warning: false,
         label: 'Context Companion: server not running',
+      };
+    case 'notInstalled':
+      return {
+        text: state.pythonMissing ? '$(info) Context Companion: Python needed' : '$(cloud-download) Context Companion: install needed',
+        tooltip: `Context Companion: ${state.message}\nClick to ${state.pythonMissing ? 'look again once it is installed' : 'see the offer again'}.`,
+        command: 'contextCompanion.restartServer',
+        warning: false,
+        label: state.pythonMissing ? 'Context Companion: Python needed' : 'Context Companion: server not installed',
       };
     case 'error':
       return {

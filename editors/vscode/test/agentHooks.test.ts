@@ -47,6 +47,7 @@ function fakeVs(folders: string[], answers: (items: { label: string }[]) => unkn
   };
   const deps = {
     plan: async () => PYTHON_PLAN,
+    launchFolder: () => '/home/ada/.config/Code/User/globalStorage/cc/launch',
     run: async (line: CommandLine, cwd: string) => {
       shown.runs.push({ line, cwd });
       return result;
@@ -85,7 +86,9 @@ describe('Connect Agent Memory Hooks…', () => {
     await run();
     assert.equal(shown.runs.length, 1);
     assert.deepEqual(shown.runs[0].line.args.slice(-5), ['setup', '--agent', 'codex', '--workspace', '/w']);
-    assert.equal(shown.runs[0].cwd, '/w');
+    // The project goes in --workspace; setup runs in the extension's launch folder, never the project, whose
+    // context_companion/ or pydantic/ `python -m context_companion` would import.
+    assert.equal(shown.runs[0].cwd, '/home/ada/.config/Code/User/globalStorage/cc/launch');
     assert.equal(shown.info.length, 1);
     assert.match(shown.info[0], /^Context Companion: Codex: added the hooks .* Codex will ask "Hooks need review"/);
     assert.deepEqual(shown.errors, []);

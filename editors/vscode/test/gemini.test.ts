@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { diffAnswer, formatGeminiStatus, mergeTerminalEnvs, terminalEnv } from '../src/gemini';
+import { diffAnswer, formatGeminiStatus, geminiAskedFor, mergeTerminalEnvs, terminalEnv } from '../src/gemini';
 
 describe('Gemini CLI companion: terminal environment', () => {
   it('takes the variables from contextCompanion/companionStarted', () => {
@@ -62,8 +62,13 @@ describe('Gemini CLI companion: status bar', () => {
     assert.match(view!.tooltip, /port 41537, 1 client\)/);
   });
 
-  it('says it is ready, and how to connect, when no CLI is attached', () => {
-    const view = formatGeminiStatus({ running: true, port: 5, discoveryFile: null, connectedClients: 0 });
+  it('says nothing while no CLI is attached, unless the user asked for the companion', () => {
+    // On by default: most users run no Gemini CLI, and "ready" told each of them about it.
+    assert.equal(formatGeminiStatus({ running: true, port: 5, discoveryFile: null, connectedClients: 0 }), undefined);
+  });
+
+  it('says it is ready, and how to connect, when the user asked for it and no CLI is attached', () => {
+    const view = formatGeminiStatus({ running: true, port: 5, discoveryFile: null, connectedClients: 0 }, true);
     assert.equal(view?.text, '$(terminal) Gemini CLI: ready');
     assert.match(view!.tooltip, /run `gemini` in a new integrated terminal/);
   });
@@ -71,6 +76,18 @@ describe('Gemini CLI companion: status bar', () => {
   it('is hidden when the companion does not run', () => {
     assert.equal(formatGeminiStatus({ running: false, port: null, discoveryFile: null, connectedClients: 0 }), undefined);
     assert.equal(formatGeminiStatus(undefined), undefined);
+  });
+});
+
+describe('Gemini CLI companion: asked for', () => {
+  const inspect = (values: Record<string, Record<string, unknown>>) => (key: string) => values[key] ?? { defaultValue: key === 'enabled' ? true : 0 };
+
+  it('is asked for when the user set the companion on, or a port, in any scope', () => {
+    assert.equal(geminiAskedFor(inspect({})), false); // the defaults only
+    assert.equal(geminiAskedFor(inspect({ enabled: { defaultValue: true, globalValue: true } })), true);
+    assert.equal(geminiAskedFor(inspect({ enabled: { defaultValue: true, workspaceValue: true } })), true);
+    assert.equal(geminiAskedFor(inspect({ port: { defaultValue: 0, workspaceFolderValue: 41000 } })), true);
+    assert.equal(geminiAskedFor(inspect({ enabled: { defaultValue: true, globalValue: false } })), false);
   });
 });
 

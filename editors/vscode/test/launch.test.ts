@@ -5,11 +5,13 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import {
   classifyProbe,
+  launchFolder,
   LaunchSettingError,
   pipInstallCommand,
   probeArgs,
   resolveLaunch,
   runProbe,
+  serverSpawn,
   shellQuote,
   type LaunchInputs,
 } from '../src/launch';
@@ -182,13 +184,13 @@ describe('runProbe against a real interpreter', () => {
 
   it('accepts the interpreter that has the package installed (pip install -e . at the repo root)', async () => {
     const plan = resolveLaunch({ ...base, interpreter: python });
-    const result = await runProbe(plan.python!, undefined, empty);
+    const result = await runProbe(plan.python!, empty);
     assert.deepEqual(classifyProbe(result, plan, 'linux'), { kind: 'ok' }, result.stderr);
   });
 
   it('classifies a real missing package', async () => {
     const plan = resolveLaunch({ ...base, pythonExtension: [python, '-S'] });
-    const result = await runProbe(plan.python!, undefined, empty);
+    const result = await runProbe(plan.python!, empty);
     const outcome = classifyProbe(result, plan, 'linux', '/ext/cc.whl');
     assert.equal(outcome.kind, 'missingPackage', JSON.stringify(result));
     assert.ok(outcome.kind === 'missingPackage');
@@ -197,7 +199,103 @@ describe('runProbe against a real interpreter', () => {
 
   it('classifies a real interpreter that does not exist', async () => {
     const plan = resolveLaunch({ ...base, interpreter: path.join(empty, 'no-such-python') });
-    const outcome = classifyProbe(await runProbe(plan.python!), plan, 'linux');
+    const outcome = classifyProbe(await runProbe(plan.python!, empty), plan, 'linux');
     assert.equal(outcome.kind, 'noInterpreter');
+  });
+});
+
+/** A repository whose Python files write a marker when imported: our package's name, a dependency's, start-up files. */
+function hostileFolder(): { folder: string; markers: string } {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cc-hostile-'));
+  const folder = path.join(root, 'repo');
+  const markers = path.join(root, 'markers');
+  fs.mkdirSync(markers);
+  for (const name of ['context_companion/__init__.py', 'pydantic/__init__.py', 'sitecustomize.py', 'usercustomize.py']) {
+    fs.mkdirSync(path.dirname(path.join(folder, name)), { recursive: true });
+    const mark = path.join(markers, name.replace('/', '_'));
+    fs.writeFileSync(path.join(folder, name), `open(${JSON.stringify(mark)}, 'w').write('ran')\nraise SystemExit(7)\n`);
+  }
+  return { folder, markers };
+}
+
+describe('processes start in the launch folder, never the workspace', () => {
+  const python = process.env.COMPANION_TEST_PYTHON || 'python3';
+
+  it("is <global storage>/launch, made owner-only and empty", () => {
+    const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'cc-storage-'));
+    const folder = launchFolder(path.join(storage, 'context-companion.context-companion'));
+    assert.equal(folder, path.join(storage, 'context-companion.context-companion', 'launch'));
+    assert.equal(fs.statSync(folder).mode & 0o777, 0o700);
+    assert.deepEqual(fs.readdirSync(folder), []);
+    assert.equal(launchFolder(path.join(storage, 'context-companion.context-companion')), folder, 'a second call finds it');
+  });
+
+  it('the server command line: --stdio appended, the launch folder as working folder (the workspace goes in initialize)', () => {
+    const plan = resolveLaunch({ ...base, interpreter: '/venv/bin/python' });
+    assert.deepEqual(serverSpawn(plan, '/storage/launch'), {
+      command: '/venv/bin/python',
+      args: ['-m', 'context_companion', 'serve', '--stdio'],
+      cwd: '/storage/launch',
+    });
+  });
+
+  it("the probe run from the workspace imports the workspace's own package; from the launch folder the real one", async () => {
+    const { folder, markers } = hostileFolder();
+    const plan = resolveLaunch({ ...base, interpreter: python });
+    const there = await runProbe(plan.python!, folder);
+    assert.equal(there.exitCode, 7, 'the planted package ran: the fixture is hostile');
+    fs.rmSync(markers, { recursive: true });
+    fs.mkdirSync(markers);
+    const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'cc-storage-'));
+    const saved = process.cwd();
+    process.chdir(folder); // the extension host's own working folder may be the project (`code .`)
+    try {
+      const result = await runProbe(plan.python!, launchFolder(storage));
+      assert.deepEqual(classifyProbe(result, plan, 'linux'), { kind: 'ok' }, result.stderr);
+      const line = serverSpawn(plan, launchFolder(storage));
+      const { spawnSync } = await import('node:child_process');
+      // the real server, started as the extension starts it, answers `--help` of serve and exits
+      const served = spawnSync(line.command, [...line.args.slice(0, -1), '--help'], { cwd: line.cwd, encoding: 'utf8' });
+      assert.equal(served.status, 0, served.stderr);
+      assert.match(served.stdout, /--stdio/);
+    } finally {
+      process.chdir(saved);
+    }
+    assert.deepEqual(fs.readdirSync(markers), []);
+  });
+});
+
+describe('Restricted Mode: nothing names a program of the workspace', () => {
+  const restricted: LaunchInputs = { ...base, restricted: true };
+
+  it('refuses ${workspaceFolder} and a relative program path, saying why', () => {
+    for (const inputs of [
+      { ...restricted, interpreter: '${workspaceFolder}/.venv/bin/python' },
+      { ...restricted, serverCommand: ['${workspaceFolder}/bin/cc', 'serve'] },
+      { ...restricted, interpreter: '.venv/bin/python' },
+      { ...restricted, serverCommand: ['./cc', 'serve'] },
+    ]) {
+      assert.throws(
+        () => resolveLaunch(inputs),
+        (e: unknown) => e instanceof LaunchSettingError && /Restricted Mode/.test(e.message),
+        JSON.stringify(inputs),
+      );
+    }
+  });
+
+  it("does not take the Python extension's interpreter (it may be the workspace's .venv); python3 on PATH instead", () => {
+    const plan = resolveLaunch({ ...restricted, pythonExtension: ['/work/proj/.venv/bin/python'] });
+    assert.equal(plan.source, 'path');
+    assert.equal(plan.command, 'python3');
+  });
+
+  it('keeps absolute programs and names on PATH from user settings', () => {
+    assert.equal(resolveLaunch({ ...restricted, interpreter: '~/py/bin/python' }).command, '/home/ada/py/bin/python');
+    assert.equal(resolveLaunch({ ...restricted, serverCommand: ['context-companion', 'serve'] }).command, 'context-companion');
+  });
+
+  it('trusted: a relative program path is the workspace folder\'s, made absolute (the process starts elsewhere)', () => {
+    assert.equal(resolveLaunch({ ...base, interpreter: '.venv/bin/python' }).command, '/work/proj/.venv/bin/python');
+    assert.equal(resolveLaunch({ ...base, serverCommand: ['./bin/cc', 'serve'] }).command, '/work/proj/bin/cc');
   });
 });

@@ -85,6 +85,7 @@ function fakeVscode(lm: object, withDefinition = true) {
 function source(over: Partial<McpProviderSource> = {}): McpProviderSource {
   return {
     workspace: () => '/work/proj',
+    launchFolder: () => '/home/ada/.config/Code/User/globalStorage/cc/launch',
     plan: async () => venvPlan,
     serverPid: async () => 4242,
     memoryElsewhere: () => false,
@@ -116,7 +117,8 @@ describe('MCP server definition provider: registration', () => {
     assert.equal(def.command, '/venv/bin/python');
     assert.deepEqual(def.args, ['-m', 'context_companion', 'mcp', '--attach', '--workspace', '/work/proj', '--server-pid', '4242']);
     assert.equal(def.version, '0.1.0');
-    assert.deepEqual(def.cwd, { fsPath: '/work/proj' });
+    // VS Code starts it in the extension's launch folder, never the workspace (passed as --workspace above).
+    assert.deepEqual(def.cwd, { fsPath: '/home/ada/.config/Code/User/globalStorage/cc/launch' });
   });
 
   it('adds --memory-elsewhere while the chat instructions deliver, and decides it again when VS Code starts the server', async () => {
@@ -137,6 +139,37 @@ describe('MCP server definition provider: registration', () => {
     elsewhere = true;
     const again = await provider!.resolveMcpServerDefinition(resolved, {});
     assert.equal(again.args.filter((a) => a === '--memory-elsewhere').length, 1);
+  });
+
+  it("opens the server's MCP endpoint before VS Code starts the server (it listens only when asked); a failure is logged, the start goes on", async () => {
+    let provider: (Provider & { resolveMcpServerDefinition(def: FakeDefinition, token: unknown): Promise<FakeDefinition> }) | undefined;
+    const vs = fakeVscode({
+      registerMcpServerDefinitionProvider(_id: string, p: typeof provider) {
+        provider = p;
+        return { dispose() {} };
+      },
+    });
+    const events: string[] = [];
+    let fail = false;
+    const lines: string[] = [];
+    registerMcpProvider(
+      vs,
+      source({
+        openEndpoint: async () => {
+          events.push('open');
+          if (fail) throw new Error('the server is not running');
+        },
+      }),
+      (line) => lines.push(line),
+    );
+    const [def] = await provider!.provideMcpServerDefinitions({});
+    assert.deepEqual(events, []); // listing the servers opens nothing
+    const resolved = await provider!.resolveMcpServerDefinition(def, {});
+    assert.deepEqual(events, ['open']);
+    assert.equal(resolved, def);
+    fail = true;
+    assert.equal(await provider!.resolveMcpServerDefinition(def, {}), def);
+    assert.match(lines.at(-1) ?? '', /MCP endpoint could not be opened: the server is not running/);
   });
 
   it('provides nothing without a folder, or when the settings cannot start a server', async () => {

@@ -14,6 +14,7 @@ import {
   envDirName,
   envPython,
   findBasePython,
+  installPrerequisite,
   findBundledWheel,
   installBundledServer,
   type InstallResult,
@@ -75,10 +76,12 @@ function scripted(opts: {
   pip?: RunResult;
   check?: RunResult;
   delayMs?: number;
-}): { run: Runner; calls: Call[] } {
+}): { run: Runner; calls: Call[]; cwds: string[] } {
   const calls: Call[] = [];
-  const run: Runner = async (command, args) => {
+  const cwds: string[] = [];
+  const run: Runner = async (command, args, options) => {
     calls.push({ command, args: [...args] });
+    cwds.push(options.cwd);
     if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
     if (command === 'uv' && args[0] === '--version') return opts.uv ? ok('uv 0.9.0') : missing;
     const venvTarget = command === 'uv' && args[0] === 'venv' ? args[args.length - 1] : args[0] === '-m' && args[1] === 'venv' ? args[2] : undefined;
@@ -97,7 +100,7 @@ function scripted(opts: {
     if (args.includes('-c')) return opts.pythons?.[command] ?? missing;
     throw new Error(`unexpected command ${command} ${args.join(' ')}`);
   };
-  return { run, calls };
+  return { run, calls, cwds };
 }
 
 const quiet = { log: () => undefined, report: () => undefined };
@@ -158,9 +161,29 @@ describe('which Python makes the environment', () => {
         'python3.12': pythonAnswer('/usr/bin/python3.12', [3, 12, 3]),
       },
     });
-    const found = await findBasePython(run, pythonCandidates(['/old/bin/python'], 'linux'), 'linux');
+    const found = await findBasePython(run, pythonCandidates(['/old/bin/python'], 'linux'), 'linux', '/storage/server');
     assert.equal(found.python?.executable, '/usr/bin/python3.12');
     assert.deepEqual(found.tried, ['/old/bin/python is 3.9.18', 'python3 not found', 'python3.14 not found', 'python3.13 not found']);
+  });
+});
+
+describe('before the Install offer: can an install start here?', () => {
+  it('yes with a Python 3.10+ among the candidates, or with uv', async () => {
+    const newer = scripted({ pythons: { 'python3.12': pythonAnswer('/usr/bin/python3.12', [3, 12, 3]) } });
+    assert.deepEqual(await installPrerequisite(newer.run, ['python3'], 'linux', '/launch'), { ok: true });
+    const uv = scripted({ uv: true, pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
+    assert.deepEqual(await installPrerequisite(uv.run, ['python3'], 'linux', '/launch'), { ok: true });
+  });
+
+  it('no: one message naming what is missing (each Python tried) and the command that gets one', async () => {
+    const { run, cwds } = scripted({ pythons: { python3: pythonAnswer('/usr/bin/python3', [3, 8, 10]) } });
+    const got = await installPrerequisite(run, ['python3'], 'linux', '/launch');
+    assert.deepEqual([...new Set(cwds)], ['/launch']); // every check ran in the launch folder, never the workspace
+    assert.equal(got.ok, false);
+    if (got.ok) return;
+    assert.match(got.message, /^The server needs Python 3\.10 or newer and none was found \(python3 is 3\.8\.10; python3\.14 not found;/);
+    assert.match(got.message, /sudo apt install python3 python3-venv/);
+    assert.equal(got.command, 'sudo apt install python3 python3-venv');
   });
 });
 
@@ -205,6 +228,18 @@ describe('installBundledServer with scripted processes', () => {
     assert.equal(marker.sha256, wheel.sha256);
     assert.equal(marker.basePython, '/usr/bin/python3.11');
     assert.ok(!fs.existsSync(path.join(root, 'install.lock')), 'the lock is released');
+  });
+
+  it('runs every process (uv, the Pythons it asks, venv, pip, the check) in the install root, never elsewhere', async () => {
+    // `python -c`/`-m` import from the working folder first: not the workspace, not the extension host's folder.
+    for (const uv of [false, true]) {
+      const root = tmp('root');
+      const { run, cwds } = scripted({ uv, pythons: { python3: pythonAnswer('/usr/bin/python3.12', [3, 12, 1]) } });
+      const result = await installBundledServer({ run, ...quiet }, { root, wheel: fakeWheel(tmp('ext')), foundPython: ['python3'], platform: 'linux' });
+      assert.equal(result.kind, 'installed');
+      assert.ok(cwds.length >= 4, String(cwds.length));
+      assert.deepEqual([...new Set(cwds)], [root]);
+    }
   });
 
   it('uv on PATH: uv venv with the found Python, then uv pip install', async () => {

@@ -6,8 +6,10 @@ import {
   explicitValue,
   type InspectedValue,
   isOwnSection,
+  isUserValue,
   sectionValue,
   serverSettingKeys,
+  setWorkspaceTrust,
 } from '../src/settingsPayload';
 
 const manifest = {
@@ -33,15 +35,65 @@ describe('settings sent to the server', () => {
       'prompt.sections': { workspaceValue: { git: false } },
       systemPrompt: { globalValue: null },
     };
-    assert.deepEqual(
-      buildServerSettings(serverSettingKeys(manifest), (k) => values[k]),
-      { memory: { maxTokens: 2000 }, prompt: { sections: { git: false } }, systemPrompt: null },
-    );
+    assert.deepEqual(buildServerSettings(serverSettingKeys(manifest), (k) => values[k], true), {
+      memory: { maxTokens: 2000 },
+      prompt: { sections: { git: false } },
+      systemPrompt: null,
+      userValues: ['memory.maxTokens', 'systemPrompt'],
+      workspaceTrusted: true,
+    });
   });
 
-  it('sends nothing when nothing is set, so the TOML files on the server keep effect', () => {
-    assert.deepEqual(buildServerSettings(serverSettingKeys(manifest), () => ({})), {});
-    assert.deepEqual(buildServerSettings(serverSettingKeys(manifest), () => undefined), {});
+  it('sends no value when nothing is set, so the TOML files on the server keep effect', () => {
+    const none = { userValues: [], workspaceTrusted: true };
+    assert.deepEqual(buildServerSettings(serverSettingKeys(manifest), () => ({}), true), none);
+    assert.deepEqual(buildServerSettings(serverSettingKeys(manifest), () => undefined, true), none);
+  });
+
+  it("marks as the user's only values set in user settings alone: a workspace or folder value is the workspace's", () => {
+    const home = '/home/me/prompts/mine.md';
+    const values: Record<string, InspectedValue> = {
+      systemPromptFile: { globalValue: home },
+      writeSystemPromptTo: { globalValue: 'mine.md', workspaceValue: 'leak.md' },
+      'tokens.encodingFile': { workspaceFolderValue: '~/.ssh/id_rsa' },
+      'context.exclude': { globalValue: ['*.pem'], workspaceValue: [] },
+    };
+    const keys = Object.keys(values);
+    const out = buildServerSettings(keys, (k) => values[k], true);
+    assert.deepEqual(out.userValues, ['systemPromptFile']);
+    assert.equal(out.systemPromptFile, home);
+    assert.equal(out.writeSystemPromptTo, 'leak.md');
+    assert.deepEqual(out.tokens, { encodingFile: '~/.ssh/id_rsa' });
+    assert.deepEqual(out.context, { exclude: [] });
+    assert.equal(isUserValue({ globalValue: 'x' }), true);
+    assert.equal(isUserValue({ globalValue: 'x', workspaceFolderValue: 'y' }), false);
+    assert.equal(isUserValue({ workspaceValue: 'y' }), false);
+    assert.equal(isUserValue(undefined), false);
+  });
+
+  it('in Restricted Mode sends only user values, and says the workspace is untrusted', () => {
+    const values: Record<string, InspectedValue> = {
+      systemPromptFile: { globalValue: '~/prompts/mine.md', workspaceValue: '~/.ssh/id_rsa' },
+      writeSystemPromptTo: { workspaceValue: 'leak.md' },
+    };
+    const out = buildServerSettings(Object.keys(values), (k) => values[k], false);
+    assert.deepEqual(out, {
+      systemPromptFile: '~/prompts/mine.md',
+      userValues: ['systemPromptFile'],
+      workspaceTrusted: false,
+    });
+  });
+
+  it('asks the trust source when the caller does not say (the extension sets vscode.workspace.isTrusted)', () => {
+    let trusted = false;
+    setWorkspaceTrust(() => trusted);
+    try {
+      assert.equal(buildServerSettings([], () => undefined).workspaceTrusted, false);
+      trusted = true;
+      assert.equal(buildServerSettings([], () => undefined).workspaceTrusted, true);
+    } finally {
+      setWorkspaceTrust(() => true);
+    }
   });
 
   it('the most specific scope wins; objects merge across scopes', () => {

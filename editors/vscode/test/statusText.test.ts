@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { countIncluded, formatCount, formatRefreshSummary, formatStatus, formatTokens } from '../src/statusText';
+import { countIncluded, formatCount, formatRefreshSummary, formatStatus, formatTokens, plural } from '../src/statusText';
 
 describe('status bar text', () => {
   it('shows the exact token count, grouped', () => {
@@ -38,6 +38,19 @@ describe('status bar text', () => {
     assert.match(error.tooltip, /^Context Companion: The server package is not installed for python3\.\nClick to restart/);
   });
 
+  it('no server yet is no error: a neutral "install needed" (or "Python needed") that brings the offer back', () => {
+    const offer = formatStatus({ kind: 'notInstalled', message: 'No server is installed (python3 cannot import context_companion).' });
+    assert.equal(offer.text, '$(cloud-download) Context Companion: install needed');
+    assert.equal(offer.warning, false);
+    assert.equal(offer.label, 'Context Companion: server not installed');
+    assert.equal(offer.command, 'contextCompanion.restartServer');
+    assert.match(offer.tooltip, /No server is installed .*\nClick to see the offer again/);
+    const python = formatStatus({ kind: 'notInstalled', message: 'The server needs Python 3.10 or newer', pythonMissing: true });
+    assert.equal(python.text, '$(info) Context Companion: Python needed');
+    assert.equal(python.warning, false);
+    assert.doesNotMatch(python.label, /error/);
+  });
+
   it('groups large numbers', () => {
     assert.equal(formatCount(1234567), '1,234,567');
     assert.equal(formatCount(0), '0');
@@ -69,5 +82,10 @@ describe('refresh summary', () => {
   it('counts included files only', () => {
     assert.equal(countIncluded([{ path: 'a', included: false }, { path: 'b' }, 'c']), 2);
     assert.equal(countIncluded(undefined), 0);
+  });
+
+  it('says one memory file in the singular (the memory picker: "1 memory file, 1 included")', () => {
+    assert.equal(plural(1, 'memory file', 'memory files'), '1 memory file');
+    assert.equal(plural(1234, 'memory file', 'memory files'), '1,234 memory files');
   });
 });

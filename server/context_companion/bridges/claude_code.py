@@ -112,13 +112,27 @@ class ClaudeCodeBridge:
             return 401, f"Unauthorized: {AUTH_HEADER} is missing or wrong\n"
         return None
 
-    async def start(self) -> int:
+    async def start(self, listen: bool = True) -> int:
         """Listen on a free loopback port; returns it. The WebSocket server (and, at the first
-        client that passes the checks, the MCP side) is loaded when a connection first waits."""
+        client that passes the checks, the MCP side) is loaded when a connection first waits.
+        With ``listen=False`` the port is only reserved until :meth:`open`."""
         listener = self._listener = Listener()
-        self.port = listener.bind()
-        listener.on_first_connection(self._serve_when_connected)
+        self.port = listener.reserve()
+        if listen:
+            self.open()
         return self.port
+
+    def open(self) -> None:
+        """Listen on the reserved port (idempotent; nothing once stopped)."""
+        listener = self._listener
+        if listener is None or listener.listening or self._stopped:
+            return
+        listener.open()
+        listener.on_first_connection(self._serve_when_connected)
+
+    @property
+    def listening(self) -> bool:
+        return self._ws_server is not None or (self._listener is not None and self._listener.listening)
 
     async def _serve_when_connected(self) -> None:
         await asyncio.to_thread(importlib.import_module, "websockets.asyncio.server")

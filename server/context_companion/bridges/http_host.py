@@ -250,11 +250,32 @@ class LocalHttpHost:
         serves the socket from the first connection on, which waits in the backlog meanwhile. A
         bind failure is OSError; a failure to start serving later is logged and resets the
         waiting clients."""
-        listener = Listener(self.port)
-        self.port = self._guard.port = listener.bind()
-        self._listener = listener
-        listener.on_first_connection(self._serve_when_connected)
+        self.reserve()
+        self.open()
         return self.port
+
+    def reserve(self) -> int:
+        """Bind without listening (see :meth:`.Listener.reserve`); returns the port. :meth:`open`
+        listens. A bind failure is OSError."""
+        if self._listener is None:
+            listener = Listener(self.port)
+            self.port = self._guard.port = listener.reserve()
+            self._listener = listener
+        return self.port
+
+    def open(self) -> None:
+        """Listen on the reserved port; served from the first connection on (as :meth:`listen`).
+        Idempotent; nothing once stopped or serving."""
+        listener = self._listener
+        if listener is None or listener.listening or self._stopped:
+            return
+        listener.open()
+        listener.on_first_connection(self._serve_when_connected)
+
+    @property
+    def listening(self) -> bool:
+        """Connections are accepted (or queued until the server is loaded)."""
+        return self._server is not None or (self._listener is not None and self._listener.listening)
 
     async def _serve_when_connected(self) -> None:
         await asyncio.to_thread(importlib.import_module, "uvicorn")

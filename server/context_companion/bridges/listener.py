@@ -1,5 +1,9 @@
 """A loopback port that is announced at once and served from its first connection on.
 
+A port may also be reserved first (:meth:`Listener.reserve`: bound, its number known, not
+listening) and opened when a client may come (:meth:`Listener.open`): an editor that has no
+terminal open listens on nothing.
+
 The bridges announce their port as they start (Gemini CLI's discovery file, Claude Code's lock
 file, the terminals' environment), but most editors never see an agent connect. A
 :class:`Listener` binds and listens at start, so the port is real and connections queue in the
@@ -32,13 +36,23 @@ class Listener:
         self._task: asyncio.Task[None] | None = None
         self._watching = False
         self._taken = False
+        self._listening = False
 
     def bind(self) -> int:
         """Bind and listen; returns the port. A bind failure (port taken) raises ``OSError``."""
+        self.reserve()
+        self.open()
+        return self.port
+
+    def reserve(self) -> int:
+        """Bind without listening; returns the port. The port is ours (its number can be announced
+        to terminals) but nothing listens: no connection is queued, and no port scanner or editor's
+        port forwarding sees it until :meth:`open`. A bind failure raises ``OSError``."""
+        if self._sock is not None:
+            return self.port
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.bind((LOOPBACK, self._requested))
-            sock.listen(BACKLOG)
         except OSError:
             sock.close()
             raise
@@ -47,12 +61,24 @@ class Listener:
         self.port = sock.getsockname()[1]
         return self.port
 
+    def open(self) -> None:
+        """Listen on the reserved port (idempotent)."""
+        if self._sock is None:
+            raise RuntimeError("reserve() first")
+        if not self._listening:
+            self._sock.listen(BACKLOG)
+            self._listening = True
+
+    @property
+    def listening(self) -> bool:
+        return self._listening and (self._sock is not None or self._taken)
+
     def on_first_connection(self, start: Callable[[], Awaitable[None]]) -> None:
         """When a connection first waits, run ``start()`` once, in a task of its own: it loads what
         it needs, :meth:`take` s the socket and serves it from then on."""
         sock = self._sock
-        if sock is None:
-            raise RuntimeError("bind() first")
+        if sock is None or not self._listening:
+            raise RuntimeError("bind() or open() first")
         loop = asyncio.get_running_loop()
 
         def ready() -> None:

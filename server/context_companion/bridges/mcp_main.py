@@ -14,11 +14,12 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import discovery
+from .. import discovery, procs
 from ..errors import ContextCompanionError
 from ..workspace.changes import MemoryChange
 from ..workspace.companion import Companion
@@ -80,6 +81,10 @@ class Standalone:
             self._loop.create_task(self.bridge.changed(change))
 
 
+# How long --server-pid waits for a live language server to announce its MCP endpoint.
+ANNOUNCEMENT_WAIT_S = 5.0
+
+
 def matching_servers(workspace: Path) -> list[discovery.Entry]:
     """Live MCP endpoints hosted for this workspace (or a folder above it), other than this process."""
     return [
@@ -116,9 +121,16 @@ def _by_pid(args: argparse.Namespace, workspace: Path, pid: int) -> discovery.En
     if args.attach is False or args.http is not None:
         flag = "--no-attach" if args.attach is False else "--http"
         raise ContextCompanionError(f"--server-pid: cannot be combined with {flag}")
-    for entry in matching_servers(workspace):
-        if entry.pid == pid:
-            return entry
+    # The editor may start us the moment its language server opened the endpoint, before the announcement file is
+    # on disk: while that process lives, look again for a few seconds (bounded), then say why not.
+    deadline = time.monotonic() + ANNOUNCEMENT_WAIT_S
+    while True:
+        for entry in matching_servers(workspace):
+            if entry.pid == pid:
+                return entry
+        if time.monotonic() >= deadline or not procs.pid_alive(pid):
+            break
+        time.sleep(0.1)
     raise ContextCompanionError(
         f"--server-pid {pid}: no language server with that process id has an MCP endpoint for {workspace}"
     )

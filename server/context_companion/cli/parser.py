@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         block first; ``--help`` still shows it)."""
 
         def error(self, message: str) -> NoReturn:
-            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+            self.exit(2, f"context-companion: {usage_error(self.prog, message)} (see {self.prog} --help)\n")
 
     parser = OneLineErrors(
         prog="context-companion",
@@ -59,7 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"context-companion {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    serve = sub.add_parser(
+        "serve",
+        help="run the language server (stdio by default)",
+        description="Run the language server an editor starts: LSP over stdin/stdout, or with --tcp/--ws over a "
+        "socket that only clients presenting the token may use. It composes the system instruction and the "
+        "per-turn editor context, and tells the client when either changes.",
+    )
     transport = serve.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     transport.add_argument(
@@ -142,17 +148,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_quiet(turn, json_warnings=False)
 
-    mem = sub.add_parser("memory", help="show the memory files found, which are included and why", epilog=_PATHS_EPILOG)
+    mem = sub.add_parser(
+        "memory",
+        help="show the memory files found, which are included and why",
+        description="List the memory files found for this workspace (AGENTS.md, CLAUDE.md, GEMINI.md, glob-scoped "
+        "rules, ...), whether each is included in the instruction, comes with the turn or is left out, and why.",
+        epilog=_PATHS_EPILOG,
+    )
     _editor_arguments(mem)
     mem.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(mem)
 
     exp = sub.add_parser(
-        "explain", help="which memory and rule files an agent would load, and why", epilog=_PATHS_EPILOG
+        "explain",
+        help="which memory and rule files an agent would load, and why",
+        description="Show which memory and rule files one agent would load in this workspace by its own rules "
+        "(read at start, read on demand, not read), and why: what it misses is what the hooks of `setup` add.",
+        epilog=_PATHS_EPILOG,
     )
     exp.add_argument(
         "--agent",
         required=True,
+        metavar="AGENT",
         help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot (GitHub Copilot in the editor), "
         "windsurf, cline, continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), "
         "context-companion",
@@ -161,9 +178,21 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(exp)
 
-    sub.add_parser("compression-prompt", help="print the prompt for compressing a conversation")
+    sub.add_parser(
+        "compression-prompt",
+        help="print the prompt for compressing a conversation",
+        description="Print the system prompt that asks a model to condense a long conversation into a state "
+        "snapshot (goal, constraints, knowledge, files, recent actions, task state), treating the history as data "
+        "(contextCompanion.getCompressionPrompt returns the same).",
+    )
 
-    mcp = sub.add_parser("mcp", help="serve MCP (tools, resources, a prompt) to an agent over stdio or HTTP")
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve MCP (tools, resources, a prompt) to an agent over stdio or HTTP",
+        description="Serve the instruction, the turn context and the memory files to an MCP client (Claude Code, "
+        "Codex, Gemini CLI, ...) over stdio, or over Streamable HTTP on 127.0.0.1 with --http. With an editor's "
+        "language server running for the workspace it can be a view of that server (--attach).",
+    )
     mcp.add_argument("--workspace", default=".", help="workspace folder (default: current directory)")
     mcp.add_argument(
         "--http",
@@ -208,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         "one line on stderr. Set it up with `setup`. Agents: claude-code (or claude), gemini-cli (or gemini), "
         "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen).",
     )
-    hook.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
+    hook.add_argument("--agent", required=True, metavar="AGENT", help=_HOOK_AGENTS_HELP)
 
     setup = sub.add_parser(
         "setup",
@@ -222,9 +251,16 @@ def build_parser() -> argparse.ArgumentParser:
         "~/.config/opencode/plugins/context-companion.js). Edits the file in place: only its own entries change, "
         "your layout and comments stay; the command is the bare context-companion when PATH finds this "
         "installation. Refuses a file its agent could not read or would read another way, or a plugin file that "
-        "is not ours (exit 2, one line, file untouched).",
+        "is not ours (exit 2, one line, file untouched). Claude Code's settings.local.json is personal: in a git "
+        "repository setup keeps it out of git as Claude Code does (git's global ignore file). --remove without "
+        "--agent takes out every agent's hooks set up here.",
     )
-    setup.add_argument("--agent", required=True, choices=AGENT_HOOK_IDS, type=_hook_agent)
+    setup.add_argument(
+        "--agent",
+        default=None,
+        metavar="AGENT",
+        help=_HOOK_AGENTS_HELP + "; required, except with --remove (then: every agent set up here)",
+    )
     setup.add_argument("--workspace", default=None, help="the project folder (default: current directory)")
     setup.add_argument("--user", action="store_true", help="the agent's user settings instead of the project's")
     setup.add_argument(
@@ -237,14 +273,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+HOOK_AGENTS = (
+    "claude-code (or claude), gemini-cli (or gemini), codex, copilot-cli (or copilot), opencode, qwen-code (or qwen)"
+)
+_HOOK_AGENTS_HELP = HOOK_AGENTS + "; case does not matter"
 
 
-def _hook_agent(name: str) -> str:
-    """``--agent`` of hook and setup: an id or a short name (``claude``, ``gemini``, ``copilot``, ``qwen``), in
-    any case."""
-    from ..agent_hook import hook_agent
+def usage_error(prog: str, message: str) -> str:
+    """argparse's error in the words of every other error here: ``<command> <what>: <reason>``
+    (``turn --cursor: expected one argument``), after the one ``context-companion:`` prefix."""
+    import re
 
-    return hook_agent(name)
+    command = prog.removeprefix("context-companion").strip()
+    choice = re.fullmatch(r"argument COMMAND: invalid choice: '?([^']*)'? \(choose from (.*)\)", message)
+    if choice:
+        return f"{choice[1]}: unknown command; commands: {choice[2].replace(chr(39), '')}"
+    required = re.fullmatch(r"the following arguments are required: (.*)", message)
+    if required:
+        message = f"{required[1]}: required"
+    message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
+    return f"{command} {message}" if command else message
 
 
 def _add_quiet(sub: argparse.ArgumentParser, *, json_warnings: bool = True) -> None:

@@ -67,6 +67,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
     result = companion.show_memory()
     with_turn = companion.turn_delivered()
     if not result.files:
+        for line in companion.snapshot.refusal_lines():
+            sys.stdout.write(f"! {line}\n")
         sys.stdout.write("No memory files found.\n")
         return 0
     width = max((len(f.path) for f in result.files), default=0)
@@ -75,7 +77,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         turn = f" ({COMES_WITH_TURN})" if f.path in with_turn else ""
         sys.stdout.write(f"{mark} {f.path.ljust(width)}  {f.tier:<9} {f.tokens:>6} tokens  {f.reason}{turn}\n")
     said = {f"{f.path}: {f.reason}" for f in result.files}  # a skip is on its file's row already
-    for w in result.warnings:
+    for w in (*companion.snapshot.refusal_lines(), *result.warnings):
         if w not in said:
             sys.stdout.write(f"! {w}\n")
     included = [f for f in result.files if f.included]
@@ -98,10 +100,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     workspace = workspace_arg(args.workspace)
     companion = Companion.open([workspace])
+    for line in companion.snapshot.refusal_lines():
+        warn(args, line)
     open_paths, active = editor_files(args, workspace)
     interactive = companion.snapshot.settings.profile.interactive
     wire = companion.memory.explain(agent, open_paths, active, interactive=interactive).to_wire()
     wire["estimated"] = companion.tokenizer.estimated
+    if agent == "gemini-cli":
+        from ..bridges.gemini.discovery import ide_dir_problem
+
+        problem = ide_dir_problem()
+        if problem is not None:
+            wire["skipped"] = [*wire.get("skipped", ()), problem]
     if args.json:
         sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
         return 0
@@ -113,6 +123,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     for mark, path, tier, tokens, why in rows:
         count = f"{tokens:>6} tokens" if tokens is not None else " " * 13
         sys.stdout.write(f"{mark} {path.ljust(width)}  {tier:<9} {count}  {why}\n")
+    for line in wire.get("skipped", ()):
+        sys.stdout.write(f"! {line}\n")
     if not rows:
         sys.stdout.write("No memory or rule files found.\n")
     loaded = len(wire["files"])

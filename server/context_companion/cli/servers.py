@@ -30,6 +30,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from ..agent_setup import run
+    from ..agent_hook import hook_agent
+    from ..agent_setup import remove_everywhere, run
+    from .output import fail
+    from .parser import AGENT_HOOK_IDS, HOOK_AGENTS
 
+    if args.agent is None:
+        if args.remove:
+            return remove_everywhere(args)
+        return fail("setup --agent: required (see context-companion setup --help)")
+    agent = hook_agent(args.agent)
+    if agent not in AGENT_HOOK_IDS:
+        return fail(f"--agent {args.agent}: unknown agent; setup takes {HOOK_AGENTS}")
+    args.agent = agent
     return run(args)

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ownership import find_marker
 from .patterns import IGNORE_FILE_NAMES, MAX_IGNORE_FILE_BYTES
 
 # --------------------------------------------------------------------------- git's other sources
@@ -23,20 +24,17 @@ class GitRepo:
 
 
 def find_repo(folder: str | os.PathLike[str]) -> GitRepo | None:
-    """The nearest working tree holding ``folder`` (a ``.git`` directory or ``gitdir:`` file above)."""
-    current = os.path.abspath(os.fspath(folder))
-    while True:
-        dot_git = os.path.join(current, ".git")
-        if os.path.isdir(dot_git):
-            return GitRepo(current, _common_dir(dot_git))
-        if os.path.isfile(dot_git):
-            git_dir = _read_gitdir_file(dot_git)
-            if git_dir is not None:
-                return GitRepo(current, _common_dir(git_dir))
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    """The nearest working tree holding ``folder`` (a ``.git`` directory or ``gitdir:`` file above), found as
+    git finds it (:func:`~context_companion.ownership.find_marker`: never another user's, never above a
+    ``GIT_CEILING_DIRECTORIES`` folder)."""
+    top = find_marker(os.path.abspath(os.fspath(folder)), (".git",)).root
+    if top is None:
+        return None
+    dot_git = os.path.join(top, ".git")
+    if os.path.isdir(dot_git):
+        return GitRepo(top, _common_dir(dot_git))
+    git_dir = _read_gitdir_file(dot_git) if os.path.isfile(dot_git) else None
+    return GitRepo(top, _common_dir(git_dir)) if git_dir is not None else None
 
 
 def _read_gitdir_file(path: str) -> str | None:

@@ -71,6 +71,8 @@ class ClaudeCodeEndpoint:
         self._closed = False  # the process is ending: never started again
         self._reconciling = asyncio.Lock()  # the boot and a settings change may reconcile at once
         self.settled = asyncio.Event()  # the first reconcile is done: status answers are true
+        self.listen_on_request = False  # the client asks for the listener (contextCompanion.openListeners)
+        self.opened = False  # ... and has asked
 
     @property
     def running(self) -> bool:
@@ -80,12 +82,13 @@ class ClaudeCodeEndpoint:
         """``companionStatus``'s ``claudeCode``: listening port, lock file, connected Claude Codes."""
         bridge, lock = self._bridge, self._lock
         if bridge is None:
-            return {"running": False, "port": None, "lockFile": None, "connectedClients": 0}
+            return {"running": False, "port": None, "lockFile": None, "connectedClients": 0, "listening": False}
         return {
             "running": True,
             "port": bridge.port,
             "lockFile": str(lock.path) if lock is not None and lock.written else None,
             "connectedClients": bridge.connected_clients(),
+            "listening": bridge.listening,
         }
 
     async def reconcile(self, ls: Host) -> None:
@@ -111,7 +114,7 @@ class ClaudeCodeEndpoint:
         elif not wanted and self._bridge is not None:
             self.stop()
             ls.protocol.notify(COMPANION_STARTED, {"claudeCode": None})
-        elif self._lock is not None:
+        elif self._lock is not None and self._bridge is not None and self._bridge.listening:
             self._write_lock(companion)
 
     async def _start(self, ls: Host, companion: Companion) -> None:
@@ -120,19 +123,34 @@ class ClaudeCodeEndpoint:
         from ..settings import allowed_origins
 
         bridge = ClaudeCodeBridge(_LspEditor(ls), allowed_origins=allowed_origins())
-        port = await bridge.start()
+        port = await bridge.start(listen=False)
         self._bridge = bridge
         lock = self._lock = LockFile(port, bridge.token, "Context Companion")
         await asyncio.to_thread(remove_stale_claude, lock.path.parent)
         if self._closed:  # shut down while starting
             self.stop()
             return
-        self._write_lock(companion)
+        if self.opened or not self.listen_on_request:
+            self._open(companion)
         if not self._hooked:
             self._hooked = True
             atexit.register(self._remove_lock)
         ls.protocol.notify(COMPANION_STARTED, {"claudeCode": {"port": port, "env": terminal_env(port)}})
         log.info("Claude Code integration on ws://127.0.0.1:%d (lock file %s)", port, lock.path)
+
+    def open(self, ls: Host) -> None:
+        """``contextCompanion.openListeners``: listen (and write the lock file) now, and from now on
+        at every (re)start."""
+        self.opened = True
+        if ls.companion is not None:
+            self._open(ls.companion)
+
+    def _open(self, companion: Companion) -> None:
+        bridge = self._bridge
+        if bridge is None or self._lock is None or bridge.listening:
+            return
+        bridge.open()
+        self._write_lock(companion)
 
     def _write_lock(self, companion: Companion) -> None:
         assert self._lock is not None

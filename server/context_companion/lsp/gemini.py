@@ -81,6 +81,8 @@ class GeminiLink:
         self._lock = asyncio.Lock()
         self._stopping: asyncio.Task[None] | None = None
         self._closed = False  # after shutdown: never started again
+        self.listen_on_request = False  # the client asks for the listeners (contextCompanion.openListeners)
+        self.opened = False  # ... and has asked
         self.settled = asyncio.Event()  # the first reconcile is done: status answers are true
 
     def initialize(self, process_id: int | None, client_name: str | None, options: Any) -> Any:
@@ -92,6 +94,7 @@ class GeminiLink:
             options = dict(options)
             caps = options.pop("capabilities")
             self.can_show_diff = isinstance(caps, dict) and caps.get("showDiff") is True
+            self.listen_on_request = isinstance(caps, dict) and caps.get("listenOnRequest") is True
         return options
 
     async def reconcile(self, companion: Companion) -> None:
@@ -131,7 +134,7 @@ class GeminiLink:
             port=settings.port,
         )
         try:
-            await bridge.start()
+            await bridge.start(listen=self.opened or not self.listen_on_request)
         except OSError as exc:
             self._ls.show_error(
                 f"Context Companion: cannot start the Gemini CLI companion on port {settings.port}: {exc}"
@@ -141,7 +144,16 @@ class GeminiLink:
             await bridge.stop()
             return
         self.bridge = bridge
+        if self.opened:  # asked while it started
+            bridge.open()
         self._announce()
+
+    def open(self) -> None:
+        """``contextCompanion.openListeners``: listen (and write the discovery file) now, and from
+        now on at every (re)start."""
+        self.opened = True
+        if self.bridge is not None:
+            self.bridge.open()
 
     async def _stop(self) -> None:
         bridge, self.bridge = self.bridge, None
@@ -191,5 +203,13 @@ class GeminiLink:
 
     def status(self) -> dict[str, Any]:
         if self.bridge is None:
-            return {"geminiCli": {"running": False, "port": None, "discoveryFile": None, "connectedClients": 0}}
+            return {
+                "geminiCli": {
+                    "running": False,
+                    "port": None,
+                    "discoveryFile": None,
+                    "connectedClients": 0,
+                    "listening": False,
+                }
+            }
         return {"geminiCli": self.bridge.status()}

@@ -38,6 +38,7 @@ def initialize(ls: CompanionServer, params: t.InitializeParams) -> None:
     caps = raw.get("capabilities") if isinstance(raw, dict) else None
     ls.publisher.memory_changed_wanted = isinstance(caps, dict) and caps.get("memoryChanged") is True
     options = ls.gemini.initialize(params.process_id, client, raw)
+    ls.claude_code.listen_on_request = ls.gemini.listen_on_request
     ls.boot_task = asyncio.get_running_loop().create_task(_boot(ls, params, options, encoding))
 
 
@@ -63,6 +64,7 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
     snapshot, errors = initial_snapshot(folders, options, encoding)
     for message in errors:
         ls.show_error(message)
+    ls.show_refusals(snapshot.refusal_lines())
     companion = Companion(snapshot)
     ls.attach(companion)
     try:
@@ -82,11 +84,8 @@ async def _boot(ls: CompanionServer, params: t.InitializeParams, options: Any, e
     ls.publisher.forget()
     ls.ready.set()
     await asyncio.to_thread(_remove_stale_announcements)
-    if ls.mcp is not None:
-        try:
-            await ls.mcp.start(ls)
-        except Exception:
-            log.exception("the MCP endpoint could not start")
+    if ls.mcp is not None and not ls.gemini.listen_on_request:  # else when asked (openListeners)
+        await ls.mcp.start(ls)
     await ls.gemini.reconcile(companion)
     await ls.claude_code.reconcile(ls)
     await ls.hooks.reconcile(ls)
@@ -208,6 +207,7 @@ async def _swap(ls: CompanionServer, snapshot: WorkspaceSnapshot) -> bool:
         swapped = companion.apply(prepared)
         if swapped.memory_replaced:
             await ls.watch.start(companion, ls.files_changed)
+    ls.show_refusals(snapshot.refusal_lines())
     await ls.gemini.after_swap(companion, swapped.folders_changed)
     return swapped.settings_changed
 

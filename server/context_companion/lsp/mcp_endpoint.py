@@ -55,8 +55,24 @@ class McpEndpoint:
         self._host: Any = None
         self._file: DiscoveryFile | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._starting = asyncio.Lock()
+        self._stopped = False
+
+    @property
+    def listening(self) -> bool:
+        return self._host is not None
 
     async def start(self, ls: Host) -> None:
+        """Listen and write the discovery file; once (a second call waits for the first, then
+        returns). Never after :meth:`stop`. A failure is logged."""
+        async with self._starting:
+            if self._host is None and not self._stopped:
+                try:
+                    await self._start(ls)
+                except Exception:  # the editor features do not depend on it: log it, keep serving
+                    log.exception("the MCP endpoint could not start")
+
+    async def _start(self, ls: Host) -> None:
         from ..bridges.http_host import LocalHttpHost
         from ..bridges.mcp_main import announcement
         from ..bridges.mcp_server import McpBridge
@@ -82,6 +98,7 @@ class McpEndpoint:
 
     def stop(self) -> None:
         """Withdraw the discovery file now; the HTTP server stops on the loop."""
+        self._stopped = True
         if self._file is not None:
             self._file.remove()
             self._file = None

@@ -56,6 +56,7 @@ class CompanionServer(LanguageServer):
         self.boot_task: asyncio.Task[None] | None = None
         self._early: list[Callable[[Companion], None]] = []  # notifications that arrived before the boot
         self._parse_cursor: Callable[[Any], Cursor] | None = None
+        self._told_refusals: set[str] = set()  # settings values left out, each shown once
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Errors in notifications (bad cursor params, a failed watcher event) are logged, not
@@ -89,6 +90,15 @@ class CompanionServer(LanguageServer):
 
     def show_error(self, message: str) -> None:
         self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=message))
+
+    def show_refusals(self, lines: tuple[str, ...]) -> None:
+        """Each workspace setting left out (a file outside the workspace, Restricted Mode), once per
+        server: one warning line naming the key, the value and the reason."""
+        for line in lines:
+            if line not in self._told_refusals:
+                self._told_refusals.add(line)
+                log.warning("%s", line)
+                self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=line))
 
     def parse_cursor(self, raw: Any) -> Cursor:
         """The cursor notification's params, validated, as the domain takes them: (uri, position,

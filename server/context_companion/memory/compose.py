@@ -383,6 +383,8 @@ def _consider_fixed_tiers(index: MemoryIndex, acc: _Accounts) -> None:
     for folder in index.folders:
         if not folder.exists:
             acc.warnings.append(f"workspace folder {folder.path} does not exist or is not a directory")
+        if folder.refused:
+            acc.warnings.append(folder.refused)  # a root above that is another user's: not the project
         # A walk cut at its cap, an ignore file cut at memory.maxIgnorePatterns: both change what
         # is discovered, say so.
         acc.warnings.extend(folder.index.warnings())

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ignore import ALWAYS_PRUNED, DirListing, IgnoreRules, WalkBudget, ignore_warnings, walk
+from ..ownership import find_marker
 from ..settings import MemorySettings
 
 log = logging.getLogger(__name__)
@@ -61,20 +62,22 @@ def memory_dir_of(path: str) -> str:
     return os.path.dirname(parent) if is_nested_claude(path) else parent
 
 
-def upward_chain(folder: str, markers: Sequence[str]) -> list[str]:
-    """Directories of the workspace tier, root → leaf (the folder itself last)."""
-    if not markers:
-        return [folder]
+def upward(folder: str, markers: Sequence[str]) -> tuple[list[str], str | None]:
+    """Directories of the workspace tier, root → leaf (the folder itself last), and the line that says
+    which root was refused as another user's (else None).
+
+    The root is :func:`~context_companion.ownership.find_marker`'s: the nearest folder with a marker, not
+    above a ``GIT_CEILING_DIRECTORIES`` folder, and never a marker or folder owned by another user (then,
+    like no marker, the folder alone)."""
+    found = find_marker(folder, markers)
+    if found.root is None:
+        return [folder], found.refused  # no marker anywhere above (or another user's): the folder alone
     chain = [folder]
     current = folder
-    while True:
-        if any(os.path.lexists(os.path.join(current, m)) for m in markers):
-            return list(reversed(chain))
-        parent = os.path.dirname(current)
-        if parent == current:
-            return [folder]  # no marker anywhere above: the folder alone
-        current = parent
+    while current != found.root:
+        current = os.path.dirname(current)
         chain.append(current)
+    return list(reversed(chain)), None
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..ownership import ceilings, owned_by_other
 from .agents import AgentRules
 from .compose import REGEX_MARK, Activity, normalised_body, rule_verdict
 from .formats import BY_FORMAT, NAME_FAMILY
@@ -57,6 +58,7 @@ class Explanation:
     only_agent: tuple[str, ...]  # loaded by the agent, not in our instruction
     only_ours: tuple[str, ...]  # in our instruction, not loaded by the agent
     assumed: tuple[str, ...] = ()  # what the table assumes of the agent's own settings
+    skipped: tuple[str, ...] = ()  # one line per folder or file left out for its owner (and notes like it)
 
     @property
     def loads(self) -> list[Explained]:
@@ -80,6 +82,7 @@ class Explanation:
             "tokens": sum(i.tokens for i in loads if i.counted),
             **({"checked": self.agent.checked} if self.agent.checked else {}),
             **({"assumed": list(self.assumed)} if self.assumed else {}),
+            **({"skipped": list(self.skipped)} if self.skipped else {}),
         }
 
 
@@ -97,11 +100,12 @@ def explain(
     those between it and the root) at start, like the root's."""
     entries = [index.by_path[f.abs_path] for f in result.files if f.abs_path in index.by_path]
     ours = {f.path for f in result.files if f.included}
+    skipped = tuple(f.refused for f in index.folders if f.refused)  # a root above that is another user's
     if agent.id == "context-companion":
         ours_items = tuple(
             _ours(index, activity, f.path, f.tier, f.included, f.reason, f.tokens, f.abs_path) for f in result.files
         )
-        return Explanation(agent, ours_items, (), ())
+        return Explanation(agent, ours_items, (), (), skipped=skipped)
     judge = _Judge(index, activity, agent, entries, file_names, cwd)
     items = judge.imports([judge.item(e) for e in entries], entries)
     items = judge.budget(items, entries)
@@ -119,7 +123,7 @@ def explain(
         for f in result.files
         if f.included and f.path not in set(loaded) and keys.get(f.abs_path, f.abs_path) not in loaded_keys
     )
-    return Explanation(agent, tuple(items), only_agent, only_ours, tuple(assumed))
+    return Explanation(agent, tuple(items), only_agent, only_ours, tuple(assumed), skipped)
 
 
 def _one_file(items: list[Explained], entries: list[Entry], agent: str) -> list[Explained]:
@@ -229,14 +233,17 @@ class _Judge:
         return here or any(n == name for _p, n in self._above_files())
 
     def _above_files(self) -> list[tuple[str, str]]:
-        """The agent's memory files in the folders above the first folder's repository root, up to /."""
+        """The agent's memory files in the folders above the first folder's repository root, up to / (or up
+        to a ``GIT_CEILING_DIRECTORIES`` folder, not included: the user said nothing from there up is a
+        project's; the test suite seals itself from the machine's folders so)."""
         if self._above is None:
             self._above = []
             if self.agent.above_root and self.index.folders:
                 chain = self.index.folders[0].chain or [self.index.folders[0].path]
                 current = os.path.dirname(chain[0])
                 found: list[list[tuple[str, str]]] = []
-                while True:
+                ceiling = ceilings()
+                while current not in ceiling:
                     here = [(os.path.join(current, n), n) for n in self.agent.names]
                     found.append([(p, n) for p, n in here if os.path.isfile(p)])
                     parent = os.path.dirname(current)
@@ -251,7 +258,8 @@ class _Judge:
         out = []
         renderer = self.index.renderer
         for path, _name in self._above_files():
-            text = renderer.read(path).text
+            outcome = renderer.read(path)
+            text = outcome.text
             if text is None or not text.strip():
                 continue
             display = home_display(path, self.index.home)
@@ -259,6 +267,8 @@ class _Judge:
             depth = self.agent.above_root_depth
             where = "up to /" if not depth else f"{depth} folder{'' if depth == 1 else 's'} above the repository root"
             why = f"{self.agent.name} reads it in the folders above the workspace, {where}"
+            if outcome.owner is not None:  # the agent's doing, not ours: say whose it is
+                why += f"; it is {owned_by_other(outcome.owner)}, and our instruction leaves it out"
             out.append(
                 Explained(display, "workspace", True, False, "above-root", why, tokens, None, self.agent.keeps, path)
             )

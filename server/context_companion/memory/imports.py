@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..containment import realpath
+from ..ownership import owned_by_other
 from .paths import file_key, is_within
 from .reading import ReadOutcome
 
@@ -277,6 +278,9 @@ class ExpandOptions:
     seen: tuple[tuple[str, str], ...] = ()  # (file key, display) already in the instruction (paths.file_key)
     max_bytes: int = 0  # memory.maxTotalBytes: inline no more than this in one expansion (0: no cap)
     key: Callable[[str], str] = file_key  # a real path's file key (the renderer's answers its stats once)
+    # A file of another user (neither this user nor root) is imported only into a file the user's own
+    # settings name (the global memory): a workspace file's imports are workspace files.
+    any_owner: bool = False
 
 
 @dataclass(slots=True)
@@ -382,6 +386,8 @@ def _target_text(
     outcome = options.read(real)
     if outcome.text is None:
         return (NOT_FOUND if outcome.missing else (outcome.skip or NOT_FOUND)), None
+    if outcome.owner is not None and not options.any_owner:
+        return owned_by_other(outcome.owner), None
     if options.max_bytes and walk.result.inlined + len(outcome.text) > options.max_bytes:
         return OVER_TOTAL, None  # bounded work: the token stays as written, with a diagnostic
     walk.result.inlined += len(outcome.text)

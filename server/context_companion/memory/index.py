@@ -29,7 +29,7 @@ from .discovery import (
     memory_dir_of,
     reindex_subtree,
     rules_for,
-    upward_chain,
+    upward,
 )
 from .formats import HOME_RULE_DIRS, VENDOR_GLOBALS, effective_names, enabled_formats
 from .imports import EXCLUDED, IGNORED, ExpandOptions
@@ -91,6 +91,8 @@ class FolderState:
     # Ignore files outside the folder (repository root down to its parent, info/exclude, the global
     # excludes file, git's config files): a change to one re-walks the folder.
     ignore_sources: frozenset[str] = frozenset()
+    # The folder above that holds a marker but is another user's (ownership.find_marker): one line, else None.
+    refused: str | None = None
 
     def __post_init__(self) -> None:
         self.prefix_path = self.path.rstrip(os.sep) + os.sep
@@ -226,7 +228,7 @@ class MemoryIndex:
     def load_upward(self, i: int) -> None:
         folder = self.folders[i]
         folder.exists = os.path.isdir(folder.path)
-        folder.chain = upward_chain(folder.path, self.markers) if folder.exists else [folder.path]
+        folder.chain, folder.refused = upward(folder.path, self.markers) if folder.exists else ([folder.path], None)
         self._displays.clear()  # paths above the folder are shown by their place in the chain
         folder.top_real = os.path.realpath(folder.chain[0])
         entries: list[Entry] = []
@@ -354,6 +356,7 @@ class MemoryIndex:
             self.blocked,
             (),
             renderer.max_total_bytes,
+            any_owner=folder is None,
         )
 
     def blocked(self, abs_path: str) -> str | None:

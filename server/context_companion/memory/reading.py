@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import dataclass
 
+from ..ownership import foreign_owner
 from .wording import cut_marker
 
 BINARY_SNIFF_BYTES = 8192
@@ -24,6 +25,7 @@ class FileSignature:
     size: int
     ino: int
     dev: int = 0
+    uid: int = -1  # the owner: a file handed to another user is read again (and judged again)
 
     def key(self) -> str:
         """The file's identity, as :func:`~.paths.file_key` gives it."""
@@ -37,6 +39,8 @@ class ReadOutcome:
     ``text`` is None when the file is skipped (``skip`` says why, in a few words) or missing
     (``missing`` is True). ``warning`` is set when the text was read with replacements. ``cut``
     says how a file over ``memory.maxFileBytes`` was cut; its text then ends with the marker line.
+    ``owner`` is set when the file is another user's: the caller decides (a workspace file is then no
+    memory; a file the user's own settings name is).
     """
 
     text: str | None
@@ -46,6 +50,7 @@ class ReadOutcome:
     signature: FileSignature | None = None
     size: int = 0
     cut: str | None = None
+    owner: int | None = None  # the owner's uid when it is neither this user nor root (ownership.foreign_owner)
 
 
 def signature_of(path: str) -> FileSignature | None:
@@ -53,7 +58,7 @@ def signature_of(path: str) -> FileSignature | None:
         st = os.stat(path)
     except OSError:
         return None
-    return FileSignature(st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+    return FileSignature(st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev, st.st_uid)
 
 
 def over_limit(size: int, max_bytes: int) -> bool:
@@ -75,7 +80,7 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
         return ReadOutcome(None, missing=True)
     except OSError as exc:
         return ReadOutcome(None, skip=f"unreadable ({exc.strerror or exc})")
-    sig = FileSignature(st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+    sig = FileSignature(st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev, st.st_uid)
     if stat.S_ISDIR(st.st_mode):
         return ReadOutcome(None, skip="not a regular file (a directory)", signature=sig)
     if not stat.S_ISREG(st.st_mode):
@@ -108,7 +113,7 @@ def read_text_file(path: str, max_bytes: int) -> ReadOutcome:
     text = normalise_newlines(text)
     if cut is not None:
         text = text.rstrip("\n") + "\n" + cut_marker(cut) + "\n"
-    return ReadOutcome(text, warning=warning, signature=sig, size=len(data), cut=cut)
+    return ReadOutcome(text, warning=warning, signature=sig, size=len(data), cut=cut, owner=foreign_owner(st))
 
 
 def _read_fd(fd: int, limit: int, size: int) -> bytes:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..containment import place
+from ..ownership import owned_by_other
 from .imports import ExpandOptions, expand_imports
 from .reading import FileSignature, ReadOutcome, read_text_file, signature_of
 from .rules import ParsedRule, RuleFormat, parse_rule
@@ -120,6 +121,8 @@ class Renderer:
         # MemoryResult.warnings, in the workspace's words: a warning here printed each one twice.
         if outcome.skip:
             log.info("memory file %s skipped: %s", path, outcome.skip)
+        elif outcome.owner is not None:
+            log.info("memory file %s: %s", path, owned_by_other(outcome.owner))
         elif outcome.warning:
             log.info("memory file %s: %s", path, outcome.warning)
         if outcome.cut:
@@ -184,6 +187,9 @@ class Renderer:
             if outcome.missing:
                 return Rendered(real, skip="not found", missing=True)
             return Rendered(real, skip=outcome.skip, warnings=(f"{name}: skipped: {outcome.skip}",))
+        if outcome.owner is not None and request.contained:
+            skip = owned_by_other(outcome.owner)  # no memory of this user's: never read into the instruction
+            return Rendered(real, skip=skip, warnings=(f"{name}: skipped: {skip}",))
         warnings = [f"{name}: {outcome.warning}"] if outcome.warning else []
         if outcome.cut:
             warnings.append(f"{name}: cut at {outcome.cut}")
@@ -250,6 +256,7 @@ class Renderer:
             seen,
             self.max_total_bytes,
             self.key_of,
+            any_owner=not request.contained,
         )
 
     def _block(self, name: str, expanded: str) -> tuple[str, str, int]:

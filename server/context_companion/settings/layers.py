@@ -26,7 +26,8 @@ from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
 from ..errors import SettingsError
-from .models import BUILTIN_SECTION_IDS, Settings, SystemPromptConfig, validate_layer
+from .models import BUILTIN_SECTION_IDS, Settings, validate_layer
+from .provenance import EDITOR_META, USER_VALUES, WORKSPACE_TRUSTED, Refusal, confine, secret_floor
 
 log = logging.getLogger(__name__)
 
@@ -193,29 +194,122 @@ def resolve_settings(
     user_dir: Path | None = None,
 ) -> Settings:
     """Resolve the layered settings. Raises :class:`SettingsError` naming the bad layer."""
+    return resolve_with_refusals(workspace_folders, editor, environ, user_dir)[0]
+
+
+EDITOR_WORKSPACE = "workspace settings (editor)"
+
+
+def resolve_with_refusals(
+    workspace_folders: list[Path] | tuple[Path, ...] = (),
+    editor: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    user_dir: Path | None = None,
+) -> tuple[Settings, tuple[Refusal, ...]]:
+    """The layered settings, and the workspace values left out (see :mod:`.provenance`): a value
+    that may come from the workspace names no file outside it (none at all in Restricted Mode)
+    and cannot remove the user's secret protection. Raises :class:`SettingsError` naming the bad layer."""
     environ = os.environ if environ is None else environ
-    layers: list[tuple[str, Mapping[str, Any]]] = []
+    folders = tuple(Path(f) for f in workspace_folders)
+    editor_values, user_keys, trusted = split_editor(editor or {})
+    # (source, data, the user's own?)
+    layers: list[tuple[str, Mapping[str, Any], bool]] = []
     user_file = (user_dir if user_dir is not None else user_config_dir()) / "config.toml"
     if user_file.is_file():
-        layers.append((str(user_file), read_toml(user_file)))
-    for folder in workspace_folders:
-        ws_file = Path(folder) / WORKSPACE_SETTINGS_FILE
+        layers.append((str(user_file), read_toml(user_file), True))
+    for folder in folders:
+        ws_file = folder / WORKSPACE_SETTINGS_FILE
         if ws_file.is_file():
-            ws_data = read_toml(ws_file)
-            _confine_files(validate_layer(ws_data, str(ws_file)), Path(folder), str(ws_file))
-            layers.append((str(ws_file), ws_data))
+            layers.append((str(ws_file), read_toml(ws_file), False))
             break
-    if editor:
-        layers.append(("editor settings", editor))
+    if editor_values:
+        validate_layer(editor_values, "editor settings")
+        mine, theirs = split_user_values(_normalise_keys(editor_values), user_keys)
+        if mine:
+            layers.append(("user settings (editor)", mine, True))
+        if theirs:
+            layers.append((EDITOR_WORKSPACE, theirs, False))
     env = env_layer(environ)
     if env:
-        layers.append(("environment", env))
+        layers.append(("environment", env, True))
 
+    refusals: list[Refusal] = []
     merged: dict[str, Any] = {}
-    for source, data in layers:
+    users: dict[str, Any] = {}
+    last_workspace = ""
+    for source, data, own in layers:
         validate_layer(data, source)
-        merged = deep_merge(merged, _normalise_keys(data))
-    return validate_layer(merged, "settings")
+        values = _normalise_keys(data)
+        if not own:
+            values, refused = confine(values, folders, source, trusted=trusted)
+            refusals += refused
+            if "context" in values:
+                last_workspace = source
+        else:
+            users = deep_merge(users, values)
+        merged = deep_merge(merged, values)
+    settings = validate_layer(merged, "settings")
+    if last_workspace:  # a workspace layer spoke about context: keep the user's secret protection
+        floor = validate_layer(users, "settings").context
+        exclude, redact, refused = secret_floor(
+            list(settings.context.exclude),
+            settings.context.redact_secrets,
+            list(floor.exclude),
+            floor.redact_secrets,
+            last_workspace,
+        )
+        refusals += refused
+        context = settings.context.model_copy(update={"exclude": exclude, "redact_secrets": redact})
+        settings = settings.model_copy(update={"context": context})
+    return settings, tuple(refusals)
+
+
+def split_editor(section: Mapping[str, Any]) -> tuple[dict[str, Any], frozenset[str] | None, bool]:
+    """The editor's settings apart from what the payload says about them: the keys whose values
+    are the user's own (``userValues``; None: the client did not say) and whether the workspace
+    is trusted (``workspaceTrusted``; true when not said). Raises :class:`SettingsError`."""
+    values = {k: v for k, v in section.items() if k not in EDITOR_META}
+    raw_keys = section.get(USER_VALUES)
+    if raw_keys is not None and not (isinstance(raw_keys, list) and all(isinstance(k, str) for k in raw_keys)):
+        raise SettingsError("editor settings", USER_VALUES, "expected a list of setting names")
+    trusted = section.get(WORKSPACE_TRUSTED, True)
+    if not isinstance(trusted, bool):
+        raise SettingsError("editor settings", WORKSPACE_TRUSTED, f"expected true or false, got {trusted!r}")
+    return values, (frozenset(raw_keys) if raw_keys is not None else None), trusted
+
+
+def split_user_values(values: Mapping[str, Any], keys: frozenset[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``values`` split into (the user's own, the rest) by dotted ``keys``."""
+    if not keys:
+        return {}, dict(values)
+    own: dict[str, Any] = {}
+    rest = dict(values)
+    for key in sorted(keys):
+        path = key.split(".")
+        node: Any = rest
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if not isinstance(node, Mapping) or path[-1] not in node:
+            continue
+        target = own
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = node[path[-1]]
+        rest = _without(rest, path)
+    return own, rest
+
+
+def _without(values: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
+    out = dict(values)
+    if len(path) == 1:
+        out.pop(path[0], None)
+    elif isinstance(out.get(path[0]), Mapping):
+        inner = _without(out[path[0]], path[1:])
+        if inner:
+            out[path[0]] = inner
+        else:
+            del out[path[0]]
+    return out
 
 
 def allowed_origins() -> frozenset[str]:
@@ -227,23 +321,3 @@ def allowed_origins() -> frozenset[str]:
     except SettingsError as exc:
         log.warning("settings: %s; no Origin is allowed", exc)
         return frozenset()
-
-
-def _confine_files(layer: Settings, folder: Path, source: str) -> None:
-    """The files a workspace's own settings file names for the prompt must lie in that workspace:
-    a cloned repository may not make the instruction carry ``~/.ssh`` or any other file of yours."""
-    named: list[tuple[str, str]] = []
-    template = (layer.system_prompt_file or "").strip()
-    if template.lower() not in ("", "0", "1", "false", "true"):
-        named.append(("systemPromptFile", template))
-    if isinstance(layer.system_prompt, SystemPromptConfig):
-        for i, c in enumerate(layer.system_prompt.contributors):
-            named += [(f"systemPrompt.contributors[{i}].files[{j}]", f) for j, f in enumerate(c.files)]
-    root = os.path.realpath(folder)
-    for key, raw in named:
-        path = Path(raw).expanduser()
-        real = os.path.realpath(path if path.is_absolute() else folder / path)
-        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-            raise SettingsError(
-                source, key, f"names a file outside the workspace folder ({raw}); only your own settings may"
-            )

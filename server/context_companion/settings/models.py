@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from ..errors import SettingsError
 from ..exclusion import DEFAULT_EXCLUDE
+from .markers import marked
 
 BUILTIN_SECTION_IDS: tuple[str, ...] = (
     "preamble",
@@ -103,7 +104,7 @@ class ContributorConfig(_Model):
     enabled: bool = True
     content: str | None = None
     source: str | None = None
-    files: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list, json_schema_extra=marked("reads files", "inside the workspace"))
 
     @model_validator(mode="after")
     def _check_kind(self) -> ContributorConfig:
@@ -153,8 +154,8 @@ class EnvironmentSettings(_Model):
 
 class TokenSettings(_Model):
     encoding: str = "o200k_base"
-    encoding_file: str | None = None
-    allow_download: bool = False
+    encoding_file: str | None = Field(default=None, json_schema_extra=marked("reads a file", "inside the workspace"))
+    allow_download: bool = Field(default=False, json_schema_extra=marked("network", "yes"))
 
 
 # --------------------------------------------------------------------------- memory, context
@@ -184,9 +185,10 @@ SOURCE_FAMILIES: tuple[str, ...] = get_args(SourceFamily)
 
 class MemorySettings(_Model):
     file_names: list[str] = Field(
-        default_factory=lambda: ["AGENTS.md", "GEMINI.md", "QWEN.md", "CLAUDE.md", "CLAUDE.local.md"]
+        default_factory=lambda: ["AGENTS.md", "GEMINI.md", "QWEN.md", "CLAUDE.md", "CLAUDE.local.md"],
+        json_schema_extra=marked("reads files", "yes"),
     )
-    read_vendor_globals: bool = True
+    read_vendor_globals: bool = Field(default=True, json_schema_extra=marked("reads files", "yes"))
     boundary_markers: list[str] = Field(default_factory=lambda: [".git"])
     max_file_bytes: int = Field(default=256 * 1024, ge=1)
     max_total_bytes: int = Field(default=1024 * 1024, ge=0)
@@ -222,8 +224,10 @@ class ContextSettings(_Model):
     max_open_files: int = Field(default=10, ge=0, le=1000)
     max_selected_chars: int = Field(default=16384, ge=0)
     cursor_context_lines: int = Field(default=0, ge=0, le=200)
-    exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDE))
-    redact_secrets: bool = True
+    exclude: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXCLUDE), json_schema_extra=marked("secrets", "add only")
+    )
+    redact_secrets: bool = Field(default=True, json_schema_extra=marked("secrets", "add only"))
 
 
 # --------------------------------------------------------------------------- server
@@ -232,7 +236,7 @@ class ContextSettings(_Model):
 class ServerSettings(_Model):
     # Read at start from the user's config file and the environment only: a WebSocket handshake
     # is checked before any editor or workspace settings exist.
-    allowed_origins: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list, json_schema_extra=marked("opens a port", "no"))
     # Every session keeps an instruction and a turn baseline: a client minting ids must not
     # grow the server without bound.
     max_sessions: int = Field(default=64, ge=1, le=10_000)
@@ -244,20 +248,20 @@ class ServerSettings(_Model):
 class GeminiCliSettings(_Model):
     # The language server starts the companion for the editor it serves; the one-shot CLI
     # commands never do, so this default only matters where an editor is attached.
-    enabled: bool = True
-    port: int = Field(default=0, ge=0, le=65535)  # 0: a random free port
+    enabled: bool = Field(default=True, json_schema_extra=marked("opens a port", "yes"))
+    port: int = Field(default=0, ge=0, le=65535, json_schema_extra=marked("opens a port", "yes"))  # 0: any free port
 
 
 class ClaudeCodeSettings(_Model):
     # On: tested end to end against the real Claude Code (tests/agents/test_claude_code_agent.py); loopback
     # only, a per-start token in a private lock file, Host/Origin checked on every handshake.
-    enabled: bool = True
+    enabled: bool = Field(default=True, json_schema_extra=marked("opens a port", "yes"))
 
 
 class AgentHooksSettings(_Model):
     # On: `context-companion hook` asks the editor's server for the memory of the open files over a
     # loopback socket, found through an owner-only discovery file holding a per-start token.
-    enabled: bool = True
+    enabled: bool = Field(default=True, json_schema_extra=marked("opens a port", "yes"))
 
 
 class CompanionSettings(_Model):
@@ -275,8 +279,12 @@ class Settings(_Model):
     """Every setting of Context Companion. See docs/configuration.md."""
 
     system_prompt: Annotated[str | SystemPromptConfig | None, Field(union_mode="left_to_right")] = None
-    system_prompt_file: str | None = None
-    write_system_prompt_to: str | None = None
+    system_prompt_file: str | None = Field(
+        default=None, json_schema_extra=marked("reads a file", "inside the workspace")
+    )
+    write_system_prompt_to: str | None = Field(
+        default=None, json_schema_extra=marked("writes a file", "inside the workspace")
+    )
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
     tokens: TokenSettings = Field(default_factory=TokenSettings)

@@ -147,7 +147,22 @@ def _estimated_warning(encoding: str, *, file: Path | None, file_failed: bool, d
         return f"{head}tokens.encodingFile {file} cannot be used as {name}; fix it or remove it"
     if download:
         return f"{head}{name} could not be downloaded; set tokens.encodingFile to a local .tiktoken file"
-    return f"{head}{name} is not cached; turn on tokens.allowDownload (off by default) or set tokens.encodingFile"
+    return (
+        f"{head}{name} is not cached; turn on tokens.allowDownload (off by default) or set tokens.encodingFile, "
+        f"in {_user_settings_file()} ([tokens] allowDownload = true) or the environment "
+        "(CONTEXT_COMPANION_TOKENS__ALLOW_DOWNLOAD=true)"
+    )
+
+
+def _user_settings_file() -> str:
+    """The user's ``config.toml`` as the warning names it (``~`` for the home folder)."""
+    from ..settings.layers import user_config_dir
+
+    path = user_config_dir() / "config.toml"
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def encoding_for_model(model: str | None, default: str) -> str:

@@ -116,7 +116,7 @@ def memory_payload(c: Companion) -> dict[str, Any]:
     return {
         "files": [{**f.to_wire(), "comesWithTurn": f.path in with_turn} for f in result.files],
         "text": result.text,
-        "warnings": list(result.warnings),
+        "warnings": [*c.snapshot.refusal_lines(), *result.warnings],
         "dropped": list(result.dropped),
         "tokens": c.memory_tokens(result),
         "estimated": c.tokenizer.estimated,

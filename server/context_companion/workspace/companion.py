@@ -11,6 +11,7 @@ it off its event loop: ``prepare*`` builds new pieces without touching those in 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -291,7 +292,11 @@ class Companion:
         """Write the instruction where ``writeSystemPromptTo`` says (a no-op when unset)."""
         snap = self.snapshot
         path = export_path(snap.settings, snap.folders, snap.environ)
-        return self._exporter.export(instruction, path, roots=(*snap.folders, snap.user_dir))
+        exported = self._exporter.export(instruction, path, roots=(*snap.folders, snap.user_dir))
+        if not snap.refusals:
+            return exported
+        # The workspace values left out of the settings, said wherever the instruction is shown.
+        return dataclasses.replace(exported, warnings=(*snap.refusal_lines(), *exported.warnings))
 
     def start_session(self, session_id: str, profile: Any = None) -> Instruction:
         agent = self.sessions.get(session_id, profile)

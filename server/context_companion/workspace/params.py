@@ -86,6 +86,12 @@ class EmptyParams(_Params):
     pass
 
 
+class OpenListenersParams(_Params):
+    """``contextCompanion.openListeners``: which listeners the client wants open now."""
+
+    for_: Literal["terminal", "mcp"] = Field("terminal", alias="for")
+
+
 class AddMemoryParams(_Params):
     fact: str = Field(validation_alias=AliasChoices("fact", "text"))  # ``text`` for agent tools (MCP)
     scope: Literal["global", "workspace"] = "global"

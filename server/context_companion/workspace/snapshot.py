@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SettingsError
-from ..settings import Settings, editor_layer, resolve_settings, user_config_dir, validate_layer
+from ..settings import Settings, editor_layer, user_config_dir, validate_layer
+from ..settings.layers import resolve_with_refusals, split_editor
+from ..settings.provenance import EDITOR_META, WORKSPACE_TRUSTED, Refusal
 
 PREFIX = "Context Companion: "
 
@@ -31,6 +33,12 @@ class WorkspaceSnapshot:
     user_dir: Path = field(default_factory=user_config_dir)
     # initializationOptions: every later answer of the editor merges over them (one layer).
     init_section: Mapping[str, Any] = field(default_factory=dict)
+    # Workspace values left out of the settings (a file outside the workspace, Restricted Mode, ...).
+    refusals: tuple[Refusal, ...] = ()
+
+    def refusal_lines(self) -> tuple[str, ...]:
+        """One line per value left out, for warnings and messages."""
+        return tuple(PREFIX + r.message for r in self.refusals)
 
     @classmethod
     def resolve(
@@ -47,8 +55,8 @@ class WorkspaceSnapshot:
         udir = user_dir if user_dir is not None else user_config_dir()
         resolved = tuple(Path(f).resolve() for f in folders)
         section = dict(editor_section or {})
-        settings = resolve_settings(resolved, section, env, udir)
-        return cls(settings, resolved, position_encoding, section, None, env, udir)
+        settings, refusals = resolve_with_refusals(resolved, section, env, udir)
+        return cls(settings, resolved, position_encoding, section, None, env, udir, refusals=refusals)
 
     def with_editor_section(self, section: Any) -> tuple[WorkspaceSnapshot, str | None]:
         """New editor settings (a ``workspace/configuration`` answer or ``didChangeConfiguration``
@@ -62,23 +70,26 @@ class WorkspaceSnapshot:
             return self, f"{PREFIX}settings must be an object, got {kind}; keeping the last good settings."
         layer = editor_layer(self.init_section, section)
         try:
-            settings = resolve_settings(self.folders, layer, self.environ, self.user_dir)
+            settings, refusals = resolve_with_refusals(self.folders, layer, self.environ, self.user_dir)
         except SettingsError as exc:
             if layer == self.rejected_section:
                 return self, None
             rejected = dataclasses.replace(self, rejected_section=layer)
             return rejected, f"{PREFIX}invalid settings, keeping the last good ones: {exc}"
-        return dataclasses.replace(self, settings=settings, editor_section=layer, rejected_section=None), None
+        new = dataclasses.replace(
+            self, settings=settings, editor_section=layer, rejected_section=None, refusals=refusals
+        )
+        return new, None
 
     def with_folders(self, folders: Sequence[Path]) -> WorkspaceSnapshot:
         """New workspace folders. Their settings files count from now on; when they do not
         validate, the settings in force stay."""
         resolved = tuple(Path(f).resolve() for f in folders)
         try:
-            settings = resolve_settings(resolved, dict(self.editor_section), self.environ, self.user_dir)
+            settings, refusals = resolve_with_refusals(resolved, dict(self.editor_section), self.environ, self.user_dir)
         except SettingsError:
-            settings = self.settings
-        return dataclasses.replace(self, settings=settings, folders=resolved)
+            settings, refusals = self.settings, self.refusals
+        return dataclasses.replace(self, settings=settings, folders=resolved, refusals=refusals)
 
 
 def initial_snapshot(
@@ -106,15 +117,22 @@ def initial_snapshot(
     except SettingsError as exc:
         errors.append(f"{PREFIX}invalid settings, using the other layers instead: {exc}")
     env = os.environ if environ is None else environ
+    # What the editor said about the workspace's trust still holds (an untrusted workspace's settings
+    # file names no file); when that part is malformed too, the workspace counts as untrusted.
+    try:
+        split_editor(section)
+        meta: dict[str, Any] = {k: section[k] for k in EDITOR_META if k in section}
+    except SettingsError:
+        meta = {WORKSPACE_TRUSTED: False}
     try:  # without the editor's layer and the environment: the bad value may be in either
         fallback = WorkspaceSnapshot.resolve(
-            folders, None, environ={}, user_dir=user_dir, position_encoding=position_encoding
+            folders, meta, environ={}, user_dir=user_dir, position_encoding=position_encoding
         )
     except SettingsError:
         resolved = tuple(Path(f).resolve() for f in folders)
         fallback = WorkspaceSnapshot(Settings(), resolved, position_encoding, user_dir=user_dir or user_config_dir())
     try:  # the options are at fault only when they fail alone (not a settings file, not the environment)
-        validate_layer(section, "editor settings")
+        validate_layer(split_editor(section)[0], "editor settings")
         kept: Mapping[str, Any] = section  # another layer was: the options stay the editor's layer
     except SettingsError:
         kept = {}  # rejected: the editor's next answer must not be merged over them, or it fails too

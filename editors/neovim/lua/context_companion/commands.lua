@@ -213,7 +213,8 @@ function M.setup_hooks(agent)
   end
   local folder = lsp.root_for(0) or vim.fn.getcwd()
   local cmd = lsp.cli_cmd({ 'setup', '--agent', agent, '--workspace', folder })
-  local ok, err = pcall(vim.system, cmd, { text = true, cwd = folder }, function(result)
+  -- Run from the plugin's launch folder, never the project (`python -m` imports from its working folder first).
+  local ok, err = pcall(vim.system, cmd, { text = true, cwd = require('context_companion.install').launch_dir() }, function(result)
     vim.schedule(function()
       local function lines(text)
         return vim.tbl_filter(function(l)

@@ -4,7 +4,7 @@ local M = {}
 
 local function probe(cmd)
   local ok, result = pcall(function()
-    return vim.system(cmd, { text = true }):wait(30000)
+    return vim.system(cmd, { text = true, cwd = require('context_companion.install').launch_dir() }):wait(30000)
   end)
   if ok and result.code == 0 then
     return vim.trim(result.stdout or '')

@@ -26,6 +26,20 @@ function M.dir()
   return vim.fs.normalize(vim.fn.stdpath('data') .. '/context-companion')
 end
 
+--- The working folder of every process the plugin starts (the server, `setup`, the Python probes, venv and
+--- pip): a folder of its own that holds nothing, made owner-only. Never the project (Neovim's cwd):
+--- `python -m …` and `python -c …` put the working folder first on `sys.path`, so a repository's own
+--- `context_companion/` or `pydantic/` would run as the user. The project goes in `initialize`
+--- (workspaceFolders) or as `--workspace`.
+---@return string
+function M.launch_dir()
+  local dir = M.dir() .. '/launch'
+  if vim.fn.isdirectory(dir) == 0 then
+    vim.fn.mkdir(dir, 'p', 448) -- 0700
+  end
+  return dir
+end
+
 ---@return string
 function M.venv()
   return M.dir() .. '/venv'
@@ -107,7 +121,8 @@ function M.find_python(python)
       )
   end
   local ok, probe = pcall(function()
-    return vim.system({ exe, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])' }, { text = true }):wait(30000)
+    return vim.system({ exe, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])' }, { text = true, cwd = M.launch_dir() })
+      :wait(30000)
   end)
   local version = ok and probe.code == 0 and vim.trim(probe.stdout or '') or ''
   local major, minor = version:match('^(%d+)%.(%d+)$')
@@ -137,8 +152,10 @@ function M.installed_version()
     return nil
   end
   local ok, result = pcall(function()
-    return vim.system({ python, '-c', 'import context_companion, sys; sys.stdout.write(context_companion.__version__)' }, { text = true })
-      :wait(30000)
+    return vim.system(
+      { python, '-c', 'import context_companion, sys; sys.stdout.write(context_companion.__version__)' },
+      { text = true, cwd = M.launch_dir() }
+    ):wait(30000)
   end)
   if ok and result.code == 0 and result.stdout ~= '' then
     return result.stdout
@@ -170,7 +187,11 @@ local INDEX_UNREACHABLE = {
 
 local function step(cmd, log, what, timeout)
   local ok, result = pcall(function()
-    return vim.system(cmd, { text = true, env = { PIP_DISABLE_PIP_VERSION_CHECK = '1', PYTHONNOUSERSITE = '1' } }):wait(timeout)
+    return vim.system(cmd, {
+      text = true,
+      cwd = M.launch_dir(),
+      env = { PIP_DISABLE_PIP_VERSION_CHECK = '1', PYTHONNOUSERSITE = '1' },
+    }):wait(timeout)
   end)
   if not ok then
     return nil, ('%s: %s'):format(what, tostring(result))

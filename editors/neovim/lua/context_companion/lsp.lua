@@ -128,7 +128,7 @@ local function explain_exit(cmd, code)
     return
   end
   local probe = vim.list_extend(vim.deepcopy(python), { '-c', 'import context_companion' })
-  local ok = pcall(vim.system, probe, { text = true }, function(result)
+  local ok = pcall(vim.system, probe, { text = true, cwd = require('context_companion.install').launch_dir() }, function(result)
     vim.schedule(function()
       if result.code ~= 0 then
         local py = table.concat(python, ' ')
@@ -205,7 +205,8 @@ end
 
 --- The workspace root of a buffer: the folder of a running Context Companion client that holds the
 --- file (so a sub-folder with its own AGENTS.md joins its workspace instead of starting a second
---- server), else `root_dir(bufnr)`, else the nearest folder with the first root marker found.
+--- server), else `root_dir(bufnr)`, else the nearest folder with the first root marker found (a
+--- memory file found below the working folder: the working folder, see `widen_to_cwd`).
 ---@param bufnr integer
 ---@return string?
 function M.root_for(bufnr)
@@ -243,10 +244,30 @@ function M.root_for(bufnr)
   for _, marker in ipairs(opts.root_markers) do
     local root = vim.fs.root(path, marker)
     if root then
-      return clean_dir(root)
+      return M.widen_to_cwd(clean_dir(root), marker)
     end
   end
   return nil
+end
+
+--- A memory file (a Markdown marker such as AGENTS.md) found in a folder below the one Neovim
+--- works in marks that sub-folder's memory, not the workspace: the workspace is then the working
+--- folder, as for the CLI run there and VS Code opened on it (api/AGENTS.md must not hide the
+--- AGENTS.md above it). Not when the working folder is the home folder or `/`: a file opened from
+--- there keeps the nearest marker, as before. `.git` and the settings file mark a root anywhere.
+---@param root string
+---@param marker string
+---@return string
+function M.widen_to_cwd(root, marker)
+  if not marker:lower():match('%.md$') then
+    return root
+  end
+  local cwd = clean_dir(vim.fn.getcwd())
+  local home = vim.uv.os_homedir()
+  if cwd == '/' or (home and cwd == clean_dir(home)) or cwd == root or not is_under(root, cwd) then
+    return root
+  end
+  return cwd
 end
 
 -- ------------------------------------------------------------------ client configuration
@@ -330,6 +351,9 @@ function M.client_config(root)
   return {
     name = M.NAME,
     cmd = cmd,
+    -- Started in the plugin's launch folder, never the project: `python3 -m context_companion` imports from
+    -- its working folder first. The server takes the project from workspace_folders/root_dir.
+    cmd_cwd = require('context_companion.install').launch_dir(),
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     init_options = init_options,

@@ -37,7 +37,7 @@ from ...discovery import new_token
 from ...workspace.commands import MAX_OPEN_DIFFS
 from ..http_host import ASGIApp, LocalHttpHost, Message, Receive, Scope, Send
 from .context import workspace_state
-from .discovery import IdeDiscoveryFile, IdeInfo, remove_stale
+from .discovery import IdeDiscoveryFile, IdeInfo, ide_dir_problem, remove_stale
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -164,6 +164,7 @@ class GeminiCompanion:
         self.port = 0
         self._host: LocalHttpHost | None = None
         self._discovery: IdeDiscoveryFile | None = None
+        self._told_owner = False  # the discovery folder is another user's: logged once
         self._clients: dict[str, _Client] = {}
         self._diffs: dict[str, _Diff] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -178,8 +179,10 @@ class GeminiCompanion:
     def running(self) -> bool:
         return self._host is not None
 
-    async def start(self) -> None:
+    async def start(self, listen: bool = True) -> None:
         """Listen on 127.0.0.1 and write the discovery file. Raises ``OSError`` when the port is taken.
+        With ``listen=False`` the port is only reserved (its number known for :meth:`env`): nothing
+        listens and no discovery file exists until :meth:`open`.
 
         Announcements left by servers that are gone (killed, crashed) are removed first: the CLI
         would otherwise pick one of them by directory order and fail to connect. The HTTP server
@@ -187,10 +190,23 @@ class GeminiCompanion:
         (:meth:`mcp_app`)."""
         await asyncio.to_thread(remove_stale, self._directory)
         host = LocalHttpHost(_Deferred(self), token=self.token, port=self._requested_port, lifespan="off")
-        self.port = await host.listen()
+        self.port = host.reserve()
         self._host = host
+        if listen:
+            self.open()
+
+    def open(self) -> None:
+        """Listen on the reserved port and write the discovery file (idempotent)."""
+        host = self._host
+        if host is None or host.listening:
+            return
+        host.open()
         self._write_discovery()
         log.info("Gemini CLI companion listening on 127.0.0.1:%d", self.port)
+
+    @property
+    def listening(self) -> bool:
+        return self._host is not None and self._host.listening
 
     async def mcp_app(self) -> ASGIApp | None:
         """The MCP server's ASGI app, built when the first request needs it: the SDK is imported on
@@ -227,7 +243,12 @@ class GeminiCompanion:
             self._discovery.write(self._folders())
         except OSError as exc:
             # The environment variables still lead a CLI started in the editor's terminal here.
-            log.warning("cannot write Gemini CLI's discovery file: %s", exc)
+            problem = ide_dir_problem(self._discovery.directory)
+            if problem is None:
+                log.warning("cannot write Gemini CLI's discovery file: %s", exc)
+            elif not self._told_owner:  # another user's folder stays so: said once, with the fix
+                self._told_owner = True
+                log.warning("%s", problem)
 
     def remove_discovery_file(self) -> None:
         """Take the discovery file away now (synchronous: before a shutdown is answered)."""
@@ -256,7 +277,7 @@ class GeminiCompanion:
 
     def folders_changed(self) -> None:
         """Workspace folders changed: the CLI matches its cwd against ``workspacePath``."""
-        if self.running:
+        if self.listening:
             self._write_discovery()
             self.schedule_update()
 
@@ -288,6 +309,7 @@ class GeminiCompanion:
             "port": self.port if self.running else None,
             "discoveryFile": str(path) if path is not None and self.running and path.exists() else None,
             "connectedClients": self.connected_clients() if self.running else 0,
+            "listening": self.listening,
         }
 
     # ------------------------------------------------------------------ context updates

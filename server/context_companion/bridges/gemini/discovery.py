@@ -19,7 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import ownership
 from ...discovery import STAMP_KEY, PrivateFile, owner_stamp, private_dir, proc_stat_field, remove_dead_announcements
+from ...ownership import owned_by_other
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,25 @@ def ide_dir() -> Path:
     """``<os temp dir>/gemini/ide``: the CLI looks in ``os.tmpdir()``, which honours ``TMPDIR`` as
     Python's ``tempfile`` does."""
     return Path(tempfile.gettempdir()) / "gemini" / "ide"
+
+
+def ide_dir_problem(directory: Path | None = None) -> str | None:
+    """Why no discovery file can be written for Gemini CLI, with the fix, when ``<temp dir>/gemini`` or
+    ``<temp dir>/gemini/ide`` is a folder of another user (the temp dir is shared: anyone may make it
+    first; the CLI also ignores files of other users); None otherwise. Light: two ``lstat`` calls."""
+    ide = directory if directory is not None else ide_dir()
+    for folder in (ide.parent, ide):
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if ownership.MY_UID is not None and st.st_uid != ownership.MY_UID:
+            return (
+                f"Gemini CLI's discovery file is off: {folder} is {owned_by_other(st.st_uid)}; a gemini started "
+                f"outside the editor's terminal will not find this editor (remove {ide.parent} as its owner or "
+                "root, or set TMPDIR to a folder of your own for both the editor and gemini)"
+            )
+    return None
 
 
 def parent_pid(pid: int) -> int | None:
