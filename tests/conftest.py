@@ -94,6 +94,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     for key in ("XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_DIR"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # Gemini CLI 0.61 trusts no folder until the user says so (its folder trust is on by default) and then ignores
+    # the folder's settings and memory: the tests' projects stand for folders their user trusted. The tests of
+    # folder trust itself take this away (tests/memory/test_explain_agents.py).
+    for key in ("GEMINI_RESTRICTED_MODE", "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "QWEN_CODE_TRUSTED_FOLDERS_PATH"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
     yield
 
 

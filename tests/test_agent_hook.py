@@ -567,3 +567,80 @@ def test_a_reading_cut_by_the_time_budget_goes_on_at_the_next_prompts_and_loses_
     assert ask() == ""
     assert any('"cut"' in p.read_text() for p in quiet.glob("*.json") if not p.name.endswith(".resume.json"))
     assert ask() == ""
+
+
+def test_qwen_md_reaches_the_agents_that_do_not_read_it_and_not_qwen_code(project: Path, runtime: Path) -> None:
+    (project / "QWEN.md").write_text("Qwen notes: answer in short sentences.\n")
+    for agent in ("claude-code", "codex", "copilot-cli", "opencode"):
+        out = hook(agent, prompt(f"q-{agent}", project), runtime)
+        assert out.returncode == 0 and b"Qwen notes: answer in short sentences." in out.stdout, (agent, out)
+    qwen = hook("qwen-code", prompt("q-qwen", project), runtime)
+    assert b"Qwen notes" not in qwen.stdout and b"Claude: small diffs." in qwen.stdout
+
+
+@pytest.mark.parametrize("how", ["link", "copy"])
+def test_a_qwen_md_linked_to_or_copied_from_agents_md_is_sent_once(project: Path, runtime: Path, how: str) -> None:
+    if how == "link":
+        (project / "QWEN.md").symlink_to("AGENTS.md")
+    else:
+        (project / "QWEN.md").write_text((project / "AGENTS.md").read_text())
+    text = json.loads(hook("claude-code", prompt(how, project), runtime).stdout)["hookSpecificOutput"]
+    assert text["additionalContext"].count("Run make check.") == 1
+    assert hook("qwen-code", prompt(how, project), runtime).stdout.count(b"Run make check.") == 0  # it reads both
+
+
+def test_copilot_cli_is_not_sent_what_claude_md_imports(project: Path, runtime: Path) -> None:
+    """Copilot CLI 1.0.102 expands CLAUDE.md's imports itself (an <imported_custom_instruction>): CLAUDE.local.md
+    imported by CLAUDE.md is not sent; without the import it is (Copilot CLI never reads CLAUDE.local.md)."""
+    (project / "CLAUDE.local.md").write_text("Local: run the slow tests too.\n")
+    plain = json.loads(hook("copilot-cli", prompt("c1", project), runtime).stdout)
+    assert "Local: run the slow tests too." in plain["additionalContext"]
+    (project / "CLAUDE.md").write_text("Claude: small diffs.\n@CLAUDE.local.md\n")
+    imported = hook("copilot-cli", prompt("c2", project), runtime)
+    assert b"Local: run the slow tests too." not in imported.stdout and b"be kind" in imported.stdout
+
+
+def test_a_file_dropped_from_memory_file_names_is_taken_back_with_that_reason(project: Path, runtime: Path) -> None:
+    first = json.loads(hook("codex", prompt("s", project), runtime).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Claude: small diffs." in first
+    (project / ".context-companion.toml").write_text('[memory]\nfileNames = ["AGENTS.md"]\n')
+    again = json.loads(hook("codex", prompt("s", project), runtime).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert (
+        "CLAUDE.md no longer applies (no longer a memory file name in the settings (memory.fileNames)): "
+        "disregard what it said." in again
+    )
+    assert "no longer exists" not in again
+    (project / ".context-companion.toml").write_text('[memory]\nsources = ["agents", "cursor"]\n')
+    (project / "CLAUDE.md").unlink()
+    assert b"CLAUDE.md" not in hook("codex", prompt("s2", project), runtime).stdout  # never given: nothing to say
+    (project / "QWEN.md").write_text("Qwen.\n")
+    given = hook("codex", prompt("s3", project), runtime).stdout
+    assert b"Qwen." not in given  # the qwen family is off
+    (project / ".cursor" / "rules" / "all.mdc").unlink()
+    gone = hook("codex", prompt("s", project), runtime).stdout.decode()
+    assert ".cursor/rules/all.mdc no longer applies (the file no longer exists)" in gone
+
+
+def test_gemini_hook_sends_project_memory_to_a_gemini_that_does_not_trust_the_folder(
+    project: Path, runtime: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI 0.61 with folder trust on reads neither an untrusted folder's settings nor its GEMINI.md: the
+    hook (run from the user's settings) sends them; once the folder is trusted it does not."""
+    (project / "GEMINI.md").write_text("Gemini: prefer small modules.\n")
+    env = {"XDG_RUNTIME_DIR": str(runtime), "GEMINI_CLI_TRUST_WORKSPACE": ""}
+    untrusted = run_hook("gemini-cli", json.dumps(prompt("u", project, "BeforeAgent")).encode(), env)
+    assert b"Gemini: prefer small modules." in untrusted.stdout
+    (tmp_path / "home" / ".gemini").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "home" / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+    trusted = run_hook("gemini-cli", json.dumps(prompt("t", project, "BeforeAgent")).encode(), env)
+    assert b"Gemini: prefer small modules." not in trusted.stdout and b"Run make check." in trusted.stdout
+
+
+def test_qwen_rules_and_local_memory_go_to_the_other_agents_only(project: Path, runtime: Path) -> None:
+    (project / ".qwen" / "rules").mkdir(parents=True)
+    (project / ".qwen" / "rules" / "always.md").write_text("Qwen rule: write tests first.\n")
+    (project / ".qwen" / "QWEN.local.md").write_text("Qwen local: staging is read-only.\n")
+    claude = hook("claude-code", prompt("r1", project), runtime).stdout
+    assert b"Qwen rule: write tests first." in claude and b"Qwen local: staging is read-only." in claude
+    qwen = hook("qwen-code", prompt("r2", project), runtime).stdout
+    assert b"Qwen rule" not in qwen and b"Qwen local" not in qwen and b"Claude: small diffs." in qwen

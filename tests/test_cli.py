@@ -134,8 +134,8 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), codex, gemini-cli"
-        " (or gemini), cursor, copilot, windsurf, cline, continue, kiro, zed, vscode, copilot-cli, opencode, qwen-code"
-        " (or qwen), context-companion"
+        " (or gemini), cursor, copilot (GitHub Copilot in the editor), windsurf, cline, continue, kiro, zed, vscode,"
+        " copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), context-companion"
     ]
 
 
@@ -433,3 +433,27 @@ def test_setup_help_names_every_agent_and_its_short_name() -> None:
     for name in ("claude-code (or claude)", "gemini-cli (or gemini)", "codex", "copilot-cli (or copilot)", "opencode"):
         assert name in said, name
     assert "qwen-code (or qwen)" in said and "except with --remove" in said
+
+
+def test_memory_finds_qwen_md_and_the_qwen_and_opencode_global_files(project, env):
+    home = Path(env["HOME"])
+    (project / "QWEN.md").write_text("Qwen: short answers.\n")
+    (home / ".qwen").mkdir()
+    (home / ".qwen" / "QWEN.md").write_text("Global Qwen habits.\n")
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "AGENTS.md").write_text("Global OpenCode habits.\n")
+    out = run("memory", "--workspace", str(project), env=env)
+    assert out.returncode == 0, out.stderr
+    for path in ("+ QWEN.md", "+ ~/.qwen/QWEN.md", "+ ~/.config/opencode/AGENTS.md"):
+        assert path in out.stdout, out.stdout
+    off = run("memory", "--workspace", str(project), env={**env, "CONTEXT_COMPANION_MEMORY__SOURCES": '["agents"]'})
+    assert off.returncode == 0 and "+ AGENTS.md" in off.stdout, off.stderr
+    assert "QWEN.md" not in off.stdout and "~/.config/opencode" not in off.stdout, off.stdout
+
+
+def test_a_qwen_md_with_the_text_of_agents_md_is_in_the_instruction_once(project, env):
+    (project / "QWEN.md").write_text((project / "AGENTS.md").read_text())
+    out = run("memory", "--workspace", str(project), env=env)
+    assert "- QWEN.md" in out.stdout and "not included: same text as AGENTS.md" in out.stdout, out.stdout
+    instruction = run("instruction", "--workspace", str(project), env=env)
+    assert instruction.stdout.count("Run tests with make check.") == 1

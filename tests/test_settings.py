@@ -9,7 +9,7 @@ from context_companion.settings import Settings, parse_profile, resolve_settings
 
 def test_defaults():
     s = Settings()
-    assert s.memory.file_names == ["AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"]
+    assert s.memory.file_names == ["AGENTS.md", "GEMINI.md", "QWEN.md", "CLAUDE.md", "CLAUDE.local.md"]
     assert s.context.max_open_files == 10 and s.context.max_selected_chars == 16384
     assert s.environment.placement == "initialMessage" and s.environment.max_items == 200
     assert s.memory.on_demand_delivery == "turn" and s.memory.reload == "live"

@@ -91,8 +91,14 @@ def test_custom_boundary_marker_and_nearest_one_wins(tmp_path, tree, make_store,
 
 def test_file_name_order_within_a_directory_follows_the_setting(tmp_path, tree, make_store, helpers):
     ws = tmp_path / "ws"
-    tree(ws, {"CLAUDE.local.md": "local", "AGENTS.md": "a", "GEMINI.md": "g", "CLAUDE.md": "c"})
-    assert helpers.included(make_store(ws).compose([])) == ["AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"]
+    tree(ws, {"CLAUDE.local.md": "local", "AGENTS.md": "a", "GEMINI.md": "g", "CLAUDE.md": "c", "QWEN.md": "q"})
+    assert helpers.included(make_store(ws).compose([])) == [
+        "AGENTS.md",
+        "GEMINI.md",
+        "QWEN.md",
+        "CLAUDE.md",
+        "CLAUDE.local.md",
+    ]
     only = make_store(ws, file_names=["CLAUDE.md", "AGENTS.md"]).compose([])
     assert helpers.included(only) == ["CLAUDE.md", "AGENTS.md"]
 

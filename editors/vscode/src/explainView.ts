@@ -5,12 +5,15 @@ export const AGENTS: readonly { id: string; label: string }[] = [
   { id: 'codex', label: 'Codex' },
   { id: 'gemini-cli', label: 'Gemini CLI' },
   { id: 'cursor', label: 'Cursor' },
-  { id: 'copilot', label: 'GitHub Copilot' },
+  { id: 'copilot', label: 'GitHub Copilot in the editor' },
   { id: 'windsurf', label: 'Windsurf' },
   { id: 'cline', label: 'Cline' },
   { id: 'continue', label: 'Continue' },
   { id: 'kiro', label: 'Kiro' },
   { id: 'zed', label: 'Zed' },
+  { id: 'copilot-cli', label: 'GitHub Copilot CLI' },
+  { id: 'opencode', label: 'OpenCode' },
+  { id: 'qwen-code', label: 'Qwen Code' },
   { id: 'context-companion', label: 'Context Companion' },
 ];
 

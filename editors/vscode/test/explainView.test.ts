@@ -8,8 +8,11 @@ describe('explain memory view', () => {
     assert.equal(new Set(ids).size, ids.length);
     assert.deepEqual(ids, [
       'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed',
-      'context-companion',
+      'copilot-cli', 'opencode', 'qwen-code', 'context-companion',
     ]);
+    const labels = new Map(AGENTS.map((a) => [a.id, a.label]));
+    assert.equal(labels.get('copilot'), 'GitHub Copilot in the editor');
+    assert.equal(labels.get('copilot-cli'), 'GitHub Copilot CLI');
   });
 
   it('renders loaded files as a table, then listed, not loaded and the differences', () => {

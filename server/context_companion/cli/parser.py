@@ -170,8 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent",
         required=True,
         metavar="AGENT",
-        help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot, windsurf, cline, continue, "
-        "kiro, zed, vscode, copilot-cli, opencode, qwen-code (or qwen), context-companion",
+        help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot (GitHub Copilot in the editor), "
+        "windsurf, cline, continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), "
+        "context-companion",
     )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")

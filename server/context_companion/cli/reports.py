@@ -149,6 +149,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         sys.stdout.write(
             f"loaded by Context Companion, not by {wire['name']}: {', '.join(wire['onlyContextCompanion'])}\n"
         )
+    for note in wire.get("assumed", ()):  # what its own settings said (or what was assumed of them)
+        sys.stdout.write(f"{wire['name']}'s settings: {note}\n")
     for step in wire.get("hookDelivery", []):
         what = ", ".join([*step["files"], *step["parts"]]) or "only notes"
         later = f"; still to come: {', '.join(step['stillToCome'])}" if step["stillToCome"] else ""

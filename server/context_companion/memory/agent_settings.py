@@ -6,14 +6,23 @@ list, e.g. ``["AGENTS.md", "GEMINI.md"]``) in ``.gemini/settings.json`` of the p
 ``.qwen/settings.json`` and ``~/.qwen/settings.json`` (default ``QWEN.md`` and ``AGENTS.md``).
 :func:`for_agent` returns the agent's table with those names, and a line saying what was read or
 assumed. The files are read as Gemini CLI 0.61 and Qwen Code 0.24 read them (comments allowed,
-trailing commas not: :mod:`..jsonc`). Reads two small files, never blocks on one that is not a
-regular file; never raises.
+trailing commas not: :mod:`..jsonc`), with ``$VAR`` and ``${VAR}`` in a value replaced from the environment as
+each expands them (Gemini CLI also ``${VAR:-default}``; a variable that is not set stays as written).
+
+Folder trust (read in their shipped code): with ``security.folderTrust.enabled`` (Gemini CLI 0.61: on unless the
+user settings turn it off; Qwen Code 0.24: off unless they turn it on), a folder that ``trustedFolders.json`` in
+``~/.gemini`` or ``~/.qwen`` does not trust (``TRUST_FOLDER``, ``TRUST_PARENT`` of a folder above it) is loaded
+without its project settings and without its project memory: the agent then reads only its global files. Gemini
+CLI also takes ``GEMINI_CLI_TRUST_WORKSPACE`` (``true``/``false``) and ``GEMINI_RESTRICTED_MODE=true`` from the
+environment. Reads a few small files, never blocks on one that is not a regular file; never raises.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..fileio import read_regular
@@ -29,6 +38,51 @@ CONTEXT_FILE_NAMES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "qwen-code": (QWEN_SETTINGS, "Qwen Code", ("QWEN.md", "AGENTS.md")),
 }
 _MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Trust:
+    """How an agent decides whether it trusts a folder (its ``trustedFolders.json``)."""
+
+    file: str  # relative to home
+    file_env: str  # the variable that moves it
+    default_on: bool  # security.folderTrust.enabled when the user settings do not say
+    deepest_wins: bool  # Qwen Code: the deepest matching rule (a tie: untrusted); Gemini CLI: the longest key
+
+
+TRUST: dict[str, Trust] = {
+    "gemini-cli": Trust(os.path.join(".gemini", "trustedFolders.json"), "GEMINI_CLI_TRUSTED_FOLDERS_PATH", True, False),
+    "qwen-code": Trust(os.path.join(".qwen", "trustedFolders.json"), "QWEN_CODE_TRUSTED_FOLDERS_PATH", False, True),
+}
+TRUST_LEVELS = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
+# resolveEnvVarsInString of each: Gemini CLI 0.61 (packages/cli settings) and Qwen Code 0.24 (core envVarResolver).
+_GEMINI_VAR = re.compile(r"\$(?:(\w+)|\{([^}]+?)(?::-([^}]*))?\})")
+_QWEN_VAR = re.compile(r"\$(?:(\w+)|\{([^}]+)\})")
+_QWEN_KEPT = frozenset({"SESSION_ID", "QWEN_CODE_SESSION_ID", "QWEN_SERVER_TOKEN", "QWEN_DAEMON_TOKEN"})
+_QWEN_KEPT_PREFIX = "QWEN_CODE_EXTERNAL_TOOL_GUARD_TOKEN"
+
+
+def expand_vars(agent: str, value: str, environ: Mapping[str, str]) -> str:
+    """``value`` with ``$VAR``, ``${VAR}`` (Gemini CLI: ``${VAR:-default}``) replaced as ``agent`` replaces them."""
+    if agent == "gemini-cli":
+
+        def gemini(m: re.Match[str]) -> str:
+            name = m.group(1) or m.group(2) or ""
+            if not name:
+                return m.group(0)
+            if name in environ:
+                return environ[name]
+            return m.group(3) if m.group(3) is not None else m.group(0)
+
+        return _GEMINI_VAR.sub(gemini, value)
+
+    def qwen(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name.upper() in _QWEN_KEPT or name.upper() == _QWEN_KEPT_PREFIX:
+            return m.group(0)
+        return environ.get(name, m.group(0))
+
+    return _QWEN_VAR.sub(qwen, value)
 
 
 def _read_bytes(path: str) -> bytes | None:
@@ -60,45 +114,135 @@ def _read_json(path: str, agent: str = "Gemini CLI") -> tuple[Any, str | None]:
         return None, f"{path} is not JSON that {agent} can read ({exc}; {agent} ignores the whole file)"
 
 
-def _file_names(raw: Any) -> tuple[str, ...] | None:
+def _file_names(raw: Any, agent: str, environ: Mapping[str, str]) -> tuple[str, ...] | None:
     context = raw.get("context") if isinstance(raw, dict) else None
     names = context.get("fileName") if isinstance(context, dict) else None
-    if isinstance(names, str) and names.strip():
-        return (names.strip(),)
+    if isinstance(names, str):
+        names = expand_vars(agent, names, environ)
+        if names.strip():
+            return (names.strip(),)
     if isinstance(names, list):
-        kept = tuple(n.strip() for n in names if isinstance(n, str) and n.strip())
+        kept = tuple(
+            n.strip() for n in (expand_vars(agent, n, environ) for n in names if isinstance(n, str)) if n.strip()
+        )
         return kept or None
     return None
 
 
-def context_file_names(agent: str, folder: str | None, home: str) -> tuple[tuple[str, ...], str]:
-    """``context.fileName`` of ``agent`` (``gemini-cli``, ``qwen-code``) for a project folder, and where it
-    came from."""
+def _trust_on(agent: str, user: Any) -> bool:
+    security = user.get("security") if isinstance(user, dict) else None
+    folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
+    enabled = folder_trust.get("enabled") if isinstance(folder_trust, dict) else None
+    return enabled if isinstance(enabled, bool) else TRUST[agent].default_on
+
+
+def _real(path: str) -> str:
+    return os.path.normpath(os.path.realpath(os.path.expanduser(path)))
+
+
+def _under(parent: str, child: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def folder_trusted(
+    agent: str, folder: str, home: str, user: Any, environ: Mapping[str, str]
+) -> tuple[bool, str | None]:
+    """(whether ``agent`` loads ``folder``'s project settings and memory, why not when it does not)."""
+    name = CONTEXT_FILE_NAMES[agent][1]
+    if agent == "gemini-cli":
+        if environ.get("GEMINI_RESTRICTED_MODE") == "true" or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
+            return False, "the environment says it is not trusted (GEMINI_RESTRICTED_MODE, GEMINI_CLI_TRUST_WORKSPACE)"
+        if environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
+            return True, None
+    if not _trust_on(agent, user):
+        return True, None
+    trust = TRUST[agent]
+    path = environ.get(trust.file_env) or os.path.join(home, trust.file)
+    raw, problem = _read_json(path, name)
+    if problem is not None:
+        return False, problem
+    location = _real(folder)
+    best: tuple[int, bool] | None = None  # (rank, trusted)
+    for key, level in (raw or {}).items() if isinstance(raw, dict) else ():
+        if level not in TRUST_LEVELS:
+            continue
+        target = _real(os.path.dirname(key) if level == "TRUST_PARENT" else key)
+        if not _under(target, location):
+            continue
+        trusted = level != "DO_NOT_TRUST"
+        rank = target.count(os.sep) if trust.deepest_wins else len(key)
+        if best is None or rank > best[0] or (trust.deepest_wins and rank == best[0] and not trusted):
+            best = (rank, trusted)
+    if best is not None and best[1]:
+        return True, None
+    said = "does not trust it" if best is None else "marks it DO_NOT_TRUST"
+    return False, f"security.folderTrust is on and {path} {said}"
+
+
+def context_file_names(
+    agent: str, folder: str | None, home: str, environ: Mapping[str, str] | None = None
+) -> tuple[tuple[str, ...], str, bool]:
+    """``context.fileName`` of ``agent`` (``gemini-cli``, ``qwen-code``) for a project folder, where it came from,
+    and whether the agent trusts the folder (else it reads neither the folder's settings nor its memory)."""
+    env = os.environ if environ is None else environ
     relative, name, default_names = CONTEXT_FILE_NAMES[agent]
-    places = ([os.path.join(folder, relative)] if folder else []) + [os.path.join(home, relative)]
+    user_path = os.path.join(home, relative)
+    user, user_problem = _read_json(user_path, name)
+    trusted, why = folder_trusted(agent, folder, home, user, env) if folder else (True, None)
+    untrusted = (
+        f"{name} does not trust {folder} ({why}): it reads neither {os.path.join(folder, relative)} nor the "
+        "project's memory files, only its global ones"
+        if folder and not trusted
+        else None
+    )
+    places = [os.path.join(folder, relative)] if folder and trusted else []
     problems = []
+    found: tuple[tuple[str, ...], str] | None = None
     for path in places:
         raw, problem = _read_json(path, name)
         if problem is not None:
             problems.append(problem)
             continue
-        names = _file_names(raw)
+        names = _file_names(raw, agent, env)
         if names is not None:
-            return names, f"context.fileName {list(names)} from {path}"
-    default = f"{name}'s default context.fileName {list(default_names)}"
-    if problems:
-        return default_names, f"assumed {default}: {'; '.join(problems)}"
-    return default_names, f"{default} (no context.fileName in its settings)"
+            found = names, f"context.fileName {list(names)} from {path}"
+            break
+    if found is None:
+        if user_problem is not None:
+            problems.append(user_problem)
+        else:
+            names = _file_names(user, agent, env)
+            if names is not None:
+                found = names, f"context.fileName {list(names)} from {user_path}"
+    if found is None:
+        default = f"{name}'s default context.fileName {list(default_names)}"
+        found = (
+            default_names,
+            (
+                f"assumed {default}: {'; '.join(problems)}"
+                if problems
+                else f"{default} (no context.fileName in its settings)"
+            ),
+        )
+    note = found[1] if untrusted is None else f"{untrusted}; {found[1]}"
+    return found[0], note, trusted
 
 
 def gemini_file_names(folder: str | None, home: str) -> tuple[tuple[str, ...], str]:
     """Gemini CLI's ``context.fileName`` for a project folder, and where it came from."""
-    return context_file_names("gemini-cli", folder, home)
+    names, note, _trusted = context_file_names("gemini-cli", folder, home)
+    return names, note
 
 
-def for_agent(agent: AgentRules, folder: str | None, home: str) -> tuple[AgentRules, tuple[str, ...]]:
+def for_agent(
+    agent: AgentRules, folder: str | None, home: str, environ: Mapping[str, str] | None = None
+) -> tuple[AgentRules, tuple[str, ...]]:
     """The agent's table adjusted to its own settings, and what was read or assumed (for explain)."""
     if agent.id not in CONTEXT_FILE_NAMES:
         return agent, ()
-    names, note = context_file_names(agent.id, folder, home)
+    names, note, trusted = context_file_names(agent.id, folder, home, environ)
+    if not trusted:  # its global files only: no project memory, no rules, nothing in sub-folders
+        why = f"{agent.name} does not trust this folder: it reads only its global files"
+        rules = replace(agent, names=(), subfolders="never", rules=(), stand_in=None, above_root=False, untrusted=why)
+        return rules, (note,)
     return replace(agent, names=names), (note,)

@@ -58,11 +58,14 @@ class AgentRules:
     fallback_rules: tuple[RuleFormat, ...] = ()  # read only when none of ``rules`` exists
     first_of: tuple[str, ...] = ()  # only the first of these files in the workspace folder
     above_root: bool = False  # ``names`` also in every folder above the repository root, up to /
+    above_root_depth: int = 0  # with ``above_root``: only this many folders above the root (0: up to /)
     stand_in: tuple[str, str] | None = None  # (name, instead of): read at start when no ``instead of`` is found
     expands_imports: bool = False  # inlines ``@path`` imports; otherwise the line is read as written
+    expands_imports_in: tuple[str, ...] = ()  # only these memory file names' imports are expanded (empty: every file's)
     project_max_bytes: int = 0  # the project memory files together are cut at this many bytes (0: no cut)
     keeps: Keeps = ""  # how the files it loads at start stay current (see the module docstring)
     checked: str = ""  # the version its loading was checked against with the real executable
+    untrusted: str = ""  # why it reads none of the project's files here (a folder it does not trust), or ""
     # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
     attached_rules: tuple[RuleFormat, ...] = ()
 
@@ -145,7 +148,7 @@ CURSOR = AgentRules(
 # AGENTS.md files (the nearest wins), or one CLAUDE.md or GEMINI.md at the repository root)
 COPILOT = AgentRules(
     "copilot",
-    "GitHub Copilot",
+    "GitHub Copilot in the editor",
     ("https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions",),
     names=("AGENTS.md", "CLAUDE.md", "GEMINI.md"),
     subfolders="when-open",
@@ -273,6 +276,9 @@ def vscode_rules(
 # other globs are only listed (a table of pattern and path the model may read when it touches such a file).
 # Not read: sub-folder memory below the working folder, CLAUDE.local.md, .cursor/rules. The interactive CLI
 # reads them at start and keeps them for the session (an edit of AGENTS.md is not seen by its next request).
+# It expands the `@` imports of AGENTS.md and CLAUDE.md (each imported file in an <imported_custom_instruction
+# source="…"> block after the line, a sub-folder file too), not those of GEMINI.md, .github/copilot-instructions.md
+# or .claude/rules; QWEN.md it never reads.
 COPILOT_CLI = AgentRules(
     "copilot-cli",
     "GitHub Copilot CLI",
@@ -281,6 +287,8 @@ COPILOT_CLI = AgentRules(
     upward=True,
     globals=("~/.copilot/copilot-instructions.md",),
     rules=("copilot", "copilot-instructions", "claude"),
+    expands_imports=True,
+    expands_imports_in=("AGENTS.md", "CLAUDE.md"),
     keeps="start",
     checked="1.0.102",
 )
@@ -308,7 +316,10 @@ OPENCODE = AgentRules(
 # AGENTS.md (or the names of context.fileName in .qwen/settings.json or ~/.qwen/settings.json) from the working
 # folder up to the repository root, ~/.qwen/QWEN.md and ~/.qwen/AGENTS.md, and .qwen/QWEN.local.md at the root,
 # with @ imports expanded, in the system message; read at start (a Gemini CLI fork: the session keeps them).
-# Not read: sub-folder memory below the working folder, CLAUDE.md, GEMINI.md; its own rules are .qwen/rules.
+# Not read: sub-folder memory below the working folder, CLAUDE.md, GEMINI.md. Its own rules (read in its shipped
+# code, memory/rulesLoader): .qwen/rules/**/*.md at the repository root and ~/.qwen/rules, those without `paths` in
+# the system message at start, those with `paths` when its tools touch a matching file. In a folder it does not
+# trust (security.folderTrust on) only its global files: agent_settings.for_agent.
 QWEN_CODE = AgentRules(
     "qwen-code",
     "Qwen Code",
@@ -316,6 +327,9 @@ QWEN_CODE = AgentRules(
     names=("QWEN.md", "AGENTS.md"),
     upward=True,
     globals=("~/.qwen/QWEN.md", "~/.qwen/AGENTS.md"),
+    rules=("qwen", "qwen-local"),
+    above_root=True,  # measured: the folder just above the repository root too (its walk stops past the root)
+    above_root_depth=1,
     expands_imports=True,
     keeps="start",
     checked="0.24.4",
@@ -361,5 +375,6 @@ def agent_id(name: str) -> str | None:
 
 def known_agents() -> str:
     """The ids, each alias beside its id: for error messages and help."""
-    short = {v: k for k, v in AGENT_ALIASES.items()}
-    return ", ".join(f"{a} (or {short[a]})" if a in short else a for a in AGENT_IDS)
+    short = {v: f"or {k}" for k, v in AGENT_ALIASES.items()}
+    said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots: named apart
+    return ", ".join(f"{a} ({said[a]})" if a in said else a for a in AGENT_IDS)

@@ -203,6 +203,7 @@ class _Judge:
         extra = tuple(n for n in file_names if n not in NAME_FAMILY) if agent.fallback_names else ()
         self.names = (*agent.names, *extra)
         self.present = {e.abs_path for e in entries if not e.rendered.missing}
+        self.globals_present = {e.display for e in entries if e.tier == "global" and not e.rendered.missing}
         self.formats_present = {e.rule_format for e in entries if e.rule_format is not None}
         self.first = self._first_of(entries) if agent.first_of else None
         self._above: list[tuple[str, str]] | None = None  # (path, name) of its files above the root
@@ -246,7 +247,7 @@ class _Judge:
                     here = [(os.path.join(current, n), n) for n in self.agent.names]
                     found.append([(p, n) for p, n in here if os.path.isfile(p)])
                     parent = os.path.dirname(current)
-                    if parent == current:
+                    if parent == current or len(found) == self.agent.above_root_depth:
                         break
                     current = parent
                 self._above = [f for folder in reversed(found) for f in folder]  # root → leaf, as the agent reads them
@@ -263,7 +264,9 @@ class _Judge:
                 continue
             display = home_display(path, self.index.home)
             tokens = renderer.count(render_block(display, text.strip("\n").rstrip()))
-            why = f"{self.agent.name} reads it in every folder above the workspace, up to /"
+            depth = self.agent.above_root_depth
+            where = "up to /" if not depth else f"{depth} folder{'' if depth == 1 else 's'} above the repository root"
+            why = f"{self.agent.name} reads it in the folders above the workspace, {where}"
             if outcome.owner is not None:  # the agent's doing, not ours: say whose it is
                 why += f"; it is {owned_by_other(outcome.owner)}, and our instruction leaves it out"
             out.append(
@@ -275,11 +278,13 @@ class _Judge:
         """Agents that expand ``@`` imports load what a loaded file imports; the others read the
         import line as written (their count is the file's own text)."""
         by_path = {e.abs_path: e for e in entries}
-        if not self.agent.expands_imports:
-            return [self._as_written(i, by_path[i.abs_path]) if i.loaded else i for i in items]
+        items = [
+            i if not i.loaded or self._expands(by_path[i.abs_path]) else self._as_written(i, by_path[i.abs_path])
+            for i in items
+        ]
         inlined: dict[str, Explained] = {}
         for i in items:
-            if i.loaded:
+            if i.loaded and self._expands(by_path[i.abs_path]):
                 for key, _display in by_path[i.abs_path].rendered.imported:
                     inlined.setdefault(key, i)
         out = []
@@ -291,6 +296,15 @@ class _Judge:
                 i = Explained(i.path, i.tier, True, False, "import", why, i.tokens, None, via.reading, i.abs_path)
             out.append(i)
         return out
+
+    def _expands(self, e: Entry) -> bool:
+        """Whether the agent inlines the ``@`` imports of this file (some expand them only in some names)."""
+        a = self.agent
+        if not a.expands_imports:
+            return False
+        return not a.expands_imports_in or (
+            e.rule_format is None and os.path.basename(e.abs_path) in a.expands_imports_in
+        )
 
     def _raw(self, e: Entry) -> str | None:
         """The file's text as an agent that does not expand imports reads it (frontmatter off)."""
@@ -361,6 +375,8 @@ class _Judge:
 
         if e.rendered.skip:
             return out(False, "", f"skipped: {e.rendered.skip}")
+        if a.untrusted and e.folder is not None:
+            return out(False, "", a.untrusted)
         if a.first_of:
             if e.abs_path == self.first:
                 return out(True, "first-match", f"{a.name} uses the first file of {', '.join(a.first_of)}")
@@ -376,10 +392,10 @@ class _Judge:
         if e.tier == "global":
             if e.display not in a.globals:
                 return out(False, "", f"{a.name} does not read {e.display}")
-            if a.one_per_folder:
-                winner = self._winner(e, [os.path.basename(g) for g in a.globals])
-                if winner != name:
-                    return out(False, "", f"{a.name} reads one file per folder: {winner} is used")
+            if a.one_per_folder:  # the first of its global files that exists (Codex: one folder; OpenCode: two)
+                winner = next((g for g in a.globals if g in self.globals_present), e.display)
+                if winner != e.display:
+                    return out(False, "", f"{a.name} reads only the first of {', '.join(a.globals)}: {winner} is used")
             return out(True, "global", "global memory")
         if a.stand_in is not None and name == a.stand_in[0] and name not in self.names:
             stand_in, own = a.stand_in

@@ -28,6 +28,8 @@ RuleFormat = Literal[
     "agent-md",
     "junie",
     "roo",
+    "qwen",
+    "qwen-local",
 ]
 
 
@@ -65,19 +67,28 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("agent-md", "zed", "AGENT.md", "file", frontmatter=False),
     FormatSpec("junie", "junie", ".junie/guidelines.md", "file", frontmatter=False),
     FormatSpec("roo", "roo", ".roo/rules", "dir", (".md", ".txt"), recursive=True, frontmatter=False),
+    # Qwen Code 0.24 (read in its shipped code): .qwen/rules/**/*.md with `paths` (picomatch from the project root;
+    # none: always) and .qwen/QWEN.local.md, both at the repository root, and ~/.qwen/rules.
+    FormatSpec("qwen", "qwen", ".qwen/rules", "dir", recursive=True, anchored=True),
+    FormatSpec("qwen-local", "qwen", ".qwen/QWEN.local.md", "file", frontmatter=False),
 )
 BY_FORMAT: dict[str, FormatSpec] = {f.format: f for f in FORMATS}
 _HEADS = frozenset(f.path.split("/", 1)[0] for f in FORMATS)  # a rule path holds one of these
 FORMAT_ORDER: tuple[RuleFormat, ...] = tuple(f.format for f in FORMATS)
 
 # Rule directories under the home directory (user-level rules), with the format they hold.
-HOME_RULE_DIRS: tuple[tuple[str, RuleFormat], ...] = ((".claude/rules", "claude"), (".kiro/steering", "kiro"))
+HOME_RULE_DIRS: tuple[tuple[str, RuleFormat], ...] = (
+    (".claude/rules", "claude"),
+    (".kiro/steering", "kiro"),
+    (".qwen/rules", "qwen"),
+)
 
 # Memory file names and the family that reads them; names a user adds to memory.fileNames have none.
 NAME_FAMILY: dict[str, str] = {
     "AGENTS.md": "agents",
     "AGENTS.override.md": "codex",
     "GEMINI.md": "gemini",
+    "QWEN.md": "qwen",
     "CLAUDE.md": "claude",
     "CLAUDE.local.md": "claude",
 }
@@ -87,6 +98,9 @@ SHADOWS: dict[str, str] = {CODEX_OVERRIDE: "AGENTS.md"}  # in one folder, the ke
 # Vendor global memory files (home-relative), in reading order, with their family.
 VENDOR_GLOBALS: tuple[tuple[str, str, str], ...] = (
     (".gemini", "GEMINI.md", "gemini"),
+    (".qwen", "QWEN.md", "qwen"),
+    (".qwen", "AGENTS.md", "qwen"),
+    (".config/opencode", "AGENTS.md", "opencode"),
     (".claude", "CLAUDE.md", "claude"),
     (".codex", CODEX_OVERRIDE, "codex"),
     (".codex", "AGENTS.md", "codex"),

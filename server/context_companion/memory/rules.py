@@ -7,14 +7,16 @@ Where they live is :mod:`.formats`; how each format activates (docs/memory.md ha
 ``cursor``, ``cursor-md``  ``description``
 ``copilot``                always
 ``copilot-instructions``   ``applyTo`` globs (``**`` = always); ``excludeAgent``
-``claude``, ``cline``      ``paths`` globs; none = always
+``claude``, ``cline``,     ``paths`` globs; none = always
+``qwen``
 ``windsurf``               ``trigger: always_on | glob | model_decision | manual`` (+ ``globs``,
                            ``description``); the last two are listed
 ``continue``               ``alwaysApply`` true = always; false = ``globs``/``regex`` match, else
                            listed; unset = always without globs/regex, else when they match
 ``kiro``                   ``inclusion: always | fileMatch | manual | auto``, ``fileMatchPattern``
 plain files                always (``.cursorrules``, ``.windsurfrules``, ``.rules``, ``AGENT.md``,
-                           ``.junie/guidelines.md``, ``.roo/rules/*``, a ``.clinerules`` file)
+                           ``.junie/guidelines.md``, ``.roo/rules/*``, a ``.clinerules`` file,
+                           ``.qwen/QWEN.local.md``)
 =========================  ================================================================
 
 A rule applies when it is always-on or when one of its globs (gitwildmatch, relative to the
@@ -53,6 +55,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "claude": ("paths", "description"),
     "windsurf": ("trigger", "globs", "description"),
     "cline": ("paths", "description"),
+    "qwen": ("paths", "description"),
     "continue": ("name", "description", "globs", "regex", "alwaysApply", "version", "schema"),
     "kiro": ("inclusion", "fileMatchPattern", "name", "description"),
 }
@@ -65,6 +68,7 @@ GLOB_KEY: dict[str, str | None] = {
     "claude": "paths",
     "windsurf": "globs",
     "cline": "paths",
+    "qwen": "paths",
     "continue": "globs",
     "kiro": "fileMatchPattern",
 }
@@ -480,6 +484,7 @@ _ACTIVATION: dict[str, Any] = {
     "copilot-instructions": _copilot,
     "claude": _paths,
     "cline": _paths,
+    "qwen": _paths,
     "windsurf": _windsurf,
     "continue": _continue,
     "kiro": _kiro,

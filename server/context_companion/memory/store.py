@@ -3,7 +3,7 @@
 Tiers, in the order they are rendered (later blocks take precedence, so the most specific
 text comes last, as in the AGENTS.md convention "the closest file wins"):
 
-1. **global**: ``~/.gemini/GEMINI.md`` and ``~/.claude/CLAUDE.md`` when
+1. **global**: ``~/.gemini/GEMINI.md``, ``~/.qwen/QWEN.md``, ``~/.claude/CLAUDE.md``, ... when
    ``memory.readVendorGlobals`` is on, then the memory file names in the Context Companion
    config dir (our own global memory, where ``addMemory`` writes, comes last);
 2. **workspace**: per workspace folder, the directories from the nearest boundary marker down to
@@ -46,6 +46,7 @@ from .changes import (
 )
 from .compose import Activity, MatchMemo, Trace, compose_blocks, compose_traced, find_activity
 from .explain import Explanation, explain
+from .formats import BY_FORMAT, NAME_FAMILY, SHADOWS, match_rule_path
 from .index import MemoryIndex
 from .language import AnalysisContext, analyze_document
 from .model import ChangeSummary, FileAnalysis, MemoryBlock, MemoryFileInfo, MemoryResult
@@ -53,6 +54,7 @@ from .paths import home_display, norm
 from .recompose import patch
 from .render import Renderer
 from .rule_budget import RuleBudget
+from .wording import REASON_FAMILY_OFF, REASON_GLOBALS_OFF, REASON_GONE, REASON_NOT_A_NAME, REASON_NOT_FOUND
 
 _RESULT_CACHE_SIZE = 64
 _MATCH_MEMO_SIZE = 4096
@@ -171,6 +173,32 @@ class MemoryStore:
             table = AGENTS[agent] if isinstance(agent, str) else agent
             rules, assumed = for_agent(table, folder, self._index.home)
             return explain(self._index, activity, result, rules, self.settings.file_names, assumed, cwd and norm(cwd))
+
+    def gone_reason(self, abs_path: str) -> str:
+        """Why a file that was memory is no memory now: deleted, or the settings no longer read it (its name
+        left ``memory.fileNames``, its family ``memory.sources``, or ``memory.readVendorGlobals`` is off)."""
+        if not os.path.lexists(abs_path):
+            return REASON_GONE
+        settings = self.settings
+        sources = set(settings.sources)
+        name = os.path.basename(abs_path)
+        folder = next((f for f in self._index.folders if abs_path.startswith(f.prefix_path)), None)
+        rule = match_rule_path(os.path.relpath(abs_path, folder.path).replace(os.sep, "/")) if folder else None
+        if rule is None and folder is None:
+            home = self._index.home.rstrip(os.sep) + os.sep
+            if abs_path.startswith(home):
+                rule = match_rule_path(os.path.relpath(abs_path, self._index.home).replace(os.sep, "/"))
+        if rule is not None:
+            rule_family = BY_FORMAT[rule[0]].family
+            return REASON_FAMILY_OFF.format(family=rule_family) if rule_family not in sources else REASON_NOT_FOUND
+        if name not in settings.file_names and name not in SHADOWS:
+            return REASON_NOT_A_NAME
+        family = NAME_FAMILY.get(name)
+        if family is not None and family not in sources:
+            return REASON_FAMILY_OFF.format(family=family)
+        if folder is None and not settings.read_vendor_globals:
+            return REASON_GLOBALS_OFF
+        return REASON_NOT_FOUND
 
     def blocks(
         self, open_paths: Sequence[Path | str], active_path: Path | str | None = None, *, interactive: bool = True

@@ -9,6 +9,13 @@ REASON_DESCRIPTION = "not included: only a description (listed)"
 REASON_EMPTY = "not included: empty"
 REASON_MANUAL = "not included: no {keys} (used only when asked for)"
 
+# Why a file given to an agent is no longer memory at all (taken back in a memory update or a hook's text).
+REASON_GONE = "the file no longer exists"
+REASON_NOT_A_NAME = "no longer a memory file name in the settings (memory.fileNames)"
+REASON_FAMILY_OFF = "its family ({family}) is no longer read: memory.sources leaves it out"
+REASON_GLOBALS_OFF = "other tools' global memory is no longer read (memory.readVendorGlobals is off)"
+REASON_NOT_FOUND = "it is no longer found as memory (ignored, or outside the workspace folders now)"
+
 LISTING_HEADER = "--- Rules available on request ---"
 LISTING_FOOTER = "--- End of rules available on request ---"
 LISTING_INTRO = "These project rules are not loaded. Read one when its description fits the task at hand:"

@@ -166,7 +166,9 @@ SourceFamily = Literal[
     "agents",
     "claude",
     "gemini",
+    "qwen",
     "codex",
+    "opencode",
     "cursor",
     "copilot",
     "windsurf",
@@ -183,7 +185,7 @@ SOURCE_FAMILIES: tuple[str, ...] = get_args(SourceFamily)
 
 class MemorySettings(_Model):
     file_names: list[str] = Field(
-        default_factory=lambda: ["AGENTS.md", "GEMINI.md", "CLAUDE.md", "CLAUDE.local.md"],
+        default_factory=lambda: ["AGENTS.md", "GEMINI.md", "QWEN.md", "CLAUDE.md", "CLAUDE.local.md"],
         json_schema_extra=marked("reads files", "yes"),
     )
     read_vendor_globals: bool = Field(default=True, json_schema_extra=marked("reads files", "yes"))

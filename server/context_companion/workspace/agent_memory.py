@@ -32,7 +32,7 @@ from typing import Any
 from ..memory import MemoryBlock
 from ..memory.compose import normalised_body, only_headings
 from ..memory.explain import Explanation
-from ..memory.wording import render_block
+from ..memory.wording import REASON_GONE, render_block
 
 PREFACE = (
     "Project memory from Context Companion: the memory and rule files that apply to the files open in the "
@@ -81,6 +81,10 @@ def _never(_block: MemoryBlock) -> bool:
     return False
 
 
+def _gone(_path: str) -> str:
+    return REASON_GONE
+
+
 @dataclass(frozen=True, slots=True)
 class Lacking:
     """The memory that applies now and how the agent has it (see the module docstring)."""
@@ -91,6 +95,7 @@ class Lacking:
     read: tuple[str, ...] = ()  # display paths of the files the agent loads itself, in its order
     # The hook's disk path, when it read only part of a rule folder (memory.rule_budget): one line each to say so
     # (key → text), and the rule folders (abs paths) a file of which, not read this time, is not taken back.
+    gone_reason: Callable[[str], str] = _gone  # why a file no longer among ``every`` is no memory now
     notes: Mapping[str, str] = field(default_factory=dict)
     unread: frozenset[str] = frozenset()
 
@@ -121,11 +126,13 @@ def lacking(
     explanations: Sequence[Explanation] = (),
     *,
     excluded: Callable[[MemoryBlock], bool] = _never,
+    gone_reason: Callable[[str], str] = _gone,
 ) -> Lacking:
     """The one decision of what an agent lacks. ``blocks``: every memory and rule file with its verdict for the
     editor's files now; ``explanations``: the agent's table applied to them (and, for an agent that loads rules
     for the files attached to its request, that too; the first one's reading wins); ``excluded``: files never
-    to deliver (``context.exclude``)."""
+    to deliver (``context.exclude``); ``gone_reason``: why a file given earlier and no longer among ``blocks`` is
+    no memory now (deleted, or a setting dropped it)."""
     every = {b.abs_path: b for b in blocks}
     applies = {p: b for p, b in every.items() if b.included and b.content.strip() and not excluded(b)}
     reading: dict[str, str] = {}
@@ -143,7 +150,7 @@ def lacking(
             applies[path] = replace(block, included=True, reason=f"sub-folder memory of {where}, where the agent runs")
     applies = _one_per_twins(every, applies, reading)
     read = tuple(dict.fromkeys(item.path for e in explanations for item in e.loads))
-    return Lacking(every, applies, reading, read)
+    return Lacking(every, applies, reading, read, gone_reason)
 
 
 _RANK = {TRACKED: 0, AT_START: 1}

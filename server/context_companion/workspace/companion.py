@@ -419,7 +419,8 @@ class Companion:
         now = tracked(blocks, on_demand_only=not keep_session)
         if reset:
             agent.seen = dict(agent.seen_at_start)
-        updates = diff(agent.seen, now, {b.abs_path: b for b in blocks}, self.tokenizer.count)
+        every = {b.abs_path: b for b in blocks}
+        updates = diff(agent.seen, now, every, self.tokenizer.count, gone_reason=self.memory.gone_reason)
         agent.seen = as_seen(now)
         return updates
 
@@ -609,7 +610,7 @@ class Companion:
             attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
             explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
         secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
-        return lacking(blocks, explanations, excluded=lambda b: secret(b.path))
+        return lacking(blocks, explanations, excluded=lambda b: secret(b.path), gone_reason=self.memory.gone_reason)
 
     def _resolve_file(self, raw: str) -> Path:
         if raw.startswith("file:"):

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..memory import MemoryBlock
 from .agent_memory import Lacking
-from .updates import REASON_GONE, removal_notice
+from .updates import removal_notice
 
 # How much additionalContext each agent takes whole, in the unit it counts (measured with the real agents:
 # docs/agents.md). Claude Code 2.1.331 shows 10,000 characters inline (more becomes a short preview);
@@ -606,7 +606,7 @@ def deliver(
     head = [HOOK_PREFACE, FROM_DISK if from_disk else editor_line(active, open_files)]
     size = sum(count(h) + 2 for h in head)
     reserve = limit // 10 + 2  # for the last line, when something waits
-    pieces, twins = _what_is_new(state, now, lacks.every, count, texts, limit, lacks.not_read)
+    pieces, twins = _what_is_new(state, now, lacks.every, count, texts, limit, lacks.gone_reason, lacks.not_read)
     for key, note in lacks.notes.items():  # rule files not read (the disk path's bounds): said once each
         if state.left.get(key) != fingerprint(note):
             pieces.append(_Piece((0, 0), key, key, (note,)))
@@ -726,6 +726,7 @@ def _what_is_new(
     count: Callable[[str], int],
     texts: TextStore,
     limit: int,
+    gone_reason: Callable[[str], str],
     not_read: Callable[[str], bool] = lambda _path: False,
 ) -> tuple[list[_Piece], list[tuple[str, MemoryBlock]]]:
     """What to tell the agent (pieces) and the files whose text it already has under another name (twins)."""
@@ -778,7 +779,7 @@ def _what_is_new(
         if was is not None and _waits_on_open_files(was) and was.scope == state.scopes.get(path, was.scope):
             continue  # the editor's files changed, not the file: the agent keeps what it was given
         if was is None:
-            reason = REASON_GONE
+            reason = gone_reason(path)
         elif was.included:
             reason = "it is empty now" if not was.content.strip() else "context.exclude leaves it out now"
         else:

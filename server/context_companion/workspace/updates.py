@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..memory import MemoryBlock
-from ..memory.wording import render_block
+from ..memory.wording import REASON_GONE, render_block
 
 Seen = dict[str, tuple[str, str]]  # abs path → (display path, content) the agent was given
 
@@ -23,7 +23,11 @@ MEMORY_PREFACE = (
     "your system prompt; it is not a request."
 )
 REASON_CHANGED = "changed on disk"
-REASON_GONE = "the file no longer exists"
+__all__ = ["REASON_CHANGED", "REASON_GONE", "MemoryUpdate", "as_seen", "diff", "removal_notice", "render_updates"]
+
+
+def _gone(_path: str) -> str:
+    return REASON_GONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +69,11 @@ def diff(
     every: Mapping[str, MemoryBlock],
     count: Callable[[str], int],
     fingerprint: Callable[[str], str] = _same,
+    gone_reason: Callable[[str], str] = _gone,
 ) -> list[MemoryUpdate]:
     """Updates that take an agent from ``seen`` to ``now``. ``every``: all files considered (for
-    the reason a file no longer applies). ``fingerprint``: what ``seen`` holds of a content (the
+    the reason a file no longer applies); ``gone_reason``: why a file not among them is no memory now
+    (deleted, or a setting dropped it). ``fingerprint``: what ``seen`` holds of a content (the
     content itself, or a hash of it)."""
     updates: list[MemoryUpdate] = []
     for path, block in now.items():
@@ -80,7 +86,7 @@ def diff(
         if path in now:
             continue
         gone = every.get(path)
-        reason = gone.reason if gone is not None and gone.reason else REASON_GONE
+        reason = gone.reason if gone is not None and gone.reason else gone_reason(path)
         notice = removal_notice(display, reason)
         updates.append(MemoryUpdate(display, reason, notice, count(notice), removed=True, abs_path=path))
     return updates

@@ -9,7 +9,7 @@ local M = {}
 M.NAME = 'context_companion'
 
 --- Memory files that mark a workspace root when there is no `.git` above the file.
-M.MEMORY_FILES = { 'AGENTS.md', 'GEMINI.md', 'CLAUDE.md' }
+M.MEMORY_FILES = { 'AGENTS.md', 'GEMINI.md', 'QWEN.md', 'CLAUDE.md' }
 
 ---@class context_companion.Options
 ---@field cmd? string[]|fun(dispatchers: vim.lsp.rpc.Dispatchers): vim.lsp.rpc.PublicClient How to start the server (default: `context-companion serve` when on PATH, else `python3 -m context_companion serve`).
