@@ -302,6 +302,7 @@ class ClineCli(TurnAgent):
     name = "cline-cli"
     node_dir = HERE / "cline"
     package = "@cline/cli-linux-x64"
+
     def __init__(self) -> None:
         super().__init__()
         self.task = ""
@@ -391,7 +392,10 @@ class ClineCli(TurnAgent):
             shown = wait(lambda s: s.count(stub_answer()) > before and "Ask anything" in s, "answer")
             subprocess.run([*base, "send-keys", "-t", "cline", "C-c"], timeout=30)
             deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and subprocess.run([*base, "has-session"], capture_output=True).returncode == 0:
+            while (
+                time.monotonic() < deadline
+                and subprocess.run([*base, "has-session"], capture_output=True).returncode == 0
+            ):
                 time.sleep(0.25)
         finally:
             subprocess.run([*base, "kill-server"], capture_output=True, timeout=30)
