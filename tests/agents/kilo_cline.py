@@ -458,7 +458,7 @@ def drive(
             after = stub.next_seq
             agent.run(prompt, workspace, env)
             try:
-                out.append(stub.wait_for(lambda r, p=prompt: agent.is_turn(r, p), timeout=30, after=after))
+                out.append(stub.wait_for(lambda r, p=prompt: agent.is_turn(r, p), timeout=30, after=after))  # type: ignore[misc]
             except TimeoutError as exc:
                 sent = [f"{r.seq} {r.method} {r.path}: …{r.text[-600:]}" for r in stub.requests[after:]]
                 raise AssertionError(f"{agent.name} turn {i}: {exc}\n" + "\n".join(sent)) from None

@@ -235,14 +235,10 @@ SIZES = (30_000, 100_000)
 
 
 def long_note(size: int) -> str:
-    """``size`` characters: numbered words between two markers, so a cut shows where."""
+    """Exactly ``size`` characters: numbered words between two markers, so a cut shows where."""
     head, tail = f"{NOTE}-START-{size} ", f" {NOTE}-END-{size}"
-    body, i = [], 0
-    while len(head) + sum(len(w) + 1 for w in body) + len(tail) < size:
-        body.append(f"w{i:06d}")
-        i += 1
-    text = head + " ".join(body) + tail
-    return text[: size - len(tail)] + tail if len(text) > size else text.ljust(size)
+    words = " ".join(f"w{i:06d}" for i in range(size // 8 + 1))
+    return (head + words)[: size - len(tail)] + tail
 
 
 @pytest.mark.parametrize("name", sorted(agents()))
