@@ -126,20 +126,30 @@ class Setup:
         return drive(self.agent, self.workspace, self.home, self.stub, self.blackhole, prompts, before)
 
 
-def make(tmp_path: Path, name: str, files: dict[str, str], stub: ModelStub, blackhole: Blackhole) -> Setup:
+def make(
+    tmp_path: Path, name: str, files: dict[str, str], stub: ModelStub, blackhole: Blackhole, plugin_at: str = ""
+) -> Setup:
+    """The workspace with ``files`` and the test plugin at ``plugin_at`` (the agent's project plugin folder by
+    default; ``~/…`` is in the scratch HOME)."""
     agent = agents()[name]()
     agent.install()
     ws = (tmp_path / "project").resolve()
+    home = (tmp_path / "home").resolve()
     note, seen = tmp_path / "note.txt", tmp_path / "seen.json"
     where, plugin = PLUGIN_AT[name]
-    for rel, text in {
-        **files,
-        where: plugin.replace("__NOTE__", json.dumps(str(note))).replace("__SEEN__", json.dumps(str(seen))),
-    }.items():
-        path = ws / rel
+    if plugin_at.startswith("~/"):
+        files = {**files, str(home / plugin_at[2:]): plugin}
+        where = ""
+    elif plugin_at:
+        where = plugin_at
+    if where:
+        files = {**files, where: plugin}
+    for rel, text in files.items():
+        path = ws / rel  # an absolute ``rel`` (in HOME) stays as it is
         path.parent.mkdir(parents=True, exist_ok=True)
+        text = text.replace("__NOTE__", json.dumps(str(note))).replace("__SEEN__", json.dumps(str(seen)))
         path.write_text(text, encoding="utf-8")
-    return Setup(agent, ws, (tmp_path / "home").resolve(), note, seen, stub, blackhole)
+    return Setup(agent, ws, home, note, seen, stub, blackhole)
 
 
 @pytest.fixture
@@ -257,3 +267,24 @@ def test_how_long_a_plugin_text_arrives_whole(
         arrived.append(f"{size}: {'whole' if whole else 'cut'} ({len(added) - max(start, 0)} chars from its start)")
         assert whole, f"{s.label()}: a plugin text of {size:,} characters did not arrive whole: {arrived[-1]}"
     agent_figures(name, "plugin text arrives", "; ".join(arrived))
+
+
+# Other folders each loads plugins from, as measured: Kilo CLI's older project folder and its user folder,
+# Cline CLI's user folder.
+PLUGIN_FOLDERS = [
+    ("kilo-cli", ".kilocode/plugins/test-note.js"),
+    ("kilo-cli", "~/.config/kilo/plugins/test-note.js"),
+    ("cline-cli", "~/.cline/plugins/test-note.js"),
+]
+
+
+@pytest.mark.parametrize(("name", "where"), PLUGIN_FOLDERS)
+def test_a_plugin_in_the_other_folders_adds_its_text_too(
+    name: str, where: str, tmp_path: Path, model_stub: ModelStub, blackhole: Blackhole
+) -> None:
+    s = make(tmp_path, name, dict(COMMON), model_stub, blackhole, plugin_at=where)
+    prompt = "One turn: what should I keep in mind?"
+    (turn,) = s.run([prompt], [note_for(1)])
+    added = s.agent.added_texts(turn, prompt)
+    assert any(note_for(1) in t for t in added), f"{s.label()}: a plugin in {where} added nothing:\n{added}"
+    assert NOTE not in system_text(turn), f"{s.label()}: the plugin's text from {where} is in the system part"
