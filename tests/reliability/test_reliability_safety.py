@@ -310,6 +310,20 @@ ALLOWED = {
         "agent_hook.py",
         "call create_connection",
     ): "to 127.0.0.1 only (the address is fixed in the code), the port of the hooks' owner-only discovery file",
+    (
+        "agent_hook.py",
+        "call connect",
+    ): "the hooks' Unix domain socket in this user's 0700 runtime folder, owned by this user and listened on by the "
+    "announced pid (peer credentials checked); nothing else is connected to",
+    (
+        "bridges/hook_channel.py",
+        "import socket",
+    ): "the hooks' channel: a Unix domain socket in the 0700 runtime folder whose peers are checked to be this user "
+    "(SO_PEERCRED), else 127.0.0.1 where the platform has no AF_UNIX; it never connects out",
+    (
+        "procs.py",
+        "import socket",
+    ): "peer_credentials: reads SO_PEERCRED/LOCAL_PEERCRED of a socket already connected; opens and connects nothing",
 }
 
 

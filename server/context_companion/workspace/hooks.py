@@ -524,7 +524,7 @@ def _part_text(block: MemoryBlock, index: int, total: int, chunk: str, note: str
     end = (
         f"--- End of Context from: {block.path} (part {total} of {total}: the whole file is given) ---"
         if index == total
-        else f"--- End of part {index} of {total} of {block.path}; the next part follows with the next prompt ---"
+        else f"--- End of part {index} of {total} of {block.path}; part {index + 1} follows ---"
     )
     return f"--- Context from: {title} ---\n{chunk.rstrip(chr(10))}\n{end}"
 
