@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_repo import plant_hostile
 
 BIN = Path(sys.executable).parent
 EXE = str(BIN / "context-companion")
@@ -630,20 +631,6 @@ def test_a_tracked_personal_file_is_named_with_the_command_that_untracks_it(ws: 
         "`git rm --cached .claude/settings.local.json`"
     )
     assert not (Path(env["HOME"]) / ".config" / "git" / "ignore").exists()
-
-
-# A repository that runs code of its own when Python imports from it: the package's name, a dependency's, and the
-# start-up files Python imports from its path. Each writes a marker file outside the repository.
-HOSTILE_MODULES = ("context_companion/__init__.py", "pydantic/__init__.py", "sitecustomize.py", "usercustomize.py")
-
-
-def plant_hostile(folder: Path, markers: Path) -> None:
-    markers.mkdir(exist_ok=True)
-    for name in HOSTILE_MODULES:
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mark = markers / name.replace("/", "_")
-        path.write_text(f"open({str(mark)!r}, 'w').write('ran')\nraise SystemExit(7)\n")
 
 
 def bare_environment(tmp_path: Path) -> Path:

@@ -22,6 +22,7 @@ from typing import Any
 
 import node_packages
 import pytest
+from hostile_repo import plant_hostile
 from nvim_harness import CAPTURE_LUA, EVAL_LUA, HeadlessNvim, lua_str
 
 pytestmark = pytest.mark.editor
@@ -791,19 +792,6 @@ def test_claude_code_env_reaches_terminals_beside_gemini_clis(start_nvim, worksp
         """
     )
     assert after == {"forged": ["1", True], "claude": False, "ide": False, "gemini": True}
-
-
-# A repository whose Python files write a marker when imported: the package's name, a dependency's, and the
-# start-up files Python imports from its path (tests/test_agent_setup.py plants the same).
-HOSTILE_MODULES = ("context_companion/__init__.py", "pydantic/__init__.py", "sitecustomize.py", "usercustomize.py")
-
-
-def plant_hostile(folder: Path, markers: Path) -> None:
-    markers.mkdir(exist_ok=True)
-    for name in HOSTILE_MODULES:
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"open({str(markers / name.replace('/', '_'))!r}, 'w').write('ran')\nraise SystemExit(7)\n")
 
 
 @pytest.mark.parametrize("form", ["cmd", "default"])
