@@ -2,7 +2,10 @@
 
 One :class:`Companion` per workspace. It owns the derived pieces (tokenizer, memory store,
 instruction engine, editor state, agent sessions) and the :class:`~.snapshot.WorkspaceSnapshot`
-they are derived from. It never calls out: a bridge calls in and sends what comes back.
+they are derived from. It never calls out: a bridge calls in and sends what comes back. What an
+agent lacks of that memory and what its hook adds are worked out by :mod:`.agent_delivery` from these
+pieces; the editor's files as paths and names come from :mod:`.editor_files`; what a swap returns
+is in :mod:`.swaps`.
 
 Slow work (reading every memory file, loading an encoding) is split in two so a bridge can run
 it off its event loop: ``prepare*`` builds new pieces without touching those in use (thread-safe),

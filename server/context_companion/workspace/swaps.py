@@ -1,8 +1,6 @@
-"""What a bridge gets back when the companion's pieces are rebuilt or swapped, and the tokenizer a
-settings value asks for.
-
-Kept apart from :mod:`.companion` so that the values a bridge acts on (restart the watcher, push the
-instruction) are read without the operations that make them.
+"""What a bridge gets back when the companion's pieces are rebuilt or swapped (it restarts its file
+watcher, pushes the instruction), and the tokenizer the token settings ask for. Values only: the
+companion that makes and swaps the pieces is :mod:`.companion`.
 """
 
 from __future__ import annotations
