@@ -12,7 +12,7 @@ documents; docs/performance.md):
   threshold to the size of every large block it gives back (up to 32 MiB); from then on blocks that
   large come from the heap, whose top seldom shrinks. A server that runs all day makes such blocks
   now and then (Python's table of interned strings is resized to 1.8 MiB when names come and go),
-  and its RSS grew in steps of about 2 MiB that never went back (issue 26, the working day). With
+  and its RSS grew in steps of about 2 MiB that never went back over a working day. With
   the threshold fixed they are mapped and unmapped as they come and go.
 * **Free pages back after the start-up** (:func:`release_free_memory`, ``malloc_trim(0)``). The
   start-up reads every memory and ignore file, walks the tree and builds the token encoding; what

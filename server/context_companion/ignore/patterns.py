@@ -344,7 +344,7 @@ def load_ignore_file(path: str, max_patterns: int = DEFAULT_MAX_PATTERNS, *, fol
         try:
             with open(path, "rb") as fh:
                 # As much as stat said (a read of the cap itself allocates the cap: 16 MiB taken
-                # and given back per file, which left the C heap larger after each, issue 26).
+                # and given back per file, which left the C heap larger after each file read).
                 data = fh.read(min(st.st_size, MAX_IGNORE_FILE_BYTES) + 1)
         except OSError:
             return None

@@ -2,7 +2,10 @@
 
 One :class:`Companion` per workspace. It owns the derived pieces (tokenizer, memory store,
 instruction engine, editor state, agent sessions) and the :class:`~.snapshot.WorkspaceSnapshot`
-they are derived from. It never calls out: a bridge calls in and sends what comes back.
+they are derived from. It never calls out: a bridge calls in and sends what comes back. What an
+agent lacks of that memory and what its hook adds are worked out by :mod:`.agent_delivery` from these
+pieces; the editor's files as paths and names come from :mod:`.editor_files`; what a swap returns
+is in :mod:`.swaps`.
 
 Slow work (reading every memory file, loading an encoding) is split in two so a bridge can run
 it off its event loop: ``prepare*`` builds new pieces without touching those in use (thread-safe),
@@ -14,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -22,70 +24,29 @@ from typing import Any, Literal
 from ..context.messages import build_messages
 from ..context.state import Baseline, EditorSelection, EditorState, RawPosition
 from ..context.turn import TurnContext, next_turn, with_memory
-from ..errors import ContextCompanionError, ParamsError
+from ..errors import ContextCompanionError
 from ..memory import MemoryResult, MemoryStore, add_memory
-from ..memory.agents import AGENTS, AgentRules
+from ..memory.agents import AgentRules
 from ..memory.explain import Explanation
 from ..memory.rule_budget import RuleBudget
 from ..prompt.compression import compression_prompt
 from ..prompt.engine import Instruction, InstructionEngine
 from ..prompt.export import Exporter, export_path
-from ..settings import Settings
-from ..tokens import Tokenizer, encoding_for_model
+from ..tokens import Tokenizer
 from ..uris import uri_to_path
-from .agent_memory import AgentMemory, Lacking, agent_memory, lacking
+from .agent_delivery import AgentDelivery
+from .agent_memory import AgentMemory, Lacking
 from .changes import InstructionChanged, MemoryChange, PrefixStable, changed_sections, prefix_stable
-from .hooks import (
-    HOOK_LIMITS,
-    HOOK_UNITS,
-    PROMPT_EVENTS,
-    RESET_SOURCES,
-    SESSION_START,
-    Delivery,
-    HookOutcome,
-    HookRequest,
-    HookSessions,
-    deliver,
-    hook_count,
-    working_copy,
-)
+from .editor_files import open_paths, resolve_file
+from .hooks import Delivery, HookOutcome, HookRequest, HookSessions
 from .sessions import DEFAULT_SESSION, AgentSession, AgentSessions
 from .snapshot import WorkspaceSnapshot
+from .swaps import Prepared, Refreshed, Swapped, make_tokenizer
 from .updates import MemoryUpdate, as_seen, diff, render_updates, tracked
 
 log = logging.getLogger(__name__)
 
 Selection = tuple[RawPosition, RawPosition]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """New pieces for a snapshot, built off the loop; None where the current one still fits."""
-
-    snapshot: WorkspaceSnapshot
-    tokenizer: Tokenizer | None
-    memory: MemoryStore | None
-
-
-@dataclass(frozen=True)
-class Swapped:
-    settings_changed: bool
-    folders_changed: bool
-    memory_replaced: bool  # watch roots may differ: restart the file watcher
-
-
-@dataclass(frozen=True)
-class Refreshed:
-    changed: bool
-    instruction: Instruction  # the default session's (or the settings' profile's) instruction
-    sessions_updated: tuple[str, ...]
-
-
-def make_tokenizer(settings: Settings) -> Tokenizer:
-    tokens = settings.tokens
-    model = settings.profile.model
-    name = encoding_for_model(model, tokens.encoding) if model else tokens.encoding
-    return Tokenizer(name, tokens.encoding_file, allow_download=tokens.allow_download)
 
 
 class Companion:
@@ -125,7 +86,7 @@ class Companion:
         self._missed: set[str] | None = None  # file changes seen while a new store loads
         self._memory_edited = False  # memory changed on disk since the last rebuild_sessions
         self._told: set[str] = set()  # tokenizer warnings logged: each once per process
-        self._lacking: tuple[tuple[Any, ...], Lacking] | None = None  # the last lacking() answer, by what it used
+        self._delivery = AgentDelivery(self)  # what an agent lacks, and what its hook adds
 
     @classmethod
     def open(cls, folders: Sequence[Path], **kwargs: Any) -> Companion:
@@ -260,11 +221,7 @@ class Companion:
     # ------------------------------------------------------------------ instructions
 
     def _open_paths(self) -> tuple[list[Path], Path | None]:
-        paths = [Path(p) for p in self.editor.open_paths()]
-        active = self.editor.active_path()
-        # untitled: and other non-file documents have no place on disk: they feed no memory tier
-        active_path = Path(active) if active and Path(active).is_absolute() else None
-        return [p for p in paths if p.is_absolute()], active_path
+        return open_paths(self.editor)
 
     def build(self, agent: AgentSession, *, include_memory: bool | None = None) -> Instruction:
         """The instruction for this session now (cached by its inputs). Raises ``PromptError``.
@@ -472,7 +429,7 @@ class Companion:
         relative to the first folder when not absolute, is taken as the active file)."""
         paths, active = self._open_paths()
         if active_file is not None:
-            active = self._resolve_file(active_file)
+            active = resolve_file(active_file, self.snapshot.folders)
             paths = [*paths, active]
         interactive = self.snapshot.settings.profile.interactive
         return self.memory.explain(agent, paths, active, interactive=interactive)
@@ -484,86 +441,20 @@ class Companion:
         return outcome.delivery
 
     def hook_outcome(self, request: HookRequest, *, from_disk: bool = False) -> HookOutcome:
-        """What an agent's hook adds to its next request (``context-companion hook``; see :mod:`.hooks`),
-        with the session state it leads to, to commit once the hook has it (``self.hooks.commit``).
-
-        ``SessionStart`` with a ``startup``, ``clear`` or ``compact`` source forgets what the session
-        was given (its history starts afresh) at once (forgetting too early only sends something again)
-        and adds nothing; the prompt event delivers."""
-        if request.event == SESSION_START:
-            if request.source in RESET_SOURCES:
-                self.hooks.reset(request.agent, request.session_id)
-            return HookOutcome(Delivery(""))
-        if request.event not in PROMPT_EVENTS or request.agent not in HOOK_LIMITS:
-            return HookOutcome(Delivery(""))
-        active, open_files = self._editor_files()
-        base = self.hooks.peek(request.agent, request.session_id)
-        state = working_copy(base)
-        lacks = self.lacking(request.agent, cwd=request.cwd or None)
-        if self.rule_budget is not None:  # rule files left unread: named once, and never taken back
-            lacks = replace(lacks, notes=self.rule_budget.notes(), unread=frozenset(self.rule_budget.partial))
-        delivery = deliver(
-            state,
-            lacks,
-            limit=HOOK_LIMITS[request.agent],
-            count=hook_count(request.agent),
-            unit=HOOK_UNITS[request.agent],
-            from_disk=from_disk,
-            active=active,
-            open_files=open_files,
-            texts=self.hooks.texts,
-            process=request.process,
-        )
-        return HookOutcome(delivery, (request.agent, request.session_id), base, state)
-
-    def _editor_files(self) -> tuple[str | None, list[str]]:
-        """The editor's active file and open files as a hook's text names them: relative to their workspace
-        folder, never a ``context.exclude`` file (a secret's name stays out too)."""
-        from ..exclusion import exclude_matcher
-
-        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
-        folders = list(self.snapshot.folders)
-
-        def shown(path: Path) -> str | None:
-            for folder in folders:
-                if path.is_relative_to(folder):
-                    rel = path.relative_to(folder).as_posix()
-                    return None if secret(rel) else rel
-            return None if secret(str(path)) else str(path)
-
-        paths, active = self._open_paths()
-        named = [n for n in (shown(p) for p in paths) if n is not None]
-        return (shown(active) if active is not None else None), named
+        """What an agent's hook adds to its next request, with the session state it leads to, to commit once
+        the hook has it (``self.hooks.commit``): :meth:`.agent_delivery.AgentDelivery.hook_outcome`."""
+        return self._delivery.hook_outcome(request, from_disk=from_disk)
 
     def agent_memory(self, agent: str | AgentRules) -> AgentMemory:
         """The memory ``agent`` (an id or a table) does not read itself, for the open files: see :mod:`.agent_memory`."""
-        rules = AGENTS[agent] if isinstance(agent, str) else agent
-        return agent_memory(rules.id, self.lacking(rules), self.tokenizer.count)
+        return self._delivery.agent_memory(agent)
 
     def hook_plan(
         self, agent: str, files: tuple[list[Path], Path | None] | None = None, *, cwd: str | None = None
     ) -> list[Delivery]:
         """What a new session of ``agent``'s hook would get prompt after prompt, nothing changing, for the editor's
         files (or ``files``: open paths and the active one): :func:`.hooks.delivery_plan`, for ``explain``."""
-        from .hooks import delivery_plan
-
-        paths, active = files if files is not None else self._open_paths()
-        folders = list(self.snapshot.folders)
-
-        def shown(path: Path) -> str:
-            for folder in folders:
-                if path.is_relative_to(folder):
-                    return path.relative_to(folder).as_posix()
-            return str(path)
-
-        return delivery_plan(
-            self.lacking(agent, cwd=cwd, files=(paths, active)),
-            limit=HOOK_LIMITS[agent],
-            count=hook_count(agent),
-            unit=HOOK_UNITS[agent],
-            active=shown(active) if active is not None else None,
-            open_files=[shown(p) for p in paths],
-        )
+        return self._delivery.hook_plan(agent, files, cwd=cwd)
 
     def lacking(
         self,
@@ -573,54 +464,9 @@ class Companion:
         files: tuple[list[Path], Path | None] | None = None,
     ) -> Lacking:
         """What ``agent`` (an id or a table, running in ``cwd``) lacks of the memory that applies to the open
-        files now: the one decision both :meth:`agent_memory` and :meth:`agent_hook` render. An agent that
-        loads some rules for the files attached to its request (``attached_rules``: VS Code attaches the
-        active file once it has a selection) is judged with those too."""
-        paths, active = files if files is not None else self._open_paths()
-        interactive = self.snapshot.settings.profile.interactive
-        rules = AGENTS[agent] if isinstance(agent, str) else agent
-        cursor = self.editor.cursor
-        selected = bool(rules.attached_rules and active is not None and cursor is not None and cursor.selections)
-        self.memory.blocks(paths, active, interactive=interactive)  # loads the store first: its generation is current
-        # The same question as the last time, nothing moved since (the memory, the editor's files, the agent's own
-        # settings files): the same answer (O(rule files) to work out: on a tree with 40,000 rules, seconds an
-        # unchanged prompt, past the hook's deadline).
-        table = self.memory.agent_table(rules)
-        key = (self.memory, self.snapshot, self.memory.generation, table, cwd, tuple(paths), active, selected)
-        if self._lacking is not None and self._lacking[0] == key:
-            return self._lacking[1]
-        answer = self._lacking_now(rules, paths, active, interactive, cwd, selected)
-        self._lacking = (key, answer)
-        return answer
-
-    def _lacking_now(
-        self,
-        rules: AgentRules,
-        paths: list[Path],
-        active: Path | None,
-        interactive: bool,
-        cwd: str | None,
-        selected: bool,
-    ) -> Lacking:
-        from ..exclusion import exclude_matcher
-
-        blocks = self.memory.blocks(paths, active, interactive=interactive)
-        explanations = [self.memory.explain(rules, paths, active, interactive=interactive, cwd=cwd)]
-        if selected and active is not None:
-            attached = AgentRules(rules.id, rules.name, rules.docs, rules=rules.attached_rules)
-            explanations.append(self.memory.explain(attached, [active], active, interactive=interactive))
-        secret = exclude_matcher(tuple(self.snapshot.settings.context.exclude)).matches
-        return lacking(blocks, explanations, excluded=lambda b: secret(b.path), gone_reason=self.memory.gone_reason)
-
-    def _resolve_file(self, raw: str) -> Path:
-        if raw.startswith("file:"):
-            raw = uri_to_path(raw)
-        path = Path(raw).expanduser()
-        if not path.is_absolute():
-            if not self.snapshot.folders:
-                raise ParamsError(f"activeFile: {raw!r} is relative and there is no workspace folder")
-            path = self.snapshot.folders[0] / path
-        return path
+        files now: the one decision both :meth:`agent_memory` and :meth:`agent_hook` render
+        (:meth:`.agent_delivery.AgentDelivery.lacking`)."""
+        return self._delivery.lacking(agent, cwd=cwd, files=files)
 
     def add_memory(self, fact: str, scope: Literal["global", "workspace"]) -> tuple[Path, MemoryChange]:
         """Append a fact to the global or workspace AGENTS.md and apply the change at once (a
