@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import re
 import signal
@@ -254,6 +255,7 @@ async def run_frames(
     """
     message = first
     bursts = AfterBursts(asyncio.get_running_loop())  # the heap's free pages back after big input
+    collector_off, took_one = not gc.isenabled(), first is not None
     while True:
         if message is not None:
             forget_before_shutdown(message, observe)
@@ -268,9 +270,13 @@ async def run_frames(
             message = None
         if stop_event.is_set():
             return
+        if collector_off and took_one:
+            collector_off = False
+            gc.enable()  # off for the start-up (cli.servers.cmd_serve): the first frame is dealt with
         body = await frames.next_body()
         if body is None:
             return
+        took_one = True
         bursts.took(len(body))
         try:
             message = read_message(body, protocol)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -55,6 +56,8 @@ def serve(args: argparse.Namespace) -> int:
         server.mcp = McpEndpoint()
     from .lifecycle import close  # every way out ends here: the bridges stop in order
 
+    if args.tcp or args.ws:
+        gc.enable()  # off for the imports (cli.servers.cmd_serve); a socket waits for connections first
     if args.tcp:
         return serve_tcp(server, args.host, args.port, token, on_end=close)
     if args.ws:
