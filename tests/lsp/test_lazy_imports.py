@@ -7,6 +7,7 @@ done by then), shuts down and exits."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.heap import FULL_COLLECTIONS_PAUSED
 
 BRIDGE_MODULES = (
     "mcp",
@@ -232,12 +234,14 @@ FIRST_ANSWER_MAY_IMPORT = frozenset(
     }
 )
 _ANSWER_MARK = "sys.modules at the first answer: "
+_GC_MARK = "gc thresholds: "  # at the first answer, then at exit
 # The server's stdout is tapped: its first write (the initialize answer) also writes sys.modules to
 # stderr. Nothing runs on another thread before that answer (the boot starts after it). At exit,
 # sys.modules again.
 _SERVE_AND_LIST_AT_ANSWER = f"""
-import atexit, io, json, os, sys
+import atexit, gc, io, json, os, sys
 atexit.register(lambda: sys.stderr.write({_MARK!r} + json.dumps(sorted(sys.modules)) + "\\n"))
+atexit.register(lambda: sys.stderr.write({_GC_MARK!r} + json.dumps(gc.get_threshold()) + "\\n"))
 class _Tap(io.RawIOBase):
     told = False
     def writable(self):
@@ -246,6 +250,7 @@ class _Tap(io.RawIOBase):
         if not _Tap.told:
             _Tap.told = True
             sys.stderr.write({_ANSWER_MARK!r} + json.dumps(sorted(sys.modules)) + "\\n")
+            sys.stderr.write({_GC_MARK!r} + json.dumps(gc.get_threshold()) + "\\n")
             sys.stderr.flush()
         return os.write(1, data)
 _tapped = sys.stdout = io.TextIOWrapper(io.BufferedWriter(_Tap()), encoding="utf-8")  # kept: the server swaps sys.stdout
@@ -298,6 +303,11 @@ async def _imported_at_answer(workspace: Path, tmp_path: Path, options: Any, *ar
     assert " ERROR " not in text and "Traceback" not in text, text[-2000:]
     at_answer = set(json.loads(text.split(_ANSWER_MARK, 1)[1].splitlines()[0]))
     at_exit = set(json.loads(text.split(_MARK, 1)[1].splitlines()[0]))
+    # Full collections wait over the start-up and come back once the first message is dealt with
+    # (heap.pause_full_collections): a server that kept them off would never free old cycles.
+    thresholds = [json.loads(part.splitlines()[0]) for part in text.split(_GC_MARK)[1:]]
+    first, second, full = gc.get_threshold()  # this interpreter's defaults, as the server's were
+    assert thresholds == [[first, second, FULL_COLLECTIONS_PAUSED], [first, second, full]]
     return at_answer, at_exit
 
 

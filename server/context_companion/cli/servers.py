@@ -18,12 +18,9 @@ def _server_done(status: int) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    # The imports before the first answer (lsprotocol's ~560 attrs classes, pygls, cattrs) make
-    # ~100,000 objects that live as long as the server, and the cyclic collector would walk them
-    # again and again while they are made: a fifth of a bare pygls server's start. It is off until
-    # the first message has been handled (lsp.framing.run_frames: normally the initialize answer is
-    # out), then collects what the start-up left as it would have.
-    gc.disable()
+    from ..heap import pause_full_collections
+
+    pause_full_collections()  # until the first message is dealt with (lsp.framing.run_frames); see heap.py
     from ..lsp.main import serve
 
     return _server_done(serve(args))

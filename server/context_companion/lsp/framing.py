@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import re
 import signal
@@ -21,7 +20,7 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException
 
-from ..heap import AfterBursts
+from ..heap import AfterBursts, resume_full_collections
 from .envelope import PARSE_ERROR, parse, top_level_id
 
 log = logging.getLogger(__name__)
@@ -255,7 +254,7 @@ async def run_frames(
     """
     message = first
     bursts = AfterBursts(asyncio.get_running_loop())  # the heap's free pages back after big input
-    collector_off, took_one = not gc.isenabled(), first is not None
+    paused, took_one = True, first is not None  # full collections, paused for the start-up (heap.py)
     while True:
         if message is not None:
             forget_before_shutdown(message, observe)
@@ -270,9 +269,9 @@ async def run_frames(
             message = None
         if stop_event.is_set():
             return
-        if collector_off and took_one:
-            collector_off = False
-            gc.enable()  # off for the start-up (cli.servers.cmd_serve): the first frame is dealt with
+        if paused and took_one:  # the first frame is dealt with (the initialize answer is out)
+            paused = False
+            resume_full_collections()
         body = await frames.next_body()
         if body is None:
             return
