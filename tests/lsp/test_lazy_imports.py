@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from context_companion.heap import FULL_COLLECTIONS_PAUSED
+from context_companion.heap import PAUSED_THRESHOLD
 
 BRIDGE_MODULES = (
     "mcp",
@@ -303,11 +303,11 @@ async def _imported_at_answer(workspace: Path, tmp_path: Path, options: Any, *ar
     assert " ERROR " not in text and "Traceback" not in text, text[-2000:]
     at_answer = set(json.loads(text.split(_ANSWER_MARK, 1)[1].splitlines()[0]))
     at_exit = set(json.loads(text.split(_MARK, 1)[1].splitlines()[0]))
-    # Full collections wait over the start-up and come back once the first message is dealt with
-    # (heap.pause_full_collections): a server that kept them off would never free old cycles.
+    # The older generations' collections wait over the start-up and come back once the first message
+    # is dealt with (heap.pause_older_collections): a server that kept them off would never free old cycles.
     thresholds = [json.loads(part.splitlines()[0]) for part in text.split(_GC_MARK)[1:]]
     first, second, full = gc.get_threshold()  # this interpreter's defaults, as the server's were
-    assert thresholds == [[first, second, FULL_COLLECTIONS_PAUSED], [first, second, full]]
+    assert thresholds == [[first, PAUSED_THRESHOLD, PAUSED_THRESHOLD], [first, second, full]]
     return at_answer, at_exit
 
 
