@@ -652,4 +652,10 @@ def env_for_children(work: Path) -> dict[str, str]:
     env["CONTEXT_COMPANION_CONFIG_DIR"] = str(config)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env.pop("PYTHONHASHSEED", None)
+    # An install has its modules' bytecode (pip compiles them), and so have the floors' libraries in
+    # site-packages. With PYTHONDONTWRITEBYTECODE set (as on the development machines) a checkout
+    # has none, and every child would compile ours from source while the floors' came compiled:
+    # every child (ours and the floors) reads and writes its bytecode in one cache of the run's.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     return env

@@ -135,3 +135,19 @@ def test_a_burst_of_big_messages_gives_the_freed_heap_back_once_the_input_is_qui
 def test_small_messages_never_trim_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
     """The other side: typing (small didChange and cursor notifications) costs no trim."""
     assert _burst(monkeypatch, 200, 1_000) == (200, 0)
+
+
+def test_older_generations_wait_while_paused_and_the_thresholds_come_back_as_they_were() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    try:
+        heap.pause_older_collections()
+        heap.pause_older_collections()  # twice: still one set of thresholds to go back to
+        assert gc.get_threshold() == (before[0], heap.PAUSED_THRESHOLD, heap.PAUSED_THRESHOLD)
+        heap.resume_older_collections()
+        assert gc.get_threshold() == before
+        heap.resume_older_collections()  # not paused: nothing changes
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)

@@ -7,6 +7,7 @@ done by then), shuts down and exits."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.heap import PAUSED_THRESHOLD
 
 BRIDGE_MODULES = (
     "mcp",
@@ -166,3 +168,164 @@ async def test_the_default_configuration_loads_no_server_library_until_an_agent_
         "context_companion.bridges.gemini.companion",
         "context_companion.bridges.http_host",
     ]
+
+
+# ------------------------------------------------------------------ what the initialize answer imports
+
+# The libraries of the domain and of the bridges: none is needed to answer initialize (the domain is
+# imported on a worker thread once the answer is out: lsp/lifecycle.py). docs/performance.md: process
+# start → initialize response against a bare pygls server.
+HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "tiktoken",
+    "watchdog",
+    "yaml",
+    "pathspec",
+    "mcp",
+    "mcp_types",
+    "starlette",
+    "sse_starlette",
+    "uvicorn",
+    "websockets",
+    "httpx",
+    "anyio",
+)
+# Every module of ours the answer may have needed: the command line, the protocol layer, the
+# command table it advertises and the few helpers those use. A module of the domain core (settings,
+# memory, prompt, tokens, the workspace's companion) must not appear here: import it where it is
+# used, after the answer.
+FIRST_ANSWER_MAY_IMPORT = frozenset(
+    {
+        "context_companion",
+        "context_companion.bridges",
+        "context_companion.bridges.watch",
+        "context_companion.cli",
+        "context_companion.cli.output",
+        "context_companion.cli.parser",
+        "context_companion.cli.servers",
+        "context_companion.context",
+        "context_companion.context.positions",
+        "context_companion.errors",
+        "context_companion.heap",
+        "context_companion.lsp",
+        "context_companion.lsp.claude_code_endpoint",
+        "context_companion.lsp.commands",
+        "context_companion.lsp.companions",
+        "context_companion.lsp.diagnostics",
+        "context_companion.lsp.documents",
+        "context_companion.lsp.envelope",
+        "context_companion.lsp.framing",
+        "context_companion.lsp.gemini",
+        "context_companion.lsp.hook_endpoint",
+        "context_companion.lsp.lifecycle",
+        "context_companion.lsp.main",
+        "context_companion.lsp.mcp_endpoint",
+        "context_companion.lsp.memory_files",
+        "context_companion.lsp.protocol",
+        "context_companion.lsp.push",
+        "context_companion.lsp.runtime",
+        "context_companion.lsp.server",
+        "context_companion.lsp.texts",
+        "context_companion.lsp.transport",
+        "context_companion.uris",
+        "context_companion.workspace",
+        "context_companion.workspace.commands",
+    }
+)
+_ANSWER_MARK = "sys.modules at the first answer: "
+_GC_MARK = "gc thresholds: "  # at the first answer, then at exit
+# The server's stdout is tapped: its first write (the initialize answer) also writes sys.modules to
+# stderr. Nothing runs on another thread before that answer (the boot starts after it). At exit,
+# sys.modules again.
+_SERVE_AND_LIST_AT_ANSWER = f"""
+import atexit, gc, io, json, os, sys
+atexit.register(lambda: sys.stderr.write({_MARK!r} + json.dumps(sorted(sys.modules)) + "\\n"))
+atexit.register(lambda: sys.stderr.write({_GC_MARK!r} + json.dumps(gc.get_threshold()) + "\\n"))
+class _Tap(io.RawIOBase):
+    told = False
+    def writable(self):
+        return True
+    def write(self, data):
+        if not _Tap.told:
+            _Tap.told = True
+            sys.stderr.write({_ANSWER_MARK!r} + json.dumps(sorted(sys.modules)) + "\\n")
+            sys.stderr.write({_GC_MARK!r} + json.dumps(gc.get_threshold()) + "\\n")
+            sys.stderr.flush()
+        return os.write(1, data)
+_tapped = sys.stdout = io.TextIOWrapper(io.BufferedWriter(_Tap()), encoding="utf-8")  # kept: the server swaps sys.stdout
+from context_companion.cli import main
+sys.argv[0] = "context-companion"
+sys.exit(main())
+"""
+
+
+async def _imported_at_answer(workspace: Path, tmp_path: Path, options: Any, *args: str) -> tuple[set[str], set[str]]:
+    """The modules imported when the initialize answer was written, and those at exit (after the
+    boot, an instruction and the companion status)."""
+    (workspace / "AGENTS.md").write_text("# Rules\n\nBe brief.\n", encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
+    env.update({"HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "TMPDIR": str(tmp_path)})
+    env["CONTEXT_COMPANION_CONFIG_DIR"] = str(tmp_path / "config")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _SERVE_AND_LIST_AT_ANSWER,
+        "serve",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    client = _Stdio(proc)
+    try:
+        folder = {"uri": workspace.as_uri(), "name": workspace.name}
+        init = {"processId": os.getpid(), "capabilities": {}, "workspaceFolders": [folder]}
+        answer = await client.request("initialize", {**init, "initializationOptions": options})
+        assert "capabilities" in answer["result"]
+        client.send("initialized", {}, request=False)
+        call = {"command": "contextCompanion.getSystemInstruction", "arguments": [{}]}
+        instruction = await client.request("workspace/executeCommand", call)
+        assert "Be brief." in instruction["result"]["text"]
+        await client.request("workspace/executeCommand", {"command": "contextCompanion.companionStatus"})
+        await client.request("shutdown", None)
+        client.send("exit", None, request=False)
+        _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    text = stderr.decode(errors="replace")
+    assert _ANSWER_MARK in text and _MARK in text, f"the server did not answer and exit normally: {text[-500:]}"
+    assert " ERROR " not in text and "Traceback" not in text, text[-2000:]
+    at_answer = set(json.loads(text.split(_ANSWER_MARK, 1)[1].splitlines()[0]))
+    at_exit = set(json.loads(text.split(_MARK, 1)[1].splitlines()[0]))
+    # The older generations' collections wait over the start-up and come back once the first message
+    # is dealt with (heap.pause_older_collections): a server that kept them off would never free old cycles.
+    thresholds = [json.loads(part.splitlines()[0]) for part in text.split(_GC_MARK)[1:]]
+    first, second, full = gc.get_threshold()  # this interpreter's defaults, as the server's were
+    assert thresholds == [[first, PAUSED_THRESHOLD, PAUSED_THRESHOLD], [first, second, full]]
+    return at_answer, at_exit
+
+
+@pytest.mark.parametrize(
+    ("options", "args"),
+    [(None, ()), (OFF, ()), (None, ("--mcp-endpoint",))],
+    ids=["defaults", "bridges-off", "mcp-endpoint"],
+)
+async def test_the_initialize_answer_imports_no_domain_library_and_only_the_listed_modules(
+    workspace: Path, tmp_path: Path, options: Any, args: tuple[str, ...]
+) -> None:
+    at_answer, at_exit = await _imported_at_answer(workspace, tmp_path, options, *args)
+    assert "context_companion.lsp.server" in at_answer
+    assert sorted(m for m in at_answer if m.split(".")[0] in HEAVY) == []
+    assert (
+        sorted(m for m in at_answer if m.split(".")[0] == "context_companion" and m not in FIRST_ANSWER_MAY_IMPORT)
+        == []
+    )
+    # The other side: the session imported the domain and its libraries after the answer, so the
+    # check above looks at names that a server does import.
+    assert {"pydantic", "tiktoken", "watchdog", "pathspec", "context_companion.workspace.companion"} <= at_exit

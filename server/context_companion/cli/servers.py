@@ -18,6 +18,9 @@ def _server_done(status: int) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ..heap import pause_older_collections
+
+    pause_older_collections()  # until the first message is dealt with (lsp.framing.run_frames); see heap.py
     from ..lsp.main import serve
 
     return _server_done(serve(args))

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException
 
-from ..heap import AfterBursts
+from ..heap import AfterBursts, resume_older_collections
 from .envelope import PARSE_ERROR, parse, top_level_id
 
 log = logging.getLogger(__name__)
@@ -254,6 +254,7 @@ async def run_frames(
     """
     message = first
     bursts = AfterBursts(asyncio.get_running_loop())  # the heap's free pages back after big input
+    paused, took_one = True, first is not None  # the older generations' collections (heap.py)
     while True:
         if message is not None:
             forget_before_shutdown(message, observe)
@@ -268,9 +269,13 @@ async def run_frames(
             message = None
         if stop_event.is_set():
             return
+        if paused and took_one:  # the first frame is dealt with (the initialize answer is out)
+            paused = False
+            resume_older_collections()
         body = await frames.next_body()
         if body is None:
             return
+        took_one = True
         bursts.took(len(body))
         try:
             message = read_message(body, protocol)

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from ..heap import tune_at_start
+from ..heap import resume_older_collections, tune_at_start
 from .transport import serve_stdio, serve_tcp, serve_ws
 
 
@@ -55,6 +55,8 @@ def serve(args: argparse.Namespace) -> int:
         server.mcp = McpEndpoint()
     from .lifecycle import close  # every way out ends here: the bridges stop in order
 
+    if args.tcp or args.ws:
+        resume_older_collections()  # paused for the imports (cli.servers.cmd_serve); a socket waits first
     if args.tcp:
         return serve_tcp(server, args.host, args.port, token, on_end=close)
     if args.ws:
