@@ -29,6 +29,7 @@ import {
   statusText,
   stopCodeServer as stopCodeServerProcess,
   waitFor,
+  trackFailures,
 } from './e2e-lib.mjs';
 
 const run = promisify(execFile);
@@ -49,20 +50,7 @@ const STUB_MODEL = 'stub-model'; // tests/agents/stub_ollama.py's MODEL, "stub-m
 /** The suite; `ctx`: {check, figure, log, browser, childEnv, scratch, artifacts, pidFile, env, docsImage}. */
 export async function runChatSuite(ctx) {
   const { figure, log, env } = ctx;
-  let failed = false;
-  const check = (name, fn, opts) =>
-    ctx.check(
-      name,
-      async () => {
-        try {
-          await fn();
-        } catch (err) {
-          failed = true;
-          throw err;
-        }
-      },
-      opts,
-    );
+  const { check, failed } = trackFailures(ctx);
   const dirs = {
     userData: path.join(ctx.scratch, 'chat-user-data'),
     extensions: path.join(ctx.scratch, 'chat-extensions'),
@@ -379,7 +367,7 @@ export async function runChatSuite(ctx) {
     // Every recorded chat request, for a look at what VS Code sent (editors/vscode/.e2e/artifacts/).
     fs.writeFileSync(path.join(ctx.artifacts, 'chat-requests.json'), JSON.stringify(chatRequests(), null, 1));
   }
-  if (failed) {
+  if (failed()) {
     console.error(extensionLog(dirs.userData).slice(-6000));
     console.error(`[e2e] chat code-server log: ${path.join(ctx.artifacts, 'chat-code-server.log')}`);
   }

@@ -31,6 +31,7 @@ import {
   statusText,
   stopCodeServer as stopCodeServerProcess,
   waitFor,
+  trackFailures,
 } from './e2e-lib.mjs';
 
 const run = promisify(execFile);
@@ -56,20 +57,7 @@ export async function runHooksSuite(ctx) {
   const home = ctx.childEnv.HOME;
   const node = env.CHAT_CODE_SERVER_NODE;
   const entry = env.CHAT_CODE_SERVER_ENTRY;
-  let failed = false;
-  const check = (name, fn, opts) =>
-    ctx.check(
-      name,
-      async () => {
-        try {
-          await fn();
-        } catch (err) {
-          failed = true;
-          throw err;
-        }
-      },
-      opts,
-    );
+  const { check, failed } = trackFailures(ctx);
   let stub;
   let codeServer;
   let context;
@@ -351,7 +339,7 @@ export async function runHooksSuite(ctx) {
 
   if (stub) fs.writeFileSync(path.join(ctx.artifacts, 'hooks-requests-without-extension.json'), JSON.stringify(chatRequests(), null, 1));
   for (const [i, file] of hookLogs().entries()) fs.copyFileSync(file, path.join(ctx.artifacts, `hooks-copilot-chat-hooks-${i + 1}.log`));
-  if (failed) console.error(`[e2e] hooks: Copilot Chat's hooks logs are in ${ctx.artifacts} (hooks-copilot-chat-hooks-*.log)`);
+  if (failed()) console.error(`[e2e] hooks: Copilot Chat's hooks logs are in ${ctx.artifacts} (hooks-copilot-chat-hooks-*.log)`);
   await stopCodeServer();
   stub?.process.kill();
 }

@@ -19,6 +19,7 @@ import {
   statusText,
   stopCodeServer as stopCodeServerProcess,
   waitFor,
+  trackFailures,
 } from './e2e-lib.mjs';
 
 const TOKENS = /^~?[\d,]+ tokens$/;
@@ -36,20 +37,7 @@ const REASON_OUTSIDE = "systemPromptFile = '~/.ssh/id_rsa' from workspace settin
 /** `ctx`: {check, figure, log, browser, childEnv, scratch, artifacts, pidFile, env, setScreenshotPage}. */
 export async function runHostileSettingsSuite(ctx) {
   const { figure, log, env } = ctx;
-  let failed = false;
-  const check = (name, fn, opts) =>
-    ctx.check(
-      name,
-      async () => {
-        try {
-          await fn();
-        } catch (err) {
-          failed = true;
-          throw err;
-        }
-      },
-      opts,
-    );
+  const { check, failed } = trackFailures(ctx);
   const base = path.join(ctx.scratch, 'hostile-settings');
   const dirs = {
     home: path.join(base, 'home'),
@@ -295,7 +283,7 @@ export async function runHostileSettingsSuite(ctx) {
   });
 
   await stopCodeServer();
-  if (failed) {
+  if (failed()) {
     const text = extensionLog(dirs.userData);
     if (text) console.error(text.slice(-5000));
   }

@@ -17,6 +17,7 @@ import {
   statusText,
   stopCodeServer as stopCodeServerProcess,
   waitFor,
+  trackFailures,
 } from './e2e-lib.mjs';
 
 const run = promisify(execFile);
@@ -26,20 +27,7 @@ const EXTENSION_ID = 'context-companion.context-companion';
 /** `ctx`: {check, figure, log, browser, childEnv, scratch, artifacts, pidFile, env, setScreenshotPage}. */
 export async function runInstallSuite(ctx) {
   const { figure, log, env } = ctx;
-  let failed = false;
-  const check = (name, fn, opts) =>
-    ctx.check(
-      name,
-      async () => {
-        try {
-          await fn();
-        } catch (err) {
-          failed = true;
-          throw err;
-        }
-      },
-      opts,
-    );
+  const { check, failed } = trackFailures(ctx);
   const base = path.join(ctx.scratch, 'install');
   const dirs = {
     home: path.join(base, 'home'),
@@ -288,5 +276,5 @@ export async function runInstallSuite(ctx) {
   });
 
   await stopCodeServer();
-  if (failed) dumpLog();
+  if (failed()) dumpLog();
 }

@@ -25,6 +25,26 @@ export const QUIET_WORKBENCH = {
   'json.schemas': [{ url: 'https://json-schema.org/draft-07/schema', schema: { $ref: 'http://json-schema.org/draft-07/schema#' } }],
 };
 
+/** The runner's `check`, wrapped so the suite knows afterwards whether any of its checks failed (it then keeps
+ *  or prints its logs): `{check, failed}`, `failed()` true once a check threw. */
+export function trackFailures(ctx) {
+  let failed = false;
+  const check = (name, fn, opts) =>
+    ctx.check(
+      name,
+      async () => {
+        try {
+          await fn();
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      },
+      opts,
+    );
+  return { check, failed: () => failed };
+}
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Poll `probe` until it returns a truthy value; throw `what` after `timeoutMs`. Not a timing assertion. */

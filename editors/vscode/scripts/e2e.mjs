@@ -477,8 +477,10 @@ async function main() {
   }
 }
 
-async function install() {
-  await runInstallSuite({
+/** What every suite module is handed: the runner's checks and figures, the shared browser, the scratch folders,
+ *  and a way to make its page the one a failure screenshot is taken of. */
+function suiteContext() {
+  return {
     check,
     figure,
     log,
@@ -491,24 +493,15 @@ async function install() {
     setScreenshotPage: (p) => {
       page = p;
     },
-  });
+  };
+}
+
+async function install() {
+  await runInstallSuite(suiteContext());
 }
 
 async function hostile() {
-  await runHostileSuite({
-    check,
-    figure,
-    log,
-    browser,
-    childEnv,
-    scratch,
-    artifacts,
-    pidFile,
-    env,
-    setScreenshotPage: (p) => {
-      page = p;
-    },
-  });
+  await runHostileSuite(suiteContext());
 }
 
 async function mainSuite() {
@@ -944,55 +937,15 @@ async function mainSuite() {
 }
 
 async function chat() {
-  await runChatSuite({
-    check,
-    figure,
-    log,
-    browser,
-    childEnv,
-    scratch,
-    artifacts,
-    pidFile,
-    env,
-    docsImage: saveScreenshotForDocs,
-    setScreenshotPage: (p) => {
-      page = p;
-    },
-  });
+  await runChatSuite({ ...suiteContext(), docsImage: saveScreenshotForDocs });
 }
 
 async function hooks() {
-  await runHooksSuite({
-    check,
-    figure,
-    log,
-    browser,
-    childEnv,
-    scratch,
-    artifacts,
-    pidFile,
-    env,
-    setScreenshotPage: (p) => {
-      page = p;
-    },
-  });
+  await runHooksSuite(suiteContext());
 }
 
 async function hostileSettings() {
-  await runHostileSettingsSuite({
-    check,
-    figure,
-    log,
-    browser,
-    childEnv,
-    scratch,
-    artifacts,
-    pidFile,
-    env,
-    setScreenshotPage: (p) => {
-      page = p;
-    },
-  });
+  await runHostileSettingsSuite(suiteContext());
 }
 
 let exitCode = 1;
