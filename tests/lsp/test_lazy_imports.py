@@ -79,8 +79,11 @@ class _Stdio:
         return await self.answer(self.send(method, params))
 
 
-async def _imported(workspace: Path, tmp_path: Path, options: Any, *args: str) -> set[str]:
-    """Every module the server imported over a short session with these initializationOptions."""
+async def _start(
+    workspace: Path, tmp_path: Path, script: str, args: tuple[str, ...]
+) -> tuple[asyncio.subprocess.Process, _Stdio]:
+    """``context-companion serve ARGS`` run by ``script`` (which reports the modules imported) on a workspace with
+    one AGENTS.md, in a home, Claude config and temp folder of the test's own."""
     (workspace / "AGENTS.md").write_text("# Rules\n\nBe brief.\n", encoding="utf-8")
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
@@ -90,7 +93,7 @@ async def _imported(workspace: Path, tmp_path: Path, options: Any, *args: str) -
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        _SERVE_AND_LIST_MODULES,
+        script,
         "serve",
         *args,
         stdin=asyncio.subprocess.PIPE,
@@ -98,7 +101,12 @@ async def _imported(workspace: Path, tmp_path: Path, options: Any, *args: str) -
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-    client = _Stdio(proc)
+    return proc, _Stdio(proc)
+
+
+async def _imported(workspace: Path, tmp_path: Path, options: Any, *args: str) -> set[str]:
+    """Every module the server imported over a short session with these initializationOptions."""
+    proc, client = await _start(workspace, tmp_path, _SERVE_AND_LIST_MODULES, args)
     try:
         folder = {"uri": workspace.as_uri(), "name": workspace.name}
         init = {"processId": os.getpid(), "capabilities": {}, "workspaceFolders": [folder]}
@@ -263,24 +271,7 @@ sys.exit(main())
 async def _imported_at_answer(workspace: Path, tmp_path: Path, options: Any, *args: str) -> tuple[set[str], set[str]]:
     """The modules imported when the initialize answer was written, and those at exit (after the
     boot, an instruction and the companion status)."""
-    (workspace / "AGENTS.md").write_text("# Rules\n\nBe brief.\n", encoding="utf-8")
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXT_COMPANION_")}
-    env.update({"HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "TMPDIR": str(tmp_path)})
-    env["CONTEXT_COMPANION_CONFIG_DIR"] = str(tmp_path / "config")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        _SERVE_AND_LIST_AT_ANSWER,
-        "serve",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    client = _Stdio(proc)
+    proc, client = await _start(workspace, tmp_path, _SERVE_AND_LIST_AT_ANSWER, args)
     try:
         folder = {"uri": workspace.as_uri(), "name": workspace.name}
         init = {"processId": os.getpid(), "capabilities": {}, "workspaceFolders": [folder]}
