@@ -133,9 +133,9 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     bad = run("explain", "--agent", "vim", "--workspace", str(ws), env=env)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), codex, gemini-cli"
-        " (or gemini), cursor, copilot (GitHub Copilot in the editor), windsurf, cline, continue, kiro, zed, vscode,"
-        " copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), context-companion"
+        "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), gemini-cli (or gemini),"
+        " codex, copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), cursor, copilot (GitHub Copilot in"
+        " the editor), windsurf, cline, continue, kiro, zed, vscode, context-companion"
     ]
 
 
