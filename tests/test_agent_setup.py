@@ -485,9 +485,10 @@ def test_the_short_names_users_type_set_up_the_agent_by_its_id(
 def test_an_agent_whose_hooks_are_flat_is_one_more_entry_in_the_table() -> None:
     """The next agents (GitHub Copilot CLI's `.github/hooks/*.json`: `{"version": 1, "hooks": {"userPromptSubmitted":
     [{"type": "command", "bash": ...}]}}`) differ only in data: the same merge and removal serve them."""
-    from context_companion.agent_setup import AgentHooks, jsonc, merged, removed
+    from context_companion.agents.model import SettingsHooks
+    from context_companion.setup.command import jsonc, merged, removed
 
-    flat = AgentHooks(
+    flat = SettingsHooks(
         "copilot-cli",
         "GitHub Copilot CLI",
         ("sessionStart", "userPromptSubmitted"),

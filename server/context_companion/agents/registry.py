@@ -33,6 +33,10 @@ SHORT_NAMES: dict[str, str] = {
     "qwen": "qwen-code",
 }
 
+# The agents that run other agents' hooks too, and the variable each sets in their environment: the hook loads
+# such an agent's module (its ``runs_hooks_of`` tells it by the input) only when its variable is set.
+HOOK_RUNNERS: dict[str, str] = {"copilot-cli": "COPILOT_CLI"}
+
 
 def hook_agent(name: str) -> str:
     """The agent id ``name`` stands for: an id or a short name, in any case (an unknown name comes back as given,
