@@ -394,7 +394,7 @@ def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, e
         (
             ["bogus"],
             "context-companion: bogus: unknown command; commands: serve, instruction, turn, memory, explain, "
-            "compression-prompt, mcp, hook, setup (see context-companion --help)",
+            "agents, compression-prompt, mcp, hook, setup (see context-companion --help)",
         ),
     ],
 )

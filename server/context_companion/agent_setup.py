@@ -166,6 +166,21 @@ AGENT_HOOKS = {
 }
 PLUGIN_AGENTS = ("opencode",)  # a plugin file of ours instead of hooks in a settings file (opencode_plugin)
 
+
+def setup_files(agent_id: str) -> tuple[str, str, str] | None:
+    """Where ``setup --agent agent_id`` writes, as users are told: (kind, the project's file relative to the
+    project, the user file with its default config folder under ``~``), kind ``"hooks"`` (a settings file's
+    hooks) or ``"plugin"`` (a plugin file of ours); None for an agent setup does not serve."""
+    hooks = AGENT_HOOKS.get(agent_id)
+    if hooks is not None:
+        return "hooks", hooks.project_file, f"~/{hooks.user_dir}/{hooks.user_file}"
+    if agent_id in PLUGIN_AGENTS:
+        from .opencode_plugin import shown_files
+
+        return "plugin", *shown_files()
+    return None
+
+
 CODEX_REVIEW = (
     'Codex will ask "Hooks need review" the next time it starts here: trust the Context Companion hooks there '
     "(setup never trusts them for you; `codex exec` skips a hook that is not trusted)."
