@@ -374,7 +374,12 @@ HOOK_AGENTS: tuple[str, ...] = (
 )
 # What users type for the agents whose ids are longer than their command's name. ``copilot`` stays the id of
 # GitHub Copilot's own table here (explain); hook and setup take it for copilot-cli, the only Copilot they serve.
-AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli", "qwen": "qwen-code", "droid": "factory-droid"}
+AGENT_ALIASES: dict[str, str] = {
+    "claude": "claude-code",
+    "gemini": "gemini-cli",
+    "qwen": "qwen-code",
+    "droid": "factory-droid",
+}
 
 
 def agent_id(name: str) -> str | None:
