@@ -316,3 +316,53 @@ def test_factory_droid_gets_what_it_lacks_once_then_nothing_then_the_edit_with_i
     )
     agent_figures("factory-droid", "tried beyond loopback (refused)", ", ".join(sorted(run.blackhole.hosts())))
     assert all(s == systems[0] for s in systems), "the system part changed between turns"
+
+
+HOOK_SCRIPT = """import json, pathlib, sys
+sys.stdin.read()
+text = pathlib.Path(sys.argv[1]).read_text(encoding="utf-8")
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}))
+"""
+SIZES = (30_000, 300_000)
+
+
+def long_text(size: int) -> str:
+    """Exactly ``size`` characters: numbered words between two markers, so a cut shows where."""
+    head, tail = f"LONG-START-{size} ", f" LONG-END-{size}"
+    words = " ".join(f"w{i:06d}" for i in range(size // 8 + 1))
+    return (head + words)[: size - len(tail)] + tail
+
+
+def test_how_long_a_hook_text_arrives_whole(tmp_path: Path, model_stub: ModelStub, agent_figures: Any) -> None:
+    """A hook of the test's own in the project's .factory/settings.json: its additionalContext of 30,000 and
+    300,000 characters, each whole in its turn (our bound, agents/factory_droid.LIMIT, is 30,000)."""
+    ws = make_workspace(tmp_path / "project", {"AGENTS.md": "# Project\n"})
+    home = (tmp_path / "home").resolve()
+    seed(home, model_stub)
+    script, text = tmp_path / "hook.py", tmp_path / "text.txt"
+    script.write_text(HOOK_SCRIPT, encoding="utf-8")
+    command = subprocess.list2cmdline([sys.executable, str(script), str(text)])
+    hooks = {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]}
+    (ws / ".factory").mkdir()
+    (ws / ".factory" / "settings.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "FACTORY_", "DROID_", "CLAUDE_"))
+    }
+    env.update({"HOME": str(home), "TMPDIR": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
+    arrived = []
+    with Blackhole() as blackhole:
+        droid = Droid(ws, {**env, **blackhole.env()})
+        try:
+            droid.start()
+            for size in SIZES:
+                text.write_text(long_text(size), encoding="utf-8")
+                prompt = f"A long hook text of {size} characters."
+                after = model_stub.next_seq
+                droid.turn(prompt)
+                rec = model_stub.wait_for(lambda r, p=prompt: is_turn(r, p), timeout=30, after=after)  # type: ignore[misc]
+                added = "\n".join(hook_texts(rec, prompt))
+                arrived.append(f"{size}: {'whole' if long_text(size) in added else 'cut'}")
+                assert long_text(size) in added, f"Factory Droid: {arrived[-1]} ({len(added)} characters arrived)"
+        finally:
+            droid.stop()
+    agent_figures("factory-droid", "hook text arrives", "; ".join(arrived))
