@@ -225,3 +225,36 @@ def test_explain_says_what_droid_reads_itself(project: Path, env: dict[str, str]
         "CLAUDE.local.md",
         ".cursor/rules/all.mdc",
     }
+
+
+def test_every_list_of_agents_with_hooks_names_droid_and_reads_its_module() -> None:
+    from context_companion import agent_hook, agent_setup
+    from context_companion.agents import factory_droid, registry
+    from context_companion.bridges import hook_channel
+    from context_companion.cli import parser
+    from context_companion.memory import agents
+    from context_companion.workspace import hooks
+
+    assert registry.load("factory-droid") is factory_droid
+    for listed in (registry.HOOK_AGENTS, agent_hook.AGENTS, hook_channel.AGENTS, parser.AGENT_HOOK_IDS):
+        assert "factory-droid" in listed
+    assert registry.hook_agent("Droid") == agent_hook.hook_agent("Droid") == agents.agent_id("droid") == "factory-droid"
+    assert (hooks.HOOK_LIMITS["factory-droid"], hooks.HOOK_UNITS["factory-droid"]) == (30_000, "characters")
+    assert agents.AGENTS["factory-droid"] == factory_droid.rules()
+    assert agent_setup.AGENT_HOOKS["factory-droid"] == factory_droid.setup_file()
+    assert factory_droid.answer("UserPromptSubmit", "x") == agent_hook.output("factory-droid", "UserPromptSubmit", "x")
+
+
+def test_its_module_is_light_when_the_hook_loads_it() -> None:
+    """The hook imports it before every prompt: no dataclass, no row of ours, nothing of the domain."""
+    code = (
+        "import sys; import context_companion; before = set(sys.modules); "
+        "import context_companion.agents.factory_droid; print(sorted(set(sys.modules) - before))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.replace("'", '"')) == [
+        "__future__",
+        "context_companion.agents",
+        "context_companion.agents.factory_droid",
+    ]
