@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonc
+from .agents import factory_droid
 from .fileio import resolve_for_write
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ AGENT_HOOKS = {
             shared=True,
             reads="Qwen Code 0.24 reads comments here but ignores the whole file on a trailing comma",
         ),
+        factory_droid.setup_file(),
     )
 }
 PLUGIN_AGENTS = ("opencode",)  # a plugin file of ours instead of hooks in a settings file (opencode_plugin)

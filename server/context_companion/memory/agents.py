@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..agents import factory_droid
 from .formats import RuleFormat
 
 AgentId = Literal[
@@ -36,6 +37,7 @@ AgentId = Literal[
     "copilot-cli",
     "opencode",
     "qwen-code",
+    "factory-droid",
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
@@ -355,15 +357,29 @@ AGENTS: dict[str, AgentRules] = {
         COPILOT_CLI,
         OPENCODE,
         QWEN_CODE,
+        factory_droid.rules(),
         CONTEXT_COMPANION,
     )
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
 # Agents `context-companion hook` serves (agent_hook.AGENTS, bridges.hook_channel.AGENTS).
-HOOK_AGENTS: tuple[str, ...] = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+HOOK_AGENTS: tuple[str, ...] = (
+    "claude-code",
+    "gemini-cli",
+    "codex",
+    "copilot-cli",
+    "opencode",
+    "qwen-code",
+    "factory-droid",
+)
 # What users type for the agents whose ids are longer than their command's name. ``copilot`` stays the id of
 # GitHub Copilot's own table here (explain); hook and setup take it for copilot-cli, the only Copilot they serve.
-AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli", "qwen": "qwen-code"}
+AGENT_ALIASES: dict[str, str] = {
+    "claude": "claude-code",
+    "gemini": "gemini-cli",
+    "qwen": "qwen-code",
+    "droid": "factory-droid",
+}
 
 
 def agent_id(name: str) -> str | None:

@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agents import factory_droid
 from ..memory import MemoryBlock
 from .agent_memory import Lacking
 from .updates import removal_notice
@@ -61,6 +62,7 @@ HOOK_LIMITS: dict[str, int] = {
     "copilot-cli": 30_000,
     "opencode": 30_000,
     "qwen-code": 30_000,
+    factory_droid.ID: factory_droid.LIMIT,
     "vscode": 30_000,
 }
 HOOK_UNITS: dict[str, str] = {
@@ -70,6 +72,7 @@ HOOK_UNITS: dict[str, str] = {
     "copilot-cli": "characters",
     "opencode": "characters",
     "qwen-code": "characters",
+    factory_droid.ID: factory_droid.UNIT,
     "vscode": "characters",
 }
 DEFAULT_HOOK_SESSIONS = 256
