@@ -23,6 +23,7 @@ HOOK_AGENTS: dict[str, str] = {
     "copilot-cli": "copilot_cli",
     "opencode": "opencode",
     "qwen-code": "qwen_code",
+    "factory-droid": "factory_droid",
 }
 # What users type for an id longer than the agent's command (hook, setup). ``copilot`` means GitHub Copilot CLI
 # here, the only Copilot with hooks; ``explain`` keeps ``copilot`` for GitHub Copilot in the editor.
@@ -31,6 +32,7 @@ SHORT_NAMES: dict[str, str] = {
     "gemini": "gemini-cli",
     "copilot": "copilot-cli",
     "qwen": "qwen-code",
+    "droid": "factory-droid",
 }
 
 # The agents that run other agents' hooks too, and the variable each sets in their environment: the hook loads

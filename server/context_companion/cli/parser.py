@@ -178,6 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(exp)
 
+    agents = sub.add_parser(
+        "agents",
+        help="the agents explain, hook and setup know: ids, names, short names, where setup writes",
+        description="List the agents this installation knows: their ids and the short names the commands take, "
+        "whether `hook` and `setup` serve them and where setup writes, whether `explain` knows them. With --json, "
+        "the answer of contextCompanion.listAgents: an editor without a running server reads its list here.",
+    )
+    agents.add_argument("--json", action="store_true", help="print JSON")
+
     sub.add_parser(
         "compression-prompt",
         help="print the prompt for compressing a conversation",

@@ -58,6 +58,19 @@ SETUP_FILES: dict[str, SettingsHooks | PluginFile] = {
 AGENT_HOOKS: dict[str, SettingsHooks] = {k: v for k, v in SETUP_FILES.items() if isinstance(v, SettingsHooks)}
 PLUGIN_AGENTS: dict[str, PluginFile] = {k: v for k, v in SETUP_FILES.items() if isinstance(v, PluginFile)}
 
+
+def setup_files(agent_id: str) -> tuple[str, str, str] | None:
+    """Where ``setup --agent agent_id`` writes, as users are told: (kind, the project's file relative to the
+    project, the user file with its default config folder under ``~``), kind ``"hooks"`` (a settings file's
+    hooks) or ``"plugin"`` (a plugin file of ours); None for an agent setup does not serve."""
+    where = SETUP_FILES.get(agent_id)
+    if isinstance(where, SettingsHooks):
+        return "hooks", where.project_file, f"~/{where.user_dir}/{where.user_file}"
+    if isinstance(where, PluginFile):
+        return "plugin", where.project_file, f"~/{where.user_base}/{where.user_dir}/{where.user_file}"
+    return None
+
+
 _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 
 
