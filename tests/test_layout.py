@@ -92,7 +92,6 @@ TOP_LEVEL = {
     "heap.py",
     "jsonc.py",
     "ownership.py",
-    "personal_ignore.py",
     "procs.py",
     "proofs.py",
     "py.typed",

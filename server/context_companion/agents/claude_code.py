@@ -11,7 +11,7 @@ or with ``--user`` ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/set
 It reads ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``; 2.1.331 shows 10,000 characters of it
 inline (more becomes a short preview). Other agents run these hooks too (a runner's module says how it is told:
 ``runs_hooks_of``), and so does VS Code's own agent (``hooks.client.hook_runner``). The project file is personal:
-setup keeps it out of git as Claude Code does (:mod:`..personal_ignore`).
+setup keeps it out of git as Claude Code does (:mod:`..setup.personal_ignore`).
 """
 
 from __future__ import annotations

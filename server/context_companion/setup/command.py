@@ -344,7 +344,7 @@ def _personal(agent: SettingsHooks, workspace: Path, args: argparse.Namespace) -
     that it is personal and what keeps it out of git (:mod:`.personal_ignore`)."""
     if agent.shared or args.user:
         return ""
-    from ..personal_ignore import keep_out_of_git
+    from .personal_ignore import keep_out_of_git
 
     done = keep_out_of_git(workspace, agent.project_file, dry_run=args.dry_run)
     return "; the file is personal (it names paths of this machine)" + (f": {done}" if done else ", not for committing")
