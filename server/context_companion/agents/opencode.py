@@ -15,7 +15,8 @@ hooks send them, and adds the text the hook prints as one more part of that user
 prompt (OpenCode's cached prefix stays byte-identical). It needs nothing but Node's ``child_process`` (Bun provides
 it); a hook that fails, prints nothing, prints too much or takes longer than its time bound adds nothing. When
 OpenCode compacts a session it tells the hook, which then sends the memory again on the next message. The file is
-ours when its first line is :data:`MARKER` (:mod:`..setup.plugin` writes, replaces and removes it). 1.18.33 took
+ours when its first line is :data:`MARKER` (:mod:`..setup.plugin` writes, replaces and removes it; the function that runs
+the hook is every plugin's: :mod:`.plugin_script`). 1.18.33 took
 300,000 characters whole; 30,000 is our own bound on what one prompt adds.
 """
 
@@ -41,8 +42,6 @@ MARKER = (
     "// Context Companion's plugin for OpenCode, written by `context-companion setup --agent opencode` "
     "(`--remove` deletes it)."
 )
-TIMEOUT_MS = 10_000
-MAX_OUTPUT = 4 * 1024 * 1024
 
 _TEMPLATE = """__MARKER__
 // Before each user message goes to the model, it runs the command below with the session's id and folder and
@@ -59,57 +58,7 @@ const ID_CHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 let lastTime = 0;
 let sameTime = 0;
 
-function hook(input) {
-  return new Promise((resolve) => {
-    let child = null;
-    let done = false;
-    let size = 0;
-    const chunks = [];
-    const finish = (text) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(text);
-    };
-    const stop = () => {
-      try {
-        if (child) child.kill("SIGKILL");
-      } catch {}
-    };
-    const timer = setTimeout(() => {
-      stop();
-      finish("");
-    }, TIMEOUT_MS);
-    try {
-      child = spawn(COMMAND[0], COMMAND.slice(1), { cwd: input.cwd, stdio: ["pipe", "pipe", "ignore"] });
-    } catch {
-      finish("");
-      return;
-    }
-    child.on("error", () => finish(""));
-    child.stdin.on("error", () => {});
-    child.stdout.on("data", (chunk) => {
-      size += chunk.length;
-      if (size > MAX_OUTPUT) {
-        stop();
-        finish("");
-      } else {
-        chunks.push(chunk);
-      }
-    });
-    child.on("close", (code) => {
-      let text = "";
-      try {
-        const out = Buffer.concat(chunks).toString("utf8").trim();
-        const context = out && code === 0 ? JSON.parse(out)?.hookSpecificOutput?.additionalContext : undefined;
-        if (typeof context === "string") text = context;
-      } catch {}
-      finish(text);
-    });
-    child.stdin.end(JSON.stringify(input));
-  });
-}
-
+__RUNNER__
 // A part id as OpenCode makes them ("prt_", 12 hex digits of time, 14 random characters): ascending, so the
 // part sorts after the user's own text.
 function partId() {
@@ -147,16 +96,9 @@ export const ContextCompanion = async ({ directory }) => ({
 
 def plugin_text(command: str) -> str:
     """The plugin file for ``command`` (setup's hook command, a shell word list)."""
-    import json
-    import shlex
+    from .plugin_script import fill
 
-    argv = shlex.split(command)
-    return (
-        _TEMPLATE.replace("__MARKER__", MARKER)
-        .replace("__COMMAND__", json.dumps(argv, ensure_ascii=False))
-        .replace("__TIMEOUT__", str(TIMEOUT_MS))
-        .replace("__MAX_OUTPUT__", f"{MAX_OUTPUT // (1024 * 1024)} * 1024 * 1024")
-    )
+    return fill(_TEMPLATE, MARKER, command)
 
 
 def answer(event: str, text: str) -> dict[str, object]:
