@@ -135,6 +135,10 @@ class SettingsHooks:
         folder = _user_folder(self.user_dir_env, self.user_dir, home, os.environ if environ is None else environ)
         return folder / self.user_file, folder
 
+    def shown(self) -> tuple[str, str]:
+        """(the project's file, the user file under its default folder, ``~/...``), as users are told."""
+        return self.project_file, f"~/{self.user_dir}/{self.user_file}"
+
 
 @dataclass(frozen=True)
 class PluginFile:
@@ -145,12 +149,15 @@ class PluginFile:
     name: str
     project_file: str  # relative to the project folder
     user_base_env: str | None  # a variable whose absolute value replaces ``user_base`` (XDG_CONFIG_HOME)
-    user_base: str  # under home: where the agent's user config folder lives
+    user_base: str  # under home: where the agent's user config folder lives ("" for home itself)
     user_dir: str  # the agent's user config folder in that base (the folder the file must stay in)
     user_file: str  # relative to that folder
     marker: str
     text: Callable[[str], str]
     does: str  # what the plugin does, the end of setup's line ("it runs `{command}` before each message ...")
+    # A variable naming the agent's user config folder itself (its value replaces base and folder); a relative value
+    # is refused (ValueError): the folder would depend on where the agent starts.
+    user_dir_env: str | None = None
 
     def where(
         self, workspace: Path, user: bool, home: Path, environ: Mapping[str, str] | None = None
@@ -159,10 +166,23 @@ class PluginFile:
         if not user:
             return workspace / self.project_file, workspace
         env = os.environ if environ is None else environ
+        moved = env.get(self.user_dir_env, "").strip() if self.user_dir_env else ""
+        if moved:
+            if not os.path.isabs(os.path.expanduser(moved)):
+                raise ValueError(
+                    f"{self.user_dir_env}={moved}: not an absolute path, so {self.name}'s folder depends on where it "
+                    "starts"
+                )
+            folder = Path(os.path.expanduser(moved))
+            return folder / self.user_file, folder
         value = env.get(self.user_base_env) if self.user_base_env else None
         base = Path(value) if value and os.path.isabs(value) else home / self.user_base
         folder = base / self.user_dir
         return folder / self.user_file, folder
+
+    def shown(self) -> tuple[str, str]:
+        """(the project's file, the user file under its default folder, ``~/...``), as users are told."""
+        return self.project_file, "/".join(p for p in ("~", self.user_base, self.user_dir, self.user_file) if p)
 
     def is_ours(self, data: bytes) -> bool:
         """Whether a file at the plugin's path is one setup wrote: its first line is :attr:`marker`."""

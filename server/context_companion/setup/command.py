@@ -64,11 +64,9 @@ def setup_files(agent_id: str) -> tuple[str, str, str] | None:
     project, the user file with its default config folder under ``~``), kind ``"hooks"`` (a settings file's
     hooks) or ``"plugin"`` (a plugin file of ours); None for an agent setup does not serve."""
     where = SETUP_FILES.get(agent_id)
-    if isinstance(where, SettingsHooks):
-        return "hooks", where.project_file, f"~/{where.user_dir}/{where.user_file}"
-    if isinstance(where, PluginFile):
-        return "plugin", where.project_file, f"~/{where.user_base}/{where.user_dir}/{where.user_file}"
-    return None
+    if where is None:
+        return None
+    return ("hooks" if isinstance(where, SettingsHooks) else "plugin", *where.shown())
 
 
 _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
@@ -359,8 +357,10 @@ def _set_up_here(agent_id: str, args: argparse.Namespace, home: Path) -> Path | 
     :class:`SetupError` for a file that cannot be read as its agent reads it."""
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if agent_id in PLUGIN_AGENTS:
+        from .plugin import plugin_where
+
         plugin = PLUGIN_AGENTS[agent_id]
-        path, root = plugin.where(base.resolve(), args.user, home)
+        path, root = plugin_where(plugin, base.resolve(), args.user, home)
         data = read_settings(resolve_for_write(path, [os.path.realpath(root)]), path)
         return path if data is not None and plugin.is_ours(data) else None
     agent = AGENT_HOOKS[agent_id]

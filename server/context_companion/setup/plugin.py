@@ -34,11 +34,20 @@ if TYPE_CHECKING:
     from ..agents.model import PluginFile
 
 
+def plugin_where(plugin: PluginFile, workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
+    """:meth:`~..agents.model.PluginFile.where`, its refusal (a folder variable that is not absolute) a
+    :class:`SetupError`."""
+    try:
+        return plugin.where(workspace, user, home)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+
+
 def run(plugin: PluginFile, args: argparse.Namespace, home: Path) -> int:
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
-    path, root = plugin.where(base.resolve(), args.user, home)
+    path, root = plugin_where(plugin, base.resolve(), args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])
     command, portable = hook_command(plugin.id, shared=not args.user)
