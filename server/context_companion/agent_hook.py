@@ -58,10 +58,16 @@ from .procs import (
     runtime_folder,
 )
 
-AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "cline-cli")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
 # is copilot-cli here, the only GitHub Copilot with hooks).
-ALIASES = {"claude": "claude-code", "gemini": "gemini-cli", "copilot": "copilot-cli", "qwen": "qwen-code"}
+ALIASES = {
+    "claude": "claude-code",
+    "gemini": "gemini-cli",
+    "copilot": "copilot-cli",
+    "qwen": "qwen-code",
+    "cline": "cline-cli",
+}
 COPILOT_CLI = "copilot-cli"
 # GitHub Copilot CLI's own event names (its hooks' files; its input carries none) → the names the server takes.
 COPILOT_EVENTS = {"userPromptSubmitted": "UserPromptSubmit", "sessionStart": "SessionStart"}

@@ -36,6 +36,7 @@ AgentId = Literal[
     "copilot-cli",
     "opencode",
     "qwen-code",
+    "cline-cli",
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
@@ -335,6 +336,21 @@ QWEN_CODE = AgentRules(
     checked="0.24.4",
 )
 
+# Cline CLI: agents/cline_cli.py says what it reads and how it was measured; its rules() is this row (the agents
+# package imports this module, so this one cannot import it: tests/agents/test_cline_setup.py keeps the two equal).
+CLINE_CLI = AgentRules(
+    "cline-cli",
+    "Cline CLI",
+    ("https://docs.cline.bot/features/cline-rules/overview", "https://docs.cline.bot/cline-cli/overview"),
+    names=("AGENTS.md",),
+    root_only=("AGENTS.md",),
+    globals=("~/.agents/AGENTS.md",),
+    rules=("cline-rules",),
+    fallback_rules=("cline",),
+    keeps="start",
+    checked="3.0.65",
+)
+
 # Ourselves: docs/memory.md. Explained from the composition itself, not from a table.
 CONTEXT_COMPANION = AgentRules("context-companion", "Context Companion", ("docs/memory.md",))
 
@@ -355,12 +371,21 @@ AGENTS: dict[str, AgentRules] = {
         COPILOT_CLI,
         OPENCODE,
         QWEN_CODE,
+        CLINE_CLI,
         CONTEXT_COMPANION,
     )
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
 # Agents `context-companion hook` serves (agent_hook.AGENTS, bridges.hook_channel.AGENTS).
-HOOK_AGENTS: tuple[str, ...] = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code")
+HOOK_AGENTS: tuple[str, ...] = (
+    "claude-code",
+    "gemini-cli",
+    "codex",
+    "copilot-cli",
+    "opencode",
+    "qwen-code",
+    "cline-cli",
+)
 # What users type for the agents whose ids are longer than their command's name. ``copilot`` stays the id of
 # GitHub Copilot's own table here (explain); hook and setup take it for copilot-cli, the only Copilot they serve.
 AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli", "qwen": "qwen-code"}
@@ -376,5 +401,6 @@ def agent_id(name: str) -> str | None:
 def known_agents() -> str:
     """The ids, each alias beside its id: for error messages and help."""
     short = {v: f"or {k}" for k, v in AGENT_ALIASES.items()}
-    said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots: named apart
+    said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots, two Clines: named apart
+    said |= {"cline": "the Cline editor extension", "cline-cli": CLINE_CLI.name}
     return ", ".join(f"{a} ({said[a]})" if a in said else a for a in AGENT_IDS)

@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agents import cline_cli
 from ..memory import MemoryBlock
 from .agent_memory import Lacking
 from .updates import removal_notice
@@ -61,6 +62,7 @@ HOOK_LIMITS: dict[str, int] = {
     "copilot-cli": 30_000,
     "opencode": 30_000,
     "qwen-code": 30_000,
+    cline_cli.ID: cline_cli.LIMIT,
     "vscode": 30_000,
 }
 HOOK_UNITS: dict[str, str] = {
@@ -70,6 +72,7 @@ HOOK_UNITS: dict[str, str] = {
     "copilot-cli": "characters",
     "opencode": "characters",
     "qwen-code": "characters",
+    cline_cli.ID: cline_cli.UNIT,
     "vscode": "characters",
 }
 DEFAULT_HOOK_SESSIONS = 256
