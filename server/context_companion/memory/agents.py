@@ -337,7 +337,7 @@ QWEN_CODE = AgentRules(
 )
 
 # Cline CLI: agents/cline_cli.py says what it reads and how it was measured; its rules() is this row (the agents
-# package imports this module, so this one cannot import it: tests/agents/test_cline_setup.py keeps the two equal).
+# package imports this module, so this one cannot import it: tests/test_cline_cli.py keeps the two equal).
 CLINE_CLI = AgentRules(
     "cline-cli",
     "Cline CLI",
