@@ -1,10 +1,11 @@
 """The memory Cline CLI does not read itself reaches it through our plugin, set up only by
 ``context-companion setup --agent cline`` (the dev install's console script), with an editor's language server
 running for the folder (Neovim with our plugin, ``editor_terminal.py``: ``src/app.py`` active, an excluded ``.env``
-open beside it). The real Cline CLI (``tests/agents/cline/``, driven as ``kilo_cline.ClineCli`` drives it) runs one
-session against the recording model stub, offline: ``cline --json "…"`` for the first turn, then ``cline --id
-SESSION`` (its TUI, in a private tmux; ``--json`` refuses ``--id`` and no other resume runs without the TUI) for
-each later turn, each turn a new process.
+open beside it). The real Cline CLI (``tests/agents/cline/``, set up and started as ``kilo_cline.ClineCli`` does)
+runs one session against the recording model stub, offline: ``cline --json "…"`` for the first turn, then the
+session resumed in its TUI (``cline --id SESSION``, in a private tmux; ``--json`` refuses ``--id`` and no other
+resume runs without the TUI) for the three others, typed one after the other into that one process, as a user
+does.
 
 The workspace holds one marker word per file: a root ``AGENTS.md`` and ``.cline/rules/style.md`` (Cline reads both
 itself: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matching the active file and
@@ -13,16 +14,19 @@ itself: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matc
 1. first prompt: every text that applies is in the request exactly once, what Cline lacks in our
    ``<hook_context source="RunStart">`` message of this turn, nothing it reads itself from us;
 2. nothing changed (the resumed session, in the TUI): nothing from us;
-3. after ``CLAUDE.md`` is edited: its new text, once, and nothing else.
+3. after ``CLAUDE.md`` is edited: its new text, once, and nothing else;
+4. after ``AGENTS.md`` is edited: nothing from us; Cline reads it again itself (its system message has the new text).
 
-Through the three turns Cline's system message is byte-identical (we never touch it). The ``.env`` secret never
-reaches a request.
+Through turns 1-3 Cline's system message is byte-identical (we never touch it), and in turn 4 it differs only by
+the edit. The ``.env`` secret never reaches a request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -33,17 +37,17 @@ from typing import Any
 
 import pytest
 from editor_terminal import EditorTerminal
-from kilo_cline import Blackhole, ClineCli, scratch_env, system_text
+from kilo_cline import Blackhole, ClineCli, scratch_env, stub_answer, system_text, which
 from model_stub import ModelStub, Recorded
 from nvim_harness import ACTIVE_FILE_LUA, lua_str
 from test_agent_memory_hooks import context_companion, make_workspace
 
 SECRET = "sk-stub-never-in-a-request-8642"
-ROOT, CLINE_RULES = "ROOT-MEMORY-CLINE", "CLINE-RULES-CLINE"
+ROOT, ROOT_V2, CLINE_RULES = "ROOT-MEMORY-CLINE", "ROOT-EDITED-CLINE", "CLINE-RULES-CLINE"
 CLAUDE_V1, CLAUDE_V2 = "CLAUDE-MEMORY-CLINE", "CLAUDE-EDITED-CLINE"
 CURSOR_RULE, SRC = "CURSOR-RULE-CLINE", "SRC-MEMORY-CLINE"
-MARKERS = (ROOT, CLINE_RULES, CLAUDE_V1, CLAUDE_V2, CURSOR_RULE, SRC)
-READS_ITSELF = {ROOT, CLINE_RULES}  # Cline CLI 3.0.65, as measured (docs/agents.md)
+MARKERS = (ROOT, ROOT_V2, CLINE_RULES, CLAUDE_V1, CLAUDE_V2, CURSOR_RULE, SRC)
+READS_ITSELF = {ROOT, ROOT_V2, CLINE_RULES}  # Cline CLI 3.0.65, as measured (docs/agents.md)
 
 WORKSPACE = {
     "AGENTS.md": f"# Project\n\n{ROOT}: otters review every pull request.\n",
@@ -62,6 +66,61 @@ HOOK_CONTEXT = re.compile(r'^<hook_context source="RunStart">\n(.*)\n</hook_cont
 MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 
 
+class Tui:
+    """``cline --id SESSION``: the session resumed in Cline's TUI, in a private tmux, for several prompts typed one
+    after the other into the one process."""
+
+    def __init__(self, agent: ClineCli, workspace: Path, env: dict[str, str]) -> None:
+        sock = Path(env["TMPDIR"]) / "tui.sock"
+        self.base = [which("tmux"), "-S", str(sock), "-f", "/dev/null"]
+        command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), agent.binary(), "--id", agent.task])
+        started = subprocess.run(
+            [*self.base, "new-session", "-d", "-s", "cline", "-x", "200", "-y", "50", "-c", str(workspace), command],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert started.returncode == 0, f"tmux failed: {started.stderr}"
+        # Ready once the session's earlier answer is back on the screen under the empty prompt box.
+        self.wait(lambda s: "Ask anything" in s and stub_answer() in s, "the resumed session")
+
+    def screen(self) -> str:
+        done = subprocess.run([*self.base, "capture-pane", "-p", "-t", "cline"], capture_output=True, text=True)
+        return done.stdout
+
+    def wait(self, holds: Any, what: str, timeout: float = 90) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = self.screen()
+            if holds(shown):
+                return shown
+            time.sleep(0.25)
+        raise AssertionError(f"cline-cli: no {what} on its TUI within {timeout:g}s:\n{self.screen()}")
+
+    def send(self, prompt: str) -> None:
+        """Types ``prompt``, presses Enter, waits for the stub's answer below it."""
+        answers = self.screen().count(stub_answer())
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "-l", prompt], check=True, timeout=30)
+        self.wait(lambda s: prompt in s, "typed prompt")
+        for _attempt in range(3):
+            time.sleep(0.5)  # the box takes typed text in as a paste first; Enter right after it is lost
+            subprocess.run([*self.base, "send-keys", "-t", "cline", "Enter"], check=True, timeout=30)
+            with contextlib.suppress(AssertionError):
+                self.wait(lambda s: "Ask anything" in s, "emptied prompt box", timeout=10)
+                break
+        self.wait(lambda s: s.count(stub_answer()) > answers and "Ask anything" in s, "answer")
+
+    def close(self) -> None:
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "C-c"], capture_output=True, timeout=30)
+        deadline = time.monotonic() + 20
+        while (
+            time.monotonic() < deadline
+            and subprocess.run([*self.base, "has-session"], capture_output=True).returncode == 0
+        ):
+            time.sleep(0.25)
+        subprocess.run([*self.base, "kill-server"], capture_output=True, timeout=30)
+
+
 @dataclass
 class Run:
     agent: ClineCli
@@ -69,12 +128,18 @@ class Run:
     stub: ModelStub
     env: dict[str, str]
     turns: list[tuple[str, Recorded, str]] = field(default_factory=list)
+    tui: Tui | None = None
 
     def turn(self, label: str, prompt: str) -> tuple[Recorded, str]:
-        """One more turn of the session: its main request and what our plugin added to it (the text of this
-        turn's ``<hook_context>`` messages; "" when there is none)."""
+        """One more turn of the session (the first with ``cline --json``, the others in one TUI): its main request
+        and what our plugin added to it (the text of this turn's ``<hook_context>`` messages; "" when none)."""
         after = self.stub.next_seq
-        self.agent.run(prompt, self.editor.workspace, self.env)
+        if not self.turns:
+            self.agent.run(prompt, self.editor.workspace, self.env)
+        else:
+            if self.tui is None:
+                self.tui = Tui(self.agent, self.editor.workspace, self.env)
+            self.tui.send(prompt)
         try:
             rec = self.stub.wait_for(lambda r: self.agent.is_turn(r, prompt), timeout=30, after=after)
         except TimeoutError as exc:
@@ -114,9 +179,12 @@ def run(tmp_path: Path, model_stub: ModelStub, runtime: Path) -> Iterator[Run]:
             "PATH": path,
             "XDG_RUNTIME_DIR": str(runtime),
         }
+        done = Run(agent, editor, model_stub, env)
         try:
-            yield Run(agent, editor, model_stub, env)
+            yield done
         finally:
+            if done.tui is not None:
+                done.tui.close()
             agent.stop()
             editor.stop()
 
@@ -171,7 +239,9 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     first, hooked = run.turn("1", "Turn one: tell me what to keep in mind for this file.")
     assert_once("1", first, base, seen)
     system = system_text(first)
-    assert {m for m in MARKERS if m in system} >= READS_ITSELF, f"{who} no longer reads {READS_ITSELF} itself"
+    assert {m for m in MARKERS if m in system} == {ROOT, CLINE_RULES}, (
+        f"{who} no longer reads just {ROOT}, {CLINE_RULES}"
+    )
     own = [m for m in READS_ITSELF if m in hooked]
     assert not own, f"{who}: we sent what it reads itself: {own}\n{hooked}"
     lacking = base - READS_ITSELF
@@ -196,6 +266,15 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     )
     assert_once("3", third, applies, seen)
 
+    (ws / "AGENTS.md").write_text(f"# Project\n\n{ROOT_V2}: otters review every pull request.\n", encoding="utf-8")
+    run.wait_memory(lambda r: ROOT_V2 in str(r), "the edited AGENTS.md")
+    applies = (applies - {ROOT}) | {ROOT_V2}
+    seen |= applies
+    fourth, after = run.turn("4", "Turn four: and now.")
+    assert after == "", f"{who} turn 4: Cline reads AGENTS.md again itself, yet our plugin added:\n{after}"
+    assert ROOT_V2 in system_text(fourth) and ROOT not in system_text(fourth), f"{who} did not read AGENTS.md again"
+    assert_once("4", fourth, applies, seen)
+
     systems = [agent.system_part(rec) for _label, rec, _hooked in run.turns]
     for rec in stub.requests:
         assert SECRET not in rec.text, f"the .env secret is in {rec.method} {rec.path} (request {rec.seq})"
@@ -206,4 +285,5 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     agent_figures("cline-cli", "version", agent.version())
     agent_figures("cline-cli", "system part (bytes)", len(systems[0]))
     agent_figures("cline-cli", "our context per turn (chars)", ", ".join(f"{t}: {len(h)}" for t, _r, h in run.turns))
-    assert all(s == systems[0] for s in systems), f"{who}: the system part changed between turns"
+    assert systems[1:3] == [systems[0], systems[0]], f"{who}: the system part changed between turns 1 and 3"
+    assert systems[3] == systems[0].replace(ROOT.encode(), ROOT_V2.encode()), f"{who}: turn 4's system part"

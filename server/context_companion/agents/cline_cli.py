@@ -4,10 +4,11 @@ test_cline_cli.py) and read in its shipped bundle.
 
 What it reads: the workspace root's ``AGENTS.md``, the rule files of ``.cline/rules/`` and, only when that folder
 does not exist, those of ``.clinerules/`` (its older folder), ``~/.agents/AGENTS.md`` and its global rule folders
-(``$CLINE_DIR/rules``, ``~/Documents/Cline/Rules``), once per process, into the system message. Not read:
+(``$CLINE_DIR/rules``, ``~/Documents/Cline/Rules``), into the system message, again before every prompt (measured:
+an edit of ``AGENTS.md`` or ``.cline/rules`` is in the next prompt's system message, in its TUI too). Not read:
 ``CLAUDE.md``, ``GEMINI.md``, a sub-folder's ``AGENTS.md``, other vendors' rule folders (``.cursor/rules``,
-``.claude/rules``, …). ``cline --json "…"`` is one turn per process (the next reads its files afresh); its TUI
-(``cline``, ``cline --id SESSION`` to resume) keeps one process for the session.
+``.claude/rules``, …). ``cline --json "…"`` is one turn per process; its TUI (``cline``, ``cline --id SESSION`` to
+resume) keeps one process for the session.
 
 How we reach it: its hook files (``.clinerules/hooks/``, ``.cline/hooks/``, ``~/.cline/hooks/``) cannot add
 context in the CLI (``TaskStart`` runs detached and its output is dropped; ``UserPromptSubmit`` never fires), so
@@ -138,6 +139,6 @@ def rules() -> AgentRules:
         globals=("~/.agents/AGENTS.md",),
         rules=("cline-rules",),
         fallback_rules=("cline",),
-        keeps="start",
+        keeps="tracked",
         checked=CHECKED,
     )

@@ -347,7 +347,7 @@ CLINE_CLI = AgentRules(
     globals=("~/.agents/AGENTS.md",),
     rules=("cline-rules",),
     fallback_rules=("cline",),
-    keeps="start",
+    keeps="tracked",
     checked="3.0.65",
 )
 
