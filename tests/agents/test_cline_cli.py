@@ -15,7 +15,8 @@ itself: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matc
    ``<hook_context source="RunStart">`` message of this turn, nothing it reads itself from us;
 2. nothing changed (the resumed session, in the TUI): nothing from us;
 3. after ``CLAUDE.md`` is edited: its new text, once, and nothing else;
-4. after ``AGENTS.md`` is edited: nothing from us; Cline reads it again itself (its system message has the new text).
+4. after ``AGENTS.md`` is edited: nothing from us; Cline reads it again itself (its system message has the new text);
+5. after ``/clear`` (a new session, same process): everything it lacks again, once.
 
 Through turns 1-3 Cline's system message is byte-identical (we never touch it), and in turn 4 it differs only by
 the edit. The ``.env`` secret never reaches a request.
@@ -63,6 +64,8 @@ WORKSPACE = {
     ".gitignore": ".env\n",
 }
 HOOK_CONTEXT = re.compile(r'^<hook_context source="RunStart">\n(.*)\n</hook_context>$', re.S)
+NEW_SESSION = "What can I do for you?"  # the empty box of a new session in Cline's TUI
+OFFER = "Press Enter to open"  # the offer a new session of Cline's TUI opens with
 MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 
 
@@ -96,6 +99,22 @@ class Tui:
                 return shown
             time.sleep(0.25)
         raise AssertionError(f"cline-cli: no {what} on its TUI within {timeout:g}s:\n{self.screen()}")
+
+    def clear(self) -> None:
+        """``/clear``: a new session in the same process (Cline names it anew and calls the plugins' ``setup``
+        with its id). Its new session opens with an offer ("Press Enter to open, any other key to close"): Escape
+        closes it and gives the empty box the keys."""
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "-l", "/clear"], check=True, timeout=30)
+        time.sleep(0.5)
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "Enter"], check=True, timeout=30)
+        self.wait(lambda s: OFFER in s or (NEW_SESSION in s and stub_answer() not in s), "new session")
+        for _attempt in range(5):
+            time.sleep(0.5)
+            subprocess.run([*self.base, "send-keys", "-t", "cline", "Escape"], check=True, timeout=30)
+            with contextlib.suppress(AssertionError):
+                self.wait(lambda s: OFFER not in s and NEW_SESSION in s, "new session's empty box", timeout=5)
+                return
+        raise AssertionError(f"cline-cli: /clear did not leave an empty new session:\n{self.screen()}")
 
     def send(self, prompt: str) -> None:
         """Types ``prompt``, presses Enter, waits for the stub's answer below it."""
@@ -275,7 +294,13 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     assert ROOT_V2 in system_text(fourth) and ROOT not in system_text(fourth), f"{who} did not read AGENTS.md again"
     assert_once("4", fourth, applies, seen)
 
-    systems = [agent.system_part(rec) for _label, rec, _hooked in run.turns]
+    assert run.tui is not None
+    run.tui.clear()
+    fifth, fresh = run.turn("5", "Turn five: a new session.")
+    assert {m for m in MARKERS if m in fresh} == {CLAUDE_V2, CURSOR_RULE, SRC}, f"{who} turn 5 (after /clear):\n{fresh}"
+    assert_once("5", fifth, applies, applies)
+
+    systems = [agent.system_part(rec) for _label, rec, _hooked in run.turns[:4]]
     for rec in stub.requests:
         assert SECRET not in rec.text, f"the .env secret is in {rec.method} {rec.path} (request {rec.seq})"
     for label, _rec, text in run.turns:

@@ -16,7 +16,8 @@ setup writes a plugin instead: ``context-companion.js`` in ``<project>/.cline/pl
 (default ``~/.cline/plugins/``). Cline loads the ``.js`` and ``.ts`` files of those folders (and of
 ``~/Documents/Cline/Plugins``) whose default export is ``{name, manifest: {capabilities: ["hooks"]}, hooks}``;
 ``setup(api, ctx)`` gets ``ctx.session.sessionId`` (the session's folder name, the same when the session is
-resumed) and ``ctx.workspaceInfo.rootPath``; ``hooks.beforeRun({snapshot})`` runs before each prompt (its
+resumed; ``/clear`` in the TUI starts a new session and calls ``setup`` again with its id) and
+``ctx.workspaceInfo.rootPath``; ``hooks.beforeRun({snapshot})`` runs before each prompt (its
 ``snapshot.conversationId`` is new in every process: not a session id), and the ``appendContext`` it returns is
 added as a user message ``<hook_context source="RunStart">…</hook_context>`` after the prompt, never to the system
 message, every turn, and kept in the session's history. 100,000 characters arrived whole; our own bound per
