@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -297,6 +298,75 @@ def test_the_plugin_adds_nothing_when_the_hook_fails_or_hangs(tmp_path: Path, bo
 
 def test_the_plugin_adds_nothing_when_the_command_is_missing(tmp_path: Path) -> None:
     assert run_plugin(tmp_path, [str(tmp_path / "no-such-program")])["result"] is None
+
+
+COMPACTED = """
+import { pathToFileURL } from "node:url";
+const [plugin, folder, session] = process.argv.slice(2);
+const p = (await import(pathToFileURL(plugin).href)).default;
+await p.setup({}, { session: { sessionId: session }, workspaceInfo: { rootPath: folder } });
+const asUser = (text) => ({ role: "user", content: [{ type: "text", text }] });
+const hookContext = (text) => asUser('<hook_context source="RunStart">\\n' + text + "\\n</hook_context>");
+const results = [];
+const run = async (messages) => results.push((await p.hooks.beforeRun({ snapshot: { messages } })) ?? null);
+const model = async (messages) => results.push((await p.hooks.beforeModel({ request: { messages } })) ?? null);
+await run([asUser("one")]);
+let sent = [asUser("one"), hookContext(results[0].appendContext)];
+await model(sent);
+await run([...sent, { role: "assistant", content: "ok" }, asUser("two")]);
+// Compacted: the first turns are a summary in what goes to the model; the text the plugin added is gone.
+sent = [asUser("Context summary: ..."), asUser("two"), hookContext(results[2].appendContext)];
+await model(sent);
+await model(sent);  // told once
+await run([asUser("three")]);
+console.log(JSON.stringify(results));
+"""
+
+
+def test_the_plugin_has_the_memory_sent_again_when_cline_compacted_it_away(tmp_path: Path) -> None:
+    """Cline 3.0.65 tells plugins nothing when it compacts a session: the plugin's beforeModel sees that a text it
+    added is no longer in what goes to the model and tells the hook (``SessionStart``, ``compact``), once."""
+    from context_companion.agents import cline_cli
+    from context_companion.opencode_plugin import plugin_text
+
+    calls = tmp_path / "calls.jsonl"
+    command = fake_hook(
+        tmp_path,
+        f"""
+        import json, sys
+        seen = json.load(sys.stdin)
+        with open({str(calls)!r}, "a") as fh:
+            fh.write(json.dumps(seen) + "\\n")
+        if seen["hook_event_name"] == "UserPromptSubmit":
+            n = sum(1 for _ in open({str(calls)!r}))
+            print(json.dumps({{"hookSpecificOutput": {{"additionalContext": f"MEMORY {{n}}"}}}}))
+        """,
+    )
+    node = shutil.which("node")
+    assert node is not None, "node is needed to run Cline CLI's plugin"
+    plugin = tmp_path / "plugin.mjs"
+    plugin.write_text(plugin_text(shlex.join(command), cline_cli.PLUGIN_TEMPLATE, cline_cli.MARKER))
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(COMPACTED)
+    out = subprocess.run(
+        [node, str(driver), str(plugin), str(tmp_path), "ses-7"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [
+        {"appendContext": "MEMORY 1"},
+        None,  # the model gets the first text: nothing to say
+        {"appendContext": "MEMORY 2"},
+        None,  # the first text is gone: the hook is told (call 3)
+        None,
+        {"appendContext": "MEMORY 4"},
+    ]
+    events = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert [(e["hook_event_name"], e.get("source"), e["session_id"]) for e in events] == [
+        ("UserPromptSubmit", None, "ses-7"),
+        ("UserPromptSubmit", None, "ses-7"),
+        ("SessionStart", "compact", "ses-7"),
+        ("UserPromptSubmit", None, "ses-7"),
+    ]
 
 
 def test_the_plugin_adds_nothing_when_the_hook_prints_too_much(tmp_path: Path) -> None:

@@ -4,8 +4,7 @@ running for the folder (Neovim with our plugin, ``editor_terminal.py``: ``src/ap
 open beside it). The real Cline CLI (``tests/agents/cline/``, set up and started as ``kilo_cline.ClineCli`` does)
 runs one session against the recording model stub, offline: ``cline --json "…"`` for the first turn, then the
 session resumed in its TUI (``cline --id SESSION``, in a private tmux; ``--json`` refuses ``--id`` and no other
-resume runs without the TUI) for the three others, typed one after the other into that one process, as a user
-does.
+resume runs without the TUI) for the others, typed one after the other into that one process, as a user does.
 
 The workspace holds one marker word per file: a root ``AGENTS.md`` and ``.cline/rules/style.md`` (Cline reads both
 itself: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matching the active file and
@@ -16,7 +15,9 @@ itself: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matc
 2. nothing changed (the resumed session, in the TUI): nothing from us;
 3. after ``CLAUDE.md`` is edited: its new text, once, and nothing else;
 4. after ``AGENTS.md`` is edited: nothing from us; Cline reads it again itself (its system message has the new text);
-5. after ``/clear`` (a new session, same process): everything it lacks again, once.
+5. after ``/clear`` (a new session, same process): everything it lacks again, once; 6-9: nothing;
+10. after ``/compact`` (the older turns, turn 5's text with them, become a summary in what goes to the model):
+    nothing yet, the plugin sees the text gone only in that request; 11: everything it lacks again, once.
 
 Through turns 1-3 Cline's system message is byte-identical (we never touch it), and in turn 4 it differs only by
 the edit. The ``.env`` secret never reaches a request.
@@ -25,6 +26,7 @@ the edit. The ``.env`` secret never reaches a request.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -64,6 +66,7 @@ WORKSPACE = {
     ".gitignore": ".env\n",
 }
 HOOK_CONTEXT = re.compile(r'^<hook_context source="RunStart">\n(.*)\n</hook_context>$', re.S)
+QUIET = ("6", "7", "8", "9")  # turns after the new session's first, so that /compact summarizes that first one
 NEW_SESSION = "What can I do for you?"  # the empty box of a new session in Cline's TUI
 OFFER = "Press Enter to open"  # the offer a new session of Cline's TUI opens with
 MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
@@ -115,6 +118,17 @@ class Tui:
                 self.wait(lambda s: OFFER not in s and NEW_SESSION in s, "new session's empty box", timeout=5)
                 return
         raise AssertionError(f"cline-cli: /clear did not leave an empty new session:\n{self.screen()}")
+
+    def compact(self, summarized: Any) -> None:
+        """``/compact``: Cline asks the model for a summary of the older turns and keeps it in their place;
+        ``summarized()`` tells when that request has come."""
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "-l", "/compact"], check=True, timeout=30)
+        time.sleep(0.5)
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "Enter"], check=True, timeout=30)
+        self.wait(lambda s: summarized() and "Ask anything" in s, "compaction")
+        time.sleep(1)
+        subprocess.run([*self.base, "send-keys", "-t", "cline", "Escape"], check=True, timeout=30)
+        time.sleep(0.5)
 
     def send(self, prompt: str) -> None:
         """Types ``prompt``, presses Enter, waits for the stub's answer below it."""
@@ -299,6 +313,20 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     fifth, fresh = run.turn("5", "Turn five: a new session.")
     assert {m for m in MARKERS if m in fresh} == {CLAUDE_V2, CURSOR_RULE, SRC}, f"{who} turn 5 (after /clear):\n{fresh}"
     assert_once("5", fifth, applies, applies)
+    for label in QUIET:
+        _rec, quiet = run.turn(label, f"Turn {label}: nothing new.")
+        assert quiet == "", f"{who} turn {label}: nothing changed, yet our plugin added:\n{quiet}"
+
+    before = stub.next_seq
+    run.tui.compact(lambda: stub.next_seq > before)
+    tenth, late = run.turn("10", "Turn ten: after the summary.")
+    history = json.dumps(tenth.json.get("messages"), ensure_ascii=False)
+    assert "Context summary" in history, f"{who} turn 10: no summary in the request"
+    assert json.dumps(fresh, ensure_ascii=False)[1:-1] not in history, f"{who} turn 10: turn 5 was not compacted"
+    assert late == "", f"{who} turn 10: our plugin learns of the compaction only once the request is made:\n{late}"
+    eleventh, again = run.turn("11", "Turn eleven: and after that.")
+    assert {m for m in MARKERS if m in again} == {CLAUDE_V2, CURSOR_RULE, SRC}, f"{who} turn 11 (compacted):\n{again}"
+    assert_once("11", eleventh, applies, applies)
 
     systems = [agent.system_part(rec) for _label, rec, _hooked in run.turns[:4]]
     for rec in stub.requests:

@@ -20,8 +20,12 @@ resumed; ``/clear`` in the TUI starts a new session and calls ``setup`` again wi
 ``ctx.workspaceInfo.rootPath``; ``hooks.beforeRun({snapshot})`` runs before each prompt (its
 ``snapshot.conversationId`` is new in every process: not a session id), and the ``appendContext`` it returns is
 added as a user message ``<hook_context source="RunStart">…</hook_context>`` after the prompt, never to the system
-message, every turn, and kept in the session's history. 100,000 characters arrived whole; our own bound per
-prompt is 30,000, as for the other agents.
+message, every turn, and kept in the session's history until Cline compacts it (``/compact``, or near its context
+limit: the older turns become a "Context summary" message in what goes to the model, while ``snapshot.messages``
+keeps them all; no plugin event says so, so our plugin's ``beforeModel`` looks for the texts this process added in
+``request.messages`` and, when one is gone, tells the hook ``SessionStart`` ``compact``: the next prompt gets
+everything again; texts another process added (``cline --id`` is a new process) it cannot know of).
+100,000 characters arrived whole; our own bound per prompt is 30,000, as for the other agents.
 
 This module is read by the hook before every prompt: constants and functions only, stdlib imports only.
 """
@@ -41,8 +45,9 @@ if TYPE_CHECKING:
 ID = "cline-cli"
 NAME = "Cline CLI"
 CHECKED = "3.0.65"
-# Our plugin calls the hook with our own event name: Cline's own hook events never reach it.
-EVENTS: dict[str, str] = {"UserPromptSubmit": "UserPromptSubmit"}
+# Our plugin calls the hook with our own event names (Cline's own hook events never reach it): SessionStart only with
+# ``source: "compact"``, when the session's history lost a text it added.
+EVENTS: dict[str, str] = {"UserPromptSubmit": "UserPromptSubmit", "SessionStart": "SessionStart"}
 LIMIT = 30_000  # 100,000 characters arrived whole (3.0.65); 30,000 is our bound on what one prompt adds
 UNIT = "characters"
 
@@ -66,7 +71,9 @@ PLUGIN_TEMPLATE = """__MARKER__
 // Before each prompt, Cline CLI calls beforeRun; this plugin then runs the command below with the session's id and
 // folder and returns what it prints (the project memory Cline does not read itself) as appendContext, which Cline
 // adds to that turn as a message of its own. The system prompt is never touched, so Cline's cached prefix stays the
-// same. A command that fails, prints nothing or takes longer than TIMEOUT_MS adds nothing.
+// same. A command that fails, prints nothing or takes longer than TIMEOUT_MS adds nothing. When a text it added is
+// no longer in what goes to the model (Cline compacted it into a summary), it tells the command, so the memory comes
+// again with the next prompt.
 import { spawn } from "node:child_process";
 
 const COMMAND = __COMMAND__;
@@ -74,6 +81,7 @@ const TIMEOUT_MS = __TIMEOUT__;
 const MAX_OUTPUT = __MAX_OUTPUT__;
 let session = "";
 let folder = "";
+const added = new Map(); // session id -> the texts this process added to it
 
 __RUNNER__
 export default {
@@ -90,10 +98,27 @@ export default {
         const id = session || snapshot?.conversationId;
         if (!id) return undefined;
         const text = await hook({ hook_event_name: "UserPromptSubmit", session_id: id, cwd: folder || process.cwd() });
-        return text ? { appendContext: text } : undefined;
+        if (!text) return undefined;
+        added.set(id, [...(added.get(id) ?? []), text]);
+        return { appendContext: text };
       } catch {
         return undefined;
       }
+    },
+    // The request's messages are the session's history as the model gets it: compacted, they hold a summary in
+    // place of the older turns. A text this process added that is gone from them makes the next prompt's call get
+    // everything again.
+    beforeModel: async ({ request } = {}) => {
+      try {
+        const id = session;
+        const given = added.get(id);
+        if (!id || !given?.length || !Array.isArray(request?.messages)) return undefined;
+        const sent = JSON.stringify(request.messages);
+        if (given.every((text) => sent.includes(JSON.stringify(text.trim()).slice(1, -1)))) return undefined;
+        added.delete(id);
+        await hook({ hook_event_name: "SessionStart", source: "compact", session_id: id, cwd: folder || process.cwd() });
+      } catch {}
+      return undefined;
     },
   },
 };
