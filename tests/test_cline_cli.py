@@ -209,12 +209,23 @@ def test_the_memory_tables_hold_what_the_module_says() -> None:
 
 
 def test_explain_says_what_cline_cli_loads(project: Path, env: dict[str, str]) -> None:
-    out = cli("explain", "--agent", "cline-cli", "--workspace", str(project), "--json", env=env)
+    """Cline CLI 3.0.65 reads every file of .cline/rules whole, one with ``paths`` too (measured): the hook never
+    sends it, even while the active file matches."""
+    (project / ".cline" / "rules" / "py.md").write_text('---\npaths:\n  - "src/**"\n---\nPython rules.\n')
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    args = ("--workspace", str(project), "--active", str(project / "src" / "app.py"), "--json")
+    out = cli("explain", "--agent", "cline-cli", *args, env=env)
     assert out.returncode == 0, out.stderr
     data: dict[str, Any] = json.loads(out.stdout)
-    assert {f["path"] for f in data["files"]} == {"AGENTS.md", ".cline/rules/style.md"}
+    files = {f["path"]: f["reading"] for f in data["files"]}
+    assert files == {"AGENTS.md": "tracked", ".cline/rules/style.md": "tracked", ".cline/rules/py.md": "tracked"}
     assert data["checked"] == "3.0.65"
-    assert data["hookDelivery"][0]["files"] and "CLAUDE.md" in data["hookDelivery"][0]["files"]
+    (first,) = data["hookDelivery"]
+    assert "CLAUDE.md" in first["files"] and not [f for f in first["files"] if ".cline" in f or f == "AGENTS.md"]
+    # The other agents read .cline/rules as a rule format of ours: ``paths`` decides.
+    claude = json.loads(cli("explain", "--agent", "claude-code", *args, env=env).stdout)
+    assert ".cline/rules/py.md" in claude["hookDelivery"][0]["files"]
 
 
 # ------------------------------------------------------------------------------------------ the plugin

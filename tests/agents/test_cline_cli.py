@@ -6,8 +6,9 @@ runs one session against the recording model stub, offline: ``cline --json "…"
 session resumed in its TUI (``cline --id SESSION``, in a private tmux; ``--json`` refuses ``--id`` and no other
 resume runs without the TUI) for the others, typed one after the other into that one process, as a user does.
 
-The workspace holds one marker word per file: a root ``AGENTS.md`` and ``.cline/rules/style.md`` (Cline reads both
-itself: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matching the active file and
+The workspace holds one marker word per file: a root ``AGENTS.md``, ``.cline/rules/style.md`` and a
+``.cline/rules/python.md`` with ``paths`` matching the active file (Cline reads all three itself, the last whole
+whatever its paths: we never send them), a ``CLAUDE.md``, a ``.cursor/rules`` glob rule matching the active file and
 ``src/AGENTS.md`` (the active file's folder), which it does not read.
 
 1. first prompt: every text that applies is in the request exactly once, what Cline lacks in our
@@ -47,14 +48,17 @@ from test_agent_memory_hooks import context_companion, make_workspace
 
 SECRET = "sk-stub-never-in-a-request-8642"
 ROOT, ROOT_V2, CLINE_RULES = "ROOT-MEMORY-CLINE", "ROOT-EDITED-CLINE", "CLINE-RULES-CLINE"
+CLINE_PATHS = "CLINE-PATHS-RULE-CLINE"
 CLAUDE_V1, CLAUDE_V2 = "CLAUDE-MEMORY-CLINE", "CLAUDE-EDITED-CLINE"
 CURSOR_RULE, SRC = "CURSOR-RULE-CLINE", "SRC-MEMORY-CLINE"
-MARKERS = (ROOT, ROOT_V2, CLINE_RULES, CLAUDE_V1, CLAUDE_V2, CURSOR_RULE, SRC)
-READS_ITSELF = {ROOT, ROOT_V2, CLINE_RULES}  # Cline CLI 3.0.65, as measured (docs/agents.md)
+MARKERS = (ROOT, ROOT_V2, CLINE_RULES, CLINE_PATHS, CLAUDE_V1, CLAUDE_V2, CURSOR_RULE, SRC)
+READS_ITSELF = {ROOT, ROOT_V2, CLINE_RULES, CLINE_PATHS}  # Cline CLI 3.0.65, as measured (docs/agents.md)
 
 WORKSPACE = {
     "AGENTS.md": f"# Project\n\n{ROOT}: otters review every pull request.\n",
     ".cline/rules/style.md": f"# Style\n\n{CLINE_RULES}: name things for what they do.\n",
+    # For the active file; Cline CLI reads it whole whatever its paths.
+    ".cline/rules/python.md": f'---\npaths:\n  - "src/**/*.py"\n---\n\n{CLINE_PATHS}: prefer pathlib.\n',
     "CLAUDE.md": f"# Working here\n\n{CLAUDE_V1}: changelog entries are written in the imperative.\n",
     ".cursor/rules/python-style.mdc": (
         "---\ndescription: Python style\nglobs: src/**/*.py\nalwaysApply: false\n---\n\n"
@@ -266,15 +270,14 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     agent, stub, ws = run.agent, run.stub, run.editor.workspace
     said = set_up(run)
     who = f"cline-cli {agent.version()}"
-    base = {ROOT, CLINE_RULES, CLAUDE_V1, CURSOR_RULE, SRC}
+    base = {ROOT, CLINE_RULES, CLINE_PATHS, CLAUDE_V1, CURSOR_RULE, SRC}
     seen = set(base)
 
     first, hooked = run.turn("1", "Turn one: tell me what to keep in mind for this file.")
     assert_once("1", first, base, seen)
     system = system_text(first)
-    assert {m for m in MARKERS if m in system} == {ROOT, CLINE_RULES}, (
-        f"{who} no longer reads just {ROOT}, {CLINE_RULES}"
-    )
+    reads = {ROOT, CLINE_RULES, CLINE_PATHS}
+    assert {m for m in MARKERS if m in system} == reads, f"{who} no longer reads just {reads} itself"
     own = [m for m in READS_ITSELF if m in hooked]
     assert not own, f"{who}: we sent what it reads itself: {own}\n{hooked}"
     lacking = base - READS_ITSELF
@@ -294,7 +297,7 @@ def test_cline_cli_gets_what_it_lacks_once_a_change_once_and_its_system_part_unt
     seen |= applies
     third, edited = run.turn("3", "Turn three: tell me what changed.")
     assert CLAUDE_V2 in edited, f"{who} turn 3: the edit of CLAUDE.md is not in our context:\n{edited}"
-    assert not {CURSOR_RULE, SRC, ROOT, CLINE_RULES} & {m for m in MARKERS if m in edited}, (
+    assert not {CURSOR_RULE, SRC, ROOT, CLINE_RULES, CLINE_PATHS} & {m for m in MARKERS if m in edited}, (
         f"{who} turn 3: want the change only:\n{edited}"
     )
     assert_once("3", third, applies, seen)

@@ -5,7 +5,9 @@ test_cline_cli.py) and read in its shipped bundle.
 What it reads: the workspace root's ``AGENTS.md``, the rule files of ``.cline/rules/`` and, only when that folder
 does not exist, those of ``.clinerules/`` (its older folder), ``~/.agents/AGENTS.md`` and its global rule folders
 (``$CLINE_DIR/rules``, ``~/Documents/Cline/Rules``), into the system message, again before every prompt (measured:
-an edit of ``AGENTS.md`` or ``.cline/rules`` is in the next prompt's system message, in its TUI too). Not read:
+an edit of ``AGENTS.md`` or ``.cline/rules`` is in the next prompt's system message, in its TUI too). It reads
+every ``.md`` and ``.txt`` file directly in ``.cline/rules`` whole, a rule with ``paths`` too (measured: one for
+``src/**`` was in the system message with no such file in sight); not ``.mdc`` files nor sub-folders. Not read:
 ``CLAUDE.md``, ``GEMINI.md``, a sub-folder's ``AGENTS.md``, other vendors' rule folders (``.cursor/rules``,
 ``.claude/rules``, …). ``cline --json "…"`` is one turn per process; its TUI (``cline``, ``cline --id SESSION`` to
 resume) keeps one process for the session.
@@ -165,6 +167,7 @@ def rules() -> AgentRules:
         globals=("~/.agents/AGENTS.md",),
         rules=("cline-rules",),
         fallback_rules=("cline",),
+        whole_rules=("cline-rules", "cline"),
         keeps="tracked",
         checked=CHECKED,
     )

@@ -69,6 +69,8 @@ class AgentRules:
     untrusted: str = ""  # why it reads none of the project's files here (a folder it does not trust), or ""
     # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
     attached_rules: tuple[RuleFormat, ...] = ()
+    # Rule formats it loads whole, every file, whatever its frontmatter says (Cline CLI ignores ``paths``).
+    whole_rules: tuple[RuleFormat, ...] = ()
 
 
 # https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md and CLAUDE.local.md in every folder
@@ -347,6 +349,7 @@ CLINE_CLI = AgentRules(
     globals=("~/.agents/AGENTS.md",),
     rules=("cline-rules",),
     fallback_rules=("cline",),
+    whole_rules=("cline-rules", "cline"),
     keeps="tracked",
     checked="3.0.65",
 )
