@@ -58,7 +58,7 @@ from .procs import (
     runtime_folder,
 )
 
-AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "cline-cli")
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid", "cline-cli")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
 # is copilot-cli here, the only GitHub Copilot with hooks).
 ALIASES = {
@@ -66,6 +66,7 @@ ALIASES = {
     "gemini": "gemini-cli",
     "copilot": "copilot-cli",
     "qwen": "qwen-code",
+    "droid": "factory-droid",
     "cline": "cline-cli",
 }
 COPILOT_CLI = "copilot-cli"
@@ -222,6 +223,10 @@ def read_input(stream: Any, agent: str = "claude-code") -> dict[str, str]:
         raise HookFailure("the hook input on stdin is not a JSON object")
     if agent == COPILOT_CLI:
         raw = _copilot_shape(raw)
+    elif agent == "factory-droid":
+        from .agents import factory_droid
+
+        raw = factory_droid.hook_input(raw)
     fields = {}
     for key, name in (("hook_event_name", "event"), ("session_id", "sessionId"), ("cwd", "cwd"), ("source", "source")):
         value = raw.get(key, "")

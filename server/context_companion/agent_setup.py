@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonc
+from .agents import factory_droid
 from .fileio import resolve_for_write
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ AGENT_HOOKS = {
             shared=True,
             reads="Qwen Code 0.24 reads comments here but ignores the whole file on a trailing comma",
         ),
+        factory_droid.setup_file(),
     )
 }
 # A plugin file of ours instead of hooks in a settings file (opencode_plugin writes each; agents.<module> says where).
@@ -176,6 +178,20 @@ def _plugin_agent(agent_id: str) -> Any:
     from .agents import registry
 
     return registry.load(agent_id)
+
+
+def setup_files(agent_id: str) -> tuple[str, str, str] | None:
+    """Where ``setup --agent agent_id`` writes, as users are told: (kind, the project's file relative to the
+    project, the user file with its default config folder under ``~``), kind ``"hooks"`` (a settings file's
+    hooks) or ``"plugin"`` (a plugin file of ours); None for an agent setup does not serve."""
+    hooks = AGENT_HOOKS.get(agent_id)
+    if hooks is not None:
+        return "hooks", hooks.project_file, f"~/{hooks.user_dir}/{hooks.user_file}"
+    if agent_id in PLUGIN_AGENTS:
+        from . import opencode_plugin
+
+        return "plugin", *(_plugin_agent(agent_id) or opencode_plugin).shown_files()
+    return None
 
 
 CODEX_REVIEW = (

@@ -179,6 +179,12 @@ def is_ours(data: bytes, marker: str = MARKER) -> bool:
     return data.split(b"\n", 1)[0].rstrip(b"\r") == marker.encode("utf-8")
 
 
+def shown_files() -> tuple[str, str]:
+    """The plugin's project file (relative to the project) and user file (default folder, under ``~``), as
+    users are told where setup writes."""
+    return f"{PROJECT_FOLDER}/{FILE_NAME}", f"~/.config/opencode/plugins/{FILE_NAME}"
+
+
 def plugin_path(workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
     """(the plugin file, the folder it must stay in): the project's ``.opencode/plugins``, or OpenCode's
     user config folder (``$XDG_CONFIG_HOME/opencode``, default ``~/.config/opencode``)."""

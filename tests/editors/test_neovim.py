@@ -402,7 +402,14 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     nvim = start_nvim()
     edit(nvim, workspace / "src" / "main.py")
     nvim.wait_attached()
-    assert "codex" in nvim.lua("return vim.fn.getcompletion('ContextCompanionExplain co', 'cmdline')")
+    # Completion offers the running server's agents (ids and short names), as listAgents gives them.
+    listed = server_agents()
+    offered = nvim.lua("return vim.fn.getcompletion('ContextCompanionExplain co', 'cmdline')")
+    assert len(offered) == len(set(offered))
+    assert set(offered) == {
+        n for a in listed if a["explain"] for n in (a["id"], *a["shortNames"]) if n.startswith("co")
+    }
+    assert "codex" in offered and "context-companion" in offered
 
     def explain_buffer(agent: str) -> str:
         return nvim.wait_lua(
@@ -430,9 +437,76 @@ def test_explain_shows_what_an_agent_would_load(start_nvim, workspace: Path) -> 
     assert explain_buffer("claude%-code").startswith("# What Claude Code would load")
 
     nvim.lua("vim.cmd('ContextCompanionExplain vim')")
+    first = listed[0]
+    known = f'unknown agent "vim"; known agents: {first["id"]} (or {", ".join(first["shortNames"])}), '
+    refused = nvim.wait_for(
+        lambda: [m["msg"] for m in nvim.messages() if known in m["msg"]], "the unknown agent message, from the list"
+    )
+    assert all(a["id"] in refused[0] for a in listed if a["explain"])
+
+
+def server_agents() -> list[dict[str, Any]]:
+    """The server's agent list, as ``context-companion agents --json`` gives it (listAgents answers the same)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "context_companion", "agents", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return list(json.loads(out.stdout)["agents"])
+
+
+def test_the_agent_commands_take_what_the_server_lists_and_say_when_none_runs(start_nvim, tmp_path: Path) -> None:
+    """The plugin names no agent: an agent the server lists (here a made-up one in a stand-in answer) is
+    completed and explained by its id or short name; with no server for the buffer, completion offers nothing
+    and the command says the server is not running."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "notes.txt").write_text("no workspace here\n")
+    nvim = start_nvim(cwd=alone)
+    edit(nvim, alone / "notes.txt")
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionExplain ', 'cmdline')") == []
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup ', 'cmdline')") == []
+    nvim.lua("vim.cmd('ContextCompanionExplain codex')")
     nvim.wait_for(
-        lambda: any('unknown agent "vim"; known agents: claude-code' in m["msg"] for m in nvim.messages()),
-        "the unknown agent message",
+        lambda: any("explaining memory failed: not running for this buffer" in m["msg"] for m in nvim.messages()),
+        "the not-running message",
+    )
+    # A stand-in server that lists a new agent: the commands follow its list.
+    nvim.lua(
+        """
+        local lsp = require('context_companion.lsp')
+        local fake = { id = 4242, name = 'context_companion' }
+        local answer = { agents = {
+          { id = 'newcomer-cli', name = 'Newcomer CLI', shortNames = { 'newcomer' }, hooks = true, explain = true,
+            setup = { kind = 'hooks', project = '.newcomer/settings.json', user = '~/.newcomer/settings.json' } },
+          { id = 'plain-editor', name = 'Plain Editor', shortNames = {}, hooks = false, setup = vim.NIL, explain = true },
+        } }
+        _G.t_explained = {}
+        lsp.client_for = function() return fake end
+        lsp.execute = function(command, args, opts, cb)
+          if command == 'listAgents' then
+            if cb then return cb(nil, answer, fake) end
+            return answer, nil
+          end
+          table.insert(_G.t_explained, args.agent)
+          cb({ message = 'stand-in server' }, nil, fake)
+        end
+        """
+    )
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup ', 'cmdline')") == ["newcomer-cli", "newcomer"]
+    assert nvim.lua("return vim.fn.getcompletion('ContextCompanionExplain ', 'cmdline')") == [
+        "newcomer-cli",
+        "newcomer",
+        "plain-editor",
+    ]
+    nvim.lua("vim.cmd('ContextCompanionExplain NEWCOMER')")
+    assert nvim.wait_lua("return _G.t_explained[1]", "the explain request") == "newcomer-cli"
+    nvim.lua("vim.cmd('ContextCompanionExplain codex')")
+    nvim.wait_for(
+        lambda: any(
+            'unknown agent "codex"; known agents: newcomer-cli (or newcomer), plain-editor' in m["msg"]
+            for m in nvim.messages()
+        ),
+        "the unknown agent message, from the stand-in's list",
     )
 
 
@@ -440,10 +514,9 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
     nvim = start_nvim()
     edit(nvim, workspace / "src" / "main.py")
     nvim.wait_attached()
+    with_hooks = [n for a in server_agents() if a["hooks"] for n in (a["id"], *a["shortNames"])]
     assert nvim.lua("return vim.fn.getcompletion('ContextCompanionSetup c', 'cmdline')") == [
-        "claude-code",
-        "codex",
-        "copilot-cli",
+        n for n in with_hooks if n.startswith("c")
     ]
 
     nvim.lua("vim.cmd('ContextCompanionSetup claude-code')")
@@ -469,15 +542,12 @@ def test_setup_command_writes_the_agent_hooks_for_the_workspace(start_nvim, work
         and "left untouched" in refused[0]["msg"]
     )
 
-    nvim.lua("vim.cmd('ContextCompanionSetup cursor')")
-    nvim.wait_for(
-        lambda: any(
-            'unknown agent "cursor"; agents with hooks: claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code'
-            in m["msg"]
-            for m in nvim.messages()
-        ),
+    nvim.lua("vim.cmd('ContextCompanionSetup cursor')")  # setup itself refuses an agent it does not serve
+    refused = nvim.wait_for(
+        lambda: [m for m in nvim.messages() if "cursor hooks not set up: --agent cursor: unknown agent" in m["msg"]],
         "the unknown agent message",
     )
+    assert refused[0]["level"] == 4 and "claude-code (or claude)" in refused[0]["msg"]
 
 
 def test_vim_lsp_enable_form(start_nvim, workspace: Path) -> None:

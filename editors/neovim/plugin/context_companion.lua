@@ -39,9 +39,7 @@ command('ContextCompanionExplain', function(args)
 end, {
   nargs = 1,
   complete = function(lead)
-    return vim.tbl_filter(function(id)
-      return id:find(lead, 1, true) == 1
-    end, require('context_companion.commands').AGENTS)
+    return require('context_companion.commands').complete('explain', lead)
   end,
   desc = 'Context Companion: which memory and rule files an agent would load, and why',
 })
@@ -51,11 +49,9 @@ command('ContextCompanionSetup', function(args)
 end, {
   nargs = 1,
   complete = function(lead)
-    return vim.tbl_filter(function(id)
-      return id:find(lead, 1, true) == 1
-    end, require('context_companion.commands').HOOK_AGENTS)
+    return require('context_companion.commands').complete('setup', lead)
   end,
-  desc = "Context Companion: set up an agent's hooks (claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code) for this workspace",
+  desc = "Context Companion: set up an agent's hooks for this workspace (<Tab>: the agents the server lists)",
 })
 
 command('ContextCompanionInstall', function(args)

@@ -764,6 +764,20 @@ async function mainSuite() {
     if (!/"line":\s*3\b/.test(text)) throw new Error(`no cursor on line 3 in: ${text.slice(0, 400)}`);
   });
 
+  await check('"Explain Memory for Agent…" lists the server\'s agents by their names; picking one shows what it loads', async () => {
+    await runFromPalette('Context Companion: Explain Memory for Agent…');
+    // The list is the server's (contextCompanion.listAgents): VS Code's own chat is in it, named by the server.
+    await page.locator('.quick-input-widget .quick-input-title', { hasText: 'which agent?' }).waitFor({ state: 'visible', timeout: 15_000 });
+    await quickInputBox().fill('vscode');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'VS Code chat' }).first().waitFor({ state: 'visible', timeout: 15_000 });
+    await quickInputBox().fill('codex');
+    const codex = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Codex' }).first();
+    await codex.waitFor({ state: 'visible', timeout: 15_000 });
+    await codex.click();
+    await waitFor('the Memory per Agent tab', async () => (await activeTabTitle()).includes('Memory per Agent.md'));
+    await waitFor('what Codex would load', async () => (await activeEditorText()).includes('What Codex would load'));
+  });
+
   await check('"Add Memory" saves the fact to the workspace AGENTS.md', async () => {
     const before = await statusText();
     await runFromPalette('Context Companion: Add Memory');

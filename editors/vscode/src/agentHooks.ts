@@ -1,28 +1,20 @@
 /**
- * "Connect Agent Memory Hooks…": pick Claude Code, Gemini CLI, Codex, GitHub Copilot CLI, OpenCode or Qwen Code, and run
- * `context-companion setup --agent <id> --workspace <folder>` for the window's folder with the same
+ * "Connect Agent Memory Hooks…": pick one of the agents with hooks the server lists (`contextCompanion.listAgents`),
+ * and run `context-companion setup --agent <id> --workspace <folder>` for the window's folder with the same
  * program the extension runs the server with; show what it did (or its one-line error). From then
  * on that agent's hooks run `context-companion hook`, which asks this window's server for the memory
  * the agent does not read itself (docs/agents.md, "Agent hooks").
  *
- * The `vscode` module and the process runner are injected, so this is unit-tested without VS Code.
+ * The `vscode` module, the agent list and the process runner are injected, so this is unit-tested without VS Code.
  */
 import { execFile } from 'node:child_process';
 import type * as vscode from 'vscode';
+import { type AgentInfo, setupDetail } from './agentList';
 import { cliCommandLine, type LaunchPlan } from './launch';
 
 export const CONNECT_AGENT_HOOKS = 'contextCompanion.connectAgentHooks';
 const TITLE = 'Context Companion';
 const SETUP_TIMEOUT_MS = 60_000;
-
-export const HOOK_AGENTS: readonly { id: string; label: string; detail: string }[] = [
-  { id: 'claude-code', label: 'Claude Code', detail: 'hooks in .claude/settings.local.json' },
-  { id: 'gemini-cli', label: 'Gemini CLI', detail: 'hooks in .gemini/settings.json' },
-  { id: 'codex', label: 'Codex', detail: 'hooks in .codex/hooks.json (Codex asks you to trust them)' },
-  { id: 'copilot-cli', label: 'GitHub Copilot CLI', detail: 'hooks in .github/hooks/context-companion.json' },
-  { id: 'opencode', label: 'OpenCode', detail: 'a plugin in .opencode/plugins/context-companion.js' },
-  { id: 'qwen-code', label: 'Qwen Code', detail: 'hooks in .qwen/settings.json' },
-];
 
 export interface CommandLine {
   command: string;
@@ -60,6 +52,8 @@ export function runProcess(line: CommandLine, cwd: string): Promise<RunResult> {
 type Vs = Pick<typeof vscode, 'window' | 'workspace' | 'commands'>;
 
 export interface AgentHooksDeps {
+  /** The server's agents (agentList.ts); rejects with the server's state when it is not running. */
+  agents(): Promise<AgentInfo[]>;
   plan(): Promise<LaunchPlan>;
   /** The folder `setup` runs in (launch.ts launchFolder): never the project, which goes in `--workspace`. */
   launchFolder(): string;
@@ -74,8 +68,13 @@ export async function connectAgentHooks(vs: Vs, deps: AgentHooksDeps): Promise<v
     void vs.window.showErrorMessage(`${TITLE}: open a folder first: the hooks are set up for a project folder.`);
     return;
   }
+  const withSetup = (await deps.agents()).flatMap((a) => (a.hooks && a.setup ? [{ ...a, setup: a.setup }] : []));
+  if (withSetup.length === 0) {
+    void vs.window.showErrorMessage(`${TITLE}: the server lists no agent with hooks to set up.`);
+    return;
+  }
   const agent = await vs.window.showQuickPick(
-    HOOK_AGENTS.map((a) => ({ label: a.label, description: a.id, detail: a.detail, id: a.id })),
+    withSetup.map((a) => ({ label: a.name, description: a.id, detail: setupDetail(a.setup), id: a.id })),
     { title: `${TITLE}: Connect Agent Memory Hooks`, placeHolder: 'Which agent gets the memory it does not read itself?' },
   );
   if (!agent) return;

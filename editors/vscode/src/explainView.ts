@@ -1,21 +1,10 @@
-/** The "Explain Memory for Agent…" view: the agents to pick from and the Markdown of an answer. */
+import type { AgentInfo } from './agentList';
+/** The "Explain Memory for Agent…" view: the agents to pick from (the server's, agentList.ts) and the Markdown of an answer. */
 
-export const AGENTS: readonly { id: string; label: string }[] = [
-  { id: 'claude-code', label: 'Claude Code' },
-  { id: 'codex', label: 'Codex' },
-  { id: 'gemini-cli', label: 'Gemini CLI' },
-  { id: 'cursor', label: 'Cursor' },
-  { id: 'copilot', label: 'GitHub Copilot in the editor' },
-  { id: 'windsurf', label: 'Windsurf' },
-  { id: 'cline', label: 'Cline' },
-  { id: 'continue', label: 'Continue' },
-  { id: 'kiro', label: 'Kiro' },
-  { id: 'zed', label: 'Zed' },
-  { id: 'copilot-cli', label: 'GitHub Copilot CLI' },
-  { id: 'opencode', label: 'OpenCode' },
-  { id: 'qwen-code', label: 'Qwen Code' },
-  { id: 'context-companion', label: 'Context Companion' },
-];
+/** The picker's items: every agent the server's explainMemory knows, in the server's order. */
+export function explainItems(agents: readonly AgentInfo[]): { label: string; description: string; id: string }[] {
+  return agents.filter((a) => a.explain).map((a) => ({ label: a.name, description: a.id, id: a.id }));
+}
 
 export interface ExplainedFile {
   path: string;

@@ -18,11 +18,12 @@ import {
 } from './gemini';
 import { InstructionModel } from './instruction';
 import { registerAgentHooks, runProcess } from './agentHooks';
+import { AgentList } from './agentList';
 import { registerLanguageModelTools } from './lmTools';
 import { OPEN_LISTENERS, TerminalListeners } from './listeners';
 import { registerMcpProvider } from './mcpProvider';
 import { registerPalette } from './palette';
-import { PaletteCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
+import { PaletteCommand, ServerCommand, type InstructionChangedParams, type SystemInstructionResult } from './protocol';
 import { ServerConnection } from './serverConnection';
 import { SECTION, setWorkspaceTrust } from './settingsPayload';
 import { countIncluded, formatStatus, type StatusState } from './statusText';
@@ -92,6 +93,11 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     execute: (command, args) => srv.execute(command, args as object),
     log: (line) => srv.log(line),
   });
+  // The agents the pickers list: the server's, asked once per server start (after a start under way settles).
+  const agents = new AgentList(async () => {
+    await srv.whenSettled();
+    return srv.execute(ServerCommand.listAgents);
+  });
   srv.onClient((client) => {
     client.onNotification(COMPANION_STARTED, (params: unknown) => gemini.onStarted(params));
     client.onRequest(SHOW_DIFF, (params: ShowDiffParams) => gemini.showDiff(params));
@@ -109,6 +115,7 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
     vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views),
     instruction.onDidChange(readyStatus),
     srv.onDidChangeState((state) => {
+      agents.forget(); // another server (or none): its list is asked again
       if (state.kind === 'running') {
         void terminals.serverStarted();
         instruction.refresh().then(readyStatus, (err: unknown) => {
@@ -133,9 +140,10 @@ export function activate(context: vscode.ExtensionContext): ContextCompanionApi 
         if (choice === restart) await vscode.commands.executeCommand(PaletteCommand.restartServer);
       }
     }),
-    ...registerPalette(srv, instruction, views, cursor),
+    ...registerPalette(srv, instruction, views, cursor, agents),
     ...registerLanguageModelTools(vscode, srv, (line) => srv.log(line), () => chat.state.kind === 'on'),
     registerAgentHooks(vscode, {
+      agents: () => agents.get(),
       plan: () => srv.launchPlan(),
       launchFolder: () => srv.launchFolder,
       run: runProcess,

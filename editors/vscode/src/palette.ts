@@ -16,7 +16,8 @@ import {
 import { turnContextMarkdown } from './turnView';
 import { ServerNotRunningError, type ServerConnection } from './serverConnection';
 import { formatRefreshSummary, plural } from './statusText';
-import { AGENTS, type ExplainMemoryResult, formatExplanation } from './explainView';
+import type { AgentList } from './agentList';
+import { type ExplainMemoryResult, explainItems, formatExplanation } from './explainView';
 import { EXPLAIN_URI, INSTRUCTION_URI, openView, TURN_CONTEXT_URI, type ViewProvider } from './views';
 
 const TITLE = 'Context Companion';
@@ -26,6 +27,7 @@ export function registerPalette(
   instruction: InstructionModel,
   views: ViewProvider,
   cursor: CursorTracker,
+  agents: AgentList,
 ): vscode.Disposable[] {
   const guarded =
     (fn: () => Promise<void>) =>
@@ -67,12 +69,12 @@ export function registerPalette(
     vscode.commands.registerCommand(
       PaletteCommand.explainMemoryForAgent,
       guarded(async () => {
-        const picked = await vscode.window.showQuickPick(
-          AGENTS.map((a) => ({ label: a.label, description: a.id, id: a.id })),
-          { title: `${TITLE}: which agent?`, placeHolder: 'Show which memory and rule files it would load, and why' },
-        );
-        if (!picked) return;
         await ensureRunning(server);
+        const picked = await vscode.window.showQuickPick(explainItems(await agents.get()), {
+          title: `${TITLE}: which agent?`,
+          placeHolder: 'Show which memory and rule files it would load, and why',
+        });
+        if (!picked) return;
         cursor.flush();
         const active = vscode.window.activeTextEditor?.document.uri;
         const args: Record<string, string> = { agent: picked.id };

@@ -22,6 +22,7 @@ export const ServerCommand = {
   explainMemory: 'contextCompanion.explainMemory',
   companionStatus: 'contextCompanion.companionStatus',
   getAgentMemory: 'contextCompanion.getAgentMemory',
+  listAgents: 'contextCompanion.listAgents',
 } as const;
 
 /** Commands this extension contributes to the palette. They must never equal a server command id. */

@@ -3,13 +3,14 @@ import { describe, it } from 'node:test';
 import {
   CONNECT_AGENT_HOOKS,
   type CommandLine,
-  HOOK_AGENTS,
   registerAgentHooks,
   type RunResult,
   setupCommandLine,
   setupOutcome,
 } from '../src/agentHooks';
+import { type AgentInfo, parseAgentList } from '../src/agentList';
 import type { LaunchPlan } from '../src/launch';
+import { FAKE_ANSWER } from './fakeAgents';
 
 const PYTHON_PLAN: LaunchPlan = {
   command: '/venv/bin/python',
@@ -25,7 +26,26 @@ interface Shown {
   runs: { line: CommandLine; cwd: string }[];
 }
 
-function fakeVs(folders: string[], answers: (items: { label: string }[]) => unknown, result: RunResult) {
+const SERVER_AGENTS = parseAgentList({
+  agents: [
+    ...FAKE_ANSWER.agents,
+    {
+      id: 'codex',
+      name: 'Codex',
+      shortNames: [],
+      hooks: true,
+      setup: { project: '.codex/hooks.json', user: '~/.codex/hooks.json', kind: 'hooks' },
+      explain: true,
+    },
+  ],
+});
+
+function fakeVs(
+  folders: string[],
+  answers: (items: { label: string }[]) => unknown,
+  result: RunResult,
+  agents: () => Promise<AgentInfo[]> = async () => SERVER_AGENTS,
+) {
   const shown: Shown = { info: [], errors: [], picks: [], runs: [] };
   const commands = new Map<string, () => Promise<void>>();
   const vs = {
@@ -46,6 +66,7 @@ function fakeVs(folders: string[], answers: (items: { label: string }[]) => unkn
     },
   };
   const deps = {
+    agents,
     plan: async () => PYTHON_PLAN,
     launchFolder: () => '/home/ada/.config/Code/User/globalStorage/cc/launch',
     run: async (line: CommandLine, cwd: string) => {
@@ -62,8 +83,42 @@ function fakeVs(folders: string[], answers: (items: { label: string }[]) => unkn
 }
 
 describe('Connect Agent Memory Hooks…', () => {
-  it('offers the three agents with hooks', () => {
-    assert.deepEqual(HOOK_AGENTS.map((a) => a.id), ['claude-code', 'gemini-cli', 'codex', 'copilot-cli', 'opencode', 'qwen-code']);
+  it("offers the server's agents with hooks, with its names and where setup writes", async () => {
+    const { run, shown } = fakeVs(['/w'], () => undefined, { code: 0, stdout: '', stderr: '' });
+    await run();
+    assert.deepEqual(shown.picks[0], [
+      { label: 'Alpha CLI', description: 'alpha-cli', detail: 'hooks in .alpha/settings.json', id: 'alpha-cli' },
+      { label: 'Newcomer Code', description: 'newcomer', detail: 'a plugin in .newcomer/plugins/context-companion.js', id: 'newcomer' },
+      { label: 'Codex', description: 'codex', detail: 'hooks in .codex/hooks.json', id: 'codex' },
+    ]);
+    assert.deepEqual(shown.runs, []);
+  });
+
+  it('sets up an agent the extension never heard of, by the id the server gave', async () => {
+    const { run, shown } = fakeVs(['/w'], (items) => items.find((i) => i.label === 'Newcomer Code'), { code: 0, stdout: 'done', stderr: '' });
+    await run();
+    assert.deepEqual(shown.runs[0].line.args.slice(-5), ['setup', '--agent', 'newcomer', '--workspace', '/w']);
+  });
+
+  it('says in one message that the server is not running, and offers nothing', async () => {
+    const notRunning = async (): Promise<AgentInfo[]> => {
+      throw new Error('The server is not running: Python 3.10 or newer was not found');
+    };
+    const { run, shown } = fakeVs(['/w'], (items) => items[0], { code: 0, stdout: '', stderr: '' }, notRunning);
+    await run();
+    assert.deepEqual(shown.errors, [
+      "Context Companion: cannot set up the agent's hooks: The server is not running: Python 3.10 or newer was not found",
+    ]);
+    assert.deepEqual(shown.picks, []);
+    assert.deepEqual(shown.runs, []);
+  });
+
+  it('says so when the server lists no agent with hooks', async () => {
+    const none = async () => SERVER_AGENTS.filter((a) => !a.hooks);
+    const { run, shown } = fakeVs(['/w'], (items) => items[0], { code: 0, stdout: '', stderr: '' }, none);
+    await run();
+    assert.deepEqual(shown.errors, ['Context Companion: the server lists no agent with hooks to set up.']);
+    assert.deepEqual(shown.picks, []);
   });
 
   it('runs setup with the interpreter of the server, or the program of a serverCommand', () => {
@@ -96,10 +151,10 @@ describe('Connect Agent Memory Hooks…', () => {
 
   it("shows setup's one-line error when it refuses (a settings file it cannot parse)", async () => {
     const stderr = 'context-companion: /w/.gemini/settings.json: not plain JSON: Expecting value; left untouched\n';
-    const { run, shown } = fakeVs(['/w'], (items) => items[1], { code: 2, stdout: '', stderr });
+    const { run, shown } = fakeVs(['/w'], (items) => items[0], { code: 2, stdout: '', stderr });
     await run();
     assert.deepEqual(shown.errors, [
-      'Context Companion: Gemini CLI hooks not set up: /w/.gemini/settings.json: not plain JSON: Expecting value; left untouched',
+      'Context Companion: Alpha CLI hooks not set up: /w/.gemini/settings.json: not plain JSON: Expecting value; left untouched',
     ]);
     assert.deepEqual(shown.info, []);
   });

@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AGENTS, formatExplanation } from '../src/explainView';
+import { parseAgentList } from '../src/agentList';
+import { explainItems, formatExplanation } from '../src/explainView';
+import { FAKE_ANSWER } from './fakeAgents';
 
 describe('explain memory view', () => {
-  it('offers every agent the server knows, once', () => {
-    const ids = AGENTS.map((a) => a.id);
-    assert.equal(new Set(ids).size, ids.length);
-    assert.deepEqual(ids, [
-      'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed',
-      'copilot-cli', 'opencode', 'qwen-code', 'context-companion',
+  it('offers the agents the server says explain knows, in its order, by name', () => {
+    assert.deepEqual(explainItems(parseAgentList(FAKE_ANSWER)), [
+      { label: 'Alpha CLI', description: 'alpha-cli', id: 'alpha-cli' },
+      { label: 'Editor Bot in the editor', description: 'editor-bot', id: 'editor-bot' },
+      { label: 'Context Companion', description: 'context-companion', id: 'context-companion' },
     ]);
-    const labels = new Map(AGENTS.map((a) => [a.id, a.label]));
-    assert.equal(labels.get('copilot'), 'GitHub Copilot in the editor');
-    assert.equal(labels.get('copilot-cli'), 'GitHub Copilot CLI');
   });
 
   it('renders loaded files as a table, then listed, not loaded and the differences', () => {

@@ -132,6 +132,12 @@ def answer(event: str, text: str) -> dict[str, object]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
+def shown_files() -> tuple[str, str]:
+    """The plugin's project file (relative to the project) and user file (default folder, under ``~``), as users
+    are told where setup writes."""
+    return f"{PLUGIN_PROJECT_FOLDER}/{PLUGIN_FILE}", f"~/{HOME_FOLDER}/plugins/{PLUGIN_FILE}"
+
+
 def plugin_path(workspace: Path, user: bool, home: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, Path]:
     """(the plugin file, the folder it must stay in): the project's ``.cline/plugins``, or ``plugins`` in Cline's
     own folder (``$CLINE_DIR``, default ``~/.cline``). Raises ``ValueError`` for a ``CLINE_DIR`` that is not an

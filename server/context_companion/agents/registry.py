@@ -23,6 +23,7 @@ HOOK_AGENTS: dict[str, str] = {
     "copilot-cli": "copilot_cli",
     "opencode": "opencode",
     "qwen-code": "qwen_code",
+    "factory-droid": "factory_droid",
     "cline-cli": "cline_cli",
 }
 # What users type for an id longer than the agent's command (hook, setup). ``copilot`` means GitHub Copilot CLI
@@ -33,6 +34,7 @@ SHORT_NAMES: dict[str, str] = {
     "gemini": "gemini-cli",
     "copilot": "copilot-cli",
     "qwen": "qwen-code",
+    "droid": "factory-droid",
     "cline": "cline-cli",
 }
 

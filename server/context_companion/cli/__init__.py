@@ -1,7 +1,7 @@
 """The ``context-companion`` command line.
 
 Subcommands: ``serve`` (the language server), ``instruction``, ``turn``, ``memory``, ``explain``,
-``compression-prompt``, ``mcp`` (the MCP server), ``hook`` (what an agent's hook runs: see
+``agents``, ``compression-prompt``, ``mcp`` (the MCP server), ``hook`` (what an agent's hook runs: see
 :mod:`..agent_hook`; it skips argparse, it runs before every prompt) and ``setup`` (writes those
 hooks into an agent's settings: :mod:`..agent_setup`).
 
@@ -9,7 +9,7 @@ hooks into an agent's settings: :mod:`..agent_setup`).
 - :mod:`.editor`: the editor state a command line describes, in a workspace
   :class:`~..workspace.companion.Companion` (``OneShot``): ``instruction``, ``turn`` and ``memory``
   ask it what a language server client would get, one code path for both;
-- :mod:`.reports`: those commands, ``explain`` and ``compression-prompt``;
+- :mod:`.reports`: those commands, ``explain``, ``agents`` and ``compression-prompt``;
 - :mod:`.servers`: ``serve``, ``mcp`` and ``setup``;
 - :mod:`.output`: warnings, and the one line and exit status 2 of every user error.
 """
@@ -43,6 +43,7 @@ def _handler(command: str) -> Callable[[argparse.Namespace], int]:
         "memory": reports.cmd_memory,
         "explain": reports.cmd_explain,
         "compression-prompt": reports.cmd_compression_prompt,
+        "agents": reports.cmd_agents,
     }[command]
 
 

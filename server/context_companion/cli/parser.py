@@ -172,11 +172,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="AGENT",
         help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot (GitHub Copilot in the editor), "
         "windsurf, cline (the editor extension), continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), "
-        "opencode, qwen-code (or qwen), cline-cli (Cline CLI), context-companion",
+        "opencode, qwen-code (or qwen), cline-cli (Cline CLI), factory-droid (or droid), context-companion",
     )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")
     _add_quiet(exp)
+
+    agents = sub.add_parser(
+        "agents",
+        help="the agents explain, hook and setup know: ids, names, short names, where setup writes",
+        description="List the agents this installation knows: their ids and the short names the commands take, "
+        "whether `hook` and `setup` serve them and where setup writes, whether `explain` knows them. With --json, "
+        "the answer of contextCompanion.listAgents: an editor without a running server reads its list here.",
+    )
+    agents.add_argument("--json", action="store_true", help="print JSON")
 
     sub.add_parser(
         "compression-prompt",
@@ -235,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         '{"additionalContext": ...}), or nothing when nothing is new. Asks the editor\'s language server for the '
         "folder (open files, active file), or composes from disk when none runs. Always exits 0; a failure prints "
         "one line on stderr. Set it up with `setup`. Agents: claude-code (or claude), gemini-cli (or gemini), "
-        "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), cline-cli (or cline).",
+        "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli (or cline).",
     )
     hook.add_argument("--agent", required=True, metavar="AGENT", help=_HOOK_AGENTS_HELP)
 
@@ -244,11 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the hooks that run `context-companion hook` into an agent's settings",
         description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to "
         "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json, Codex's "
-        ".codex/hooks.json or Qwen Code's .qwen/settings.json; GitHub Copilot CLI's userPromptSubmitted hook to "
+        ".codex/hooks.json, Qwen Code's .qwen/settings.json or Factory Droid's .factory/settings.json; GitHub Copilot CLI's userPromptSubmitted hook to "
         ".github/hooks/context-companion.json; OpenCode's plugin .opencode/plugins/context-companion.js; Cline CLI's "
         "plugin .cline/plugins/context-companion.js (with "
         "--user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, ~/.gemini/settings.json, "
-        "$CODEX_HOME/hooks.json, ~/.qwen/settings.json, ~/.copilot/hooks/context-companion.json, "
+        "$CODEX_HOME/hooks.json, ~/.qwen/settings.json, ~/.factory/settings.json, ~/.copilot/hooks/context-companion.json, "
         "~/.config/opencode/plugins/context-companion.js, ~/.cline/plugins/context-companion.js or "
         "$CLINE_DIR/plugins/context-companion.js). Edits the file in place: only its own entries change, "
         "your layout and comments stay; the command is the bare context-companion when PATH finds this "
@@ -274,10 +283,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "cline-cli")
+AGENT_HOOK_IDS = (
+    "claude-code",
+    "gemini-cli",
+    "codex",
+    "copilot-cli",
+    "opencode",
+    "qwen-code",
+    "factory-droid",
+    "cline-cli",
+)
 HOOK_AGENTS = (
     "claude-code (or claude), gemini-cli (or gemini), codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), "
-    "cline-cli (or cline)"
+    "factory-droid (or droid), cline-cli (or cline)"
 )
 _HOOK_AGENTS_HELP = HOOK_AGENTS + "; case does not matter"
 

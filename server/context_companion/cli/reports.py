@@ -165,3 +165,18 @@ def cmd_compression_prompt(_: argparse.Namespace) -> int:
 
     sys.stdout.write(compression_prompt())
     return 0
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    from ..workspace.agent_list import agent_list
+
+    wire = agent_list()
+    if args.json:
+        sys.stdout.write(json.dumps(wire, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    for agent in wire["agents"]:
+        shorts = f" (or {', '.join(agent['shortNames'])})" if agent["shortNames"] else ""
+        setup = agent["setup"]
+        where = f"  setup: {setup['kind']} in {setup['project']} (--user: {setup['user']})" if setup else ""
+        sys.stdout.write(f"{agent['id']}{shorts}: {agent['name']}{where}\n")
+    return 0

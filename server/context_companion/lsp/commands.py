@@ -47,6 +47,8 @@ async def execute(ls: CompanionServer, command: Command, args: tuple[Any, ...]) 
 
     await ls.booted.wait()
     params = parse(command.params_model(), args, command.name)
+    if not command.workspace:
+        return command.run(None, params, OpenTexts(ls))
     await ls.ready.wait()
     async with ls.lock:  # after a settings or folder swap already under way: answer with its result
         pass

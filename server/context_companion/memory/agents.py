@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..agents import cline_cli, factory_droid
 from .formats import RuleFormat
 
 AgentId = Literal[
@@ -36,6 +37,7 @@ AgentId = Literal[
     "copilot-cli",
     "opencode",
     "qwen-code",
+    "factory-droid",
     "cline-cli",
     "context-companion",
 ]
@@ -338,22 +340,6 @@ QWEN_CODE = AgentRules(
     checked="0.24.4",
 )
 
-# Cline CLI: agents/cline_cli.py says what it reads and how it was measured; its rules() is this row (the agents
-# package imports this module, so this one cannot import it: tests/test_cline_cli.py keeps the two equal).
-CLINE_CLI = AgentRules(
-    "cline-cli",
-    "Cline CLI",
-    ("https://docs.cline.bot/features/cline-rules/overview", "https://docs.cline.bot/cline-cli/overview"),
-    names=("AGENTS.md",),
-    root_only=("AGENTS.md",),
-    globals=("~/.agents/AGENTS.md",),
-    rules=("cline-rules",),
-    fallback_rules=("cline",),
-    whole_rules=("cline-rules", "cline"),
-    keeps="tracked",
-    checked="3.0.65",
-)
-
 # Ourselves: docs/memory.md. Explained from the composition itself, not from a table.
 CONTEXT_COMPANION = AgentRules("context-companion", "Context Companion", ("docs/memory.md",))
 
@@ -374,7 +360,8 @@ AGENTS: dict[str, AgentRules] = {
         COPILOT_CLI,
         OPENCODE,
         QWEN_CODE,
-        CLINE_CLI,
+        factory_droid.rules(),
+        cline_cli.rules(),
         CONTEXT_COMPANION,
     )
 }
@@ -387,11 +374,17 @@ HOOK_AGENTS: tuple[str, ...] = (
     "copilot-cli",
     "opencode",
     "qwen-code",
+    "factory-droid",
     "cline-cli",
 )
 # What users type for the agents whose ids are longer than their command's name. ``copilot`` stays the id of
 # GitHub Copilot's own table here (explain); hook and setup take it for copilot-cli, the only Copilot they serve.
-AGENT_ALIASES: dict[str, str] = {"claude": "claude-code", "gemini": "gemini-cli", "qwen": "qwen-code"}
+AGENT_ALIASES: dict[str, str] = {
+    "claude": "claude-code",
+    "gemini": "gemini-cli",
+    "qwen": "qwen-code",
+    "droid": "factory-droid",
+}
 
 
 def agent_id(name: str) -> str | None:
@@ -405,5 +398,5 @@ def known_agents() -> str:
     """The ids, each alias beside its id: for error messages and help."""
     short = {v: f"or {k}" for k, v in AGENT_ALIASES.items()}
     said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots, two Clines: named apart
-    said |= {"cline": "the Cline editor extension", "cline-cli": CLINE_CLI.name}
+    said |= {"cline": "the Cline editor extension", "cline-cli": cline_cli.NAME}
     return ", ".join(f"{a} ({said[a]})" if a in said else a for a in AGENT_IDS)

@@ -41,6 +41,9 @@ class Command:
     run: Callable[..., Any]  # (companion, params, texts[, prepared]) -> result | Outcome
     # Slow, thread-safe work run off the loop before ``run``; its value is ``run``'s 4th argument.
     prepare: Callable[[Companion], Any] | None = None
+    # False: answered from the package's own tables, without a workspace (``run`` gets None for the companion),
+    # so a client may ask before the workspace is read.
+    workspace: bool = True
 
     def params_model(self) -> type[BaseModel]:
         model: type[BaseModel] = getattr(importlib.import_module(__package__ + ".params"), self.params)
@@ -150,6 +153,12 @@ def _get_agent_memory(c: Companion, p: P.GetAgentMemoryParams, _: Texts) -> dict
     return c.agent_memory(rules).to_wire(c.tokenizer.count)
 
 
+def _list_agents(_: Companion | None, __: P.EmptyParams, ___: Texts) -> dict[str, Any]:
+    from .agent_list import agent_list
+
+    return agent_list()
+
+
 def _get_compression_prompt(c: Companion, _: P.EmptyParams, __: Texts) -> dict[str, Any]:
     return {"text": c.compression_prompt()}
 
@@ -167,6 +176,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("contextCompanion.getCompressionPrompt", "EmptyParams", _get_compression_prompt),
     Command("contextCompanion.explainMemory", "ExplainMemoryParams", _explain_memory),
     Command("contextCompanion.getAgentMemory", "GetAgentMemoryParams", _get_agent_memory),
+    Command("contextCompanion.listAgents", "EmptyParams", _list_agents, workspace=False),
 )
 
 # Notifications of the custom protocol, for the docs check (the handlers live with each bridge).

@@ -124,14 +124,146 @@ local function describe(file)
   return ('%s · %s tokens · %s'):format(tostring(file.tier or '?'), tostring(file.tokens or '?'), state)
 end
 
---- :ContextCompanionMemory: every memory and rule file, whether it is included and why.
---- Agents :ContextCompanionExplain knows (the server's explainMemory ids).
-M.AGENTS = {
-  'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'windsurf', 'cline', 'continue', 'kiro', 'zed', 'vscode',
-  'copilot-cli', 'opencode', 'qwen-code', 'context-companion',
+-- ------------------------------------------------------------------ the server's agents
+
+--- The agents of each running server (`contextCompanion.listAgents`), by client id: asked once per server start
+--- (a restarted server is a new client). The plugin names no agent itself: a new agent comes with the server.
+local agent_lists = {}
+
+---@param result any
+---@return table[]
+local function agents_of(result)
+  local list = type(result) == 'table' and result.agents or nil
+  if type(list) ~= 'table' then
+    return {}
+  end
+  return vim.tbl_filter(function(a)
+    return type(a) == 'table' and type(a.id) == 'string'
+  end, list)
+end
+
+--- The running server's agents, then `cb(agents)`; `cb(nil, err)` when no server runs for this buffer.
+---@param cb fun(agents: table[]?, err: table?)
+function M.with_agents(cb)
+  local client = lsp.client_for()
+  if client and agent_lists[client.id] then
+    return cb(agent_lists[client.id])
+  end
+  lsp.execute('listAgents', {}, {}, function(err, result, answered)
+    if err then
+      return cb(nil, err)
+    end
+    local agents = agents_of(result)
+    if answered then
+      agent_lists[answered.id] = agents
+    end
+    cb(agents)
+  end)
+end
+
+--- The running server's agents, waiting for its answer (completion); nil when no server runs.
+---@return table[]?
+function M.agents_now()
+  local client = lsp.client_for()
+  if not client then
+    return nil
+  end
+  if not agent_lists[client.id] then
+    local result, err = lsp.execute('listAgents', {}, { client_id = client.id })
+    if err then
+      return nil
+    end
+    agent_lists[client.id] = agents_of(result)
+  end
+  return agent_lists[client.id]
+end
+
+--- Which agents a command takes: explain the ones `explainMemory` knows, setup the ones with hooks.
+local FOR = {
+  explain = function(a)
+    return a.explain == true
+  end,
+  setup = function(a)
+    return a.hooks == true and type(a.setup) == 'table'
+  end,
 }
--- Short names users type for the agents whose ids are longer than their command (as the CLI takes them).
-M.AGENT_ALIASES = { claude = 'claude-code', gemini = 'gemini-cli', qwen = 'qwen-code' }
+
+---@param a table
+---@return string[]
+local function short_names(a)
+  return vim.tbl_filter(function(s)
+    return type(s) == 'string' and s ~= ''
+  end, type(a.shortNames) == 'table' and a.shortNames or {})
+end
+
+--- The names `command` takes for the listed agents: each id, then its short names.
+---@param agents table[]
+---@param command "explain"|"setup"
+---@return string[]
+function M.agent_names(agents, command)
+  local names = {}
+  for _, a in ipairs(vim.tbl_filter(FOR[command], agents)) do
+    local these = short_names(a)
+    table.insert(these, 1, a.id)
+    for _, name in ipairs(these) do
+      if not vim.tbl_contains(names, name) then
+        table.insert(names, name)
+      end
+    end
+  end
+  return names
+end
+
+--- The agent `name` stands for (an id, else a short name; any case), or nil.
+---@param agents table[]
+---@param command "explain"|"setup"
+---@param name string
+---@return table?
+function M.find_agent(agents, command, name)
+  local key = vim.trim(name or ''):lower()
+  local usable = vim.tbl_filter(FOR[command], agents)
+  for _, a in ipairs(usable) do
+    if a.id == key then
+      return a
+    end
+  end
+  for _, a in ipairs(usable) do
+    if vim.tbl_contains(short_names(a), key) then
+      return a
+    end
+  end
+  return nil
+end
+
+--- "<id> (or <short name>), <id>, …": the ids `command` takes with their short names, for messages.
+---@param agents table[]
+---@param command "explain"|"setup"
+---@return string
+function M.known_agents(agents, command)
+  return table.concat(
+    vim.tbl_map(function(a)
+      local shorts = short_names(a)
+      return #shorts > 0 and ('%s (or %s)'):format(a.id, table.concat(shorts, ', ')) or a.id
+    end, vim.tbl_filter(FOR[command], agents)),
+    ', '
+  )
+end
+
+--- Completion of `lead` for :ContextCompanionExplain and :ContextCompanionSetup: the running server's names
+--- (none while no server runs for this buffer).
+---@param command "explain"|"setup"
+---@param lead string
+---@return string[]
+function M.complete(command, lead)
+  local agents = M.agents_now()
+  if not agents then
+    return {}
+  end
+  lead = (lead or ''):lower()
+  return vim.tbl_filter(function(name)
+    return name:find(lead, 1, true) == 1
+  end, M.agent_names(agents, command))
+end
 
 --- The Markdown of an explainMemory answer.
 ---@param r table
@@ -176,40 +308,44 @@ function M.format_explanation(r)
   return table.concat(lines, '\n')
 end
 
---- :ContextCompanionExplain {agent}: which files that agent would load, and why, in a markdown view.
+--- :ContextCompanionExplain {agent}: which files that agent would load, and why, in a markdown view. The
+--- agents are the running server's (an id or a short name, any case).
 ---@param agent string
 ---@param smods table?
 function M.explain(agent, smods)
   agent = vim.trim(agent or '')
-  agent = M.AGENT_ALIASES[agent:lower()] or agent
-  if not vim.tbl_contains(M.AGENTS, agent) then
-    local known = table.concat(M.AGENTS, ', ') .. ' (claude, gemini and qwen stand for claude-code, gemini-cli and qwen-code)'
-    return lsp.message(('unknown agent %q; known agents: %s'):format(agent, known), ERROR)
-  end
-  local args = { agent = agent }
-  local file = vim.api.nvim_buf_get_name(0)
-  if file ~= '' and vim.bo.buftype == '' then
-    args.activeFile = vim.uri_from_fname(file)
-  end
-  lsp.execute('explainMemory', args, {}, function(err, result, client)
-    if err then
-      return failed('explaining memory', err)
+  M.with_agents(function(agents, list_err)
+    if not agents then
+      return failed('explaining memory', list_err)
     end
-    views.show('explain', agent, client.id, M.format_explanation(type(result) == 'table' and result or {}), smods, {})
-    lsp.message(('%s would load %s'):format(tostring(result.name or agent), plural(#(result.files or {}), 'file')))
+    local found = M.find_agent(agents, 'explain', agent)
+    if not found then
+      return lsp.message(('unknown agent %q; known agents: %s'):format(agent, M.known_agents(agents, 'explain')), ERROR)
+    end
+    local args = { agent = found.id }
+    local file = vim.api.nvim_buf_get_name(0)
+    if file ~= '' and vim.bo.buftype == '' then
+      args.activeFile = vim.uri_from_fname(file)
+    end
+    lsp.execute('explainMemory', args, {}, function(err, result, client)
+      if err then
+        return failed('explaining memory', err)
+      end
+      result = type(result) == 'table' and result or {}
+      views.show('explain', found.id, client.id, M.format_explanation(result), smods, {})
+      lsp.message(('%s would load %s'):format(tostring(result.name or found.name), plural(#(result.files or {}), 'file')))
+    end)
   end)
 end
 
---- Agents :ContextCompanionSetup sets up hooks for (`context-companion setup --agent`).
-M.HOOK_AGENTS = { 'claude-code', 'gemini-cli', 'codex', 'copilot-cli', 'opencode', 'qwen-code' }
-
 --- :ContextCompanionSetup {agent}: write the agent's hooks (`context-companion setup`) for the
---- workspace of the current buffer (else the current directory), and tell what setup said.
+--- workspace of the current buffer (else the current directory), and tell what setup said. `setup` knows its
+--- agents and names them when it refuses one, so this needs no running server.
 ---@param agent string
 function M.setup_hooks(agent)
   agent = vim.trim(agent or '')
-  if not vim.tbl_contains(M.HOOK_AGENTS, agent) then
-    return lsp.message(('unknown agent %q; agents with hooks: %s'):format(agent, table.concat(M.HOOK_AGENTS, ', ')), ERROR)
+  if agent == '' then
+    return lsp.message('usage: :ContextCompanionSetup {agent} (<Tab> completes the agents with hooks)', ERROR)
   end
   local folder = lsp.root_for(0) or vim.fn.getcwd()
   local cmd = lsp.cli_cmd({ 'setup', '--agent', agent, '--workspace', folder })
@@ -235,6 +371,7 @@ function M.setup_hooks(agent)
   end
 end
 
+--- :ContextCompanionMemory: every memory and rule file, whether it is included and why.
 function M.memory()
   lsp.execute('showMemory', {}, {}, function(err, result, client)
     if err then

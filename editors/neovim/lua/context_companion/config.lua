@@ -8,8 +8,11 @@ local M = {}
 --- The LSP client name (also the name for `vim.lsp.config` / `vim.lsp.enable`).
 M.NAME = 'context_companion'
 
---- Memory files that mark a workspace root when there is no `.git` above the file.
-M.MEMORY_FILES = { 'AGENTS.md', 'GEMINI.md', 'QWEN.md', 'CLAUDE.md' }
+--- The memory file that marks a workspace root when there is no `.git` above the file and the settings name no
+--- `memory.fileNames`: the name every agent shares and :ContextCompanionAddMemory writes. The root is found before
+--- the server starts, so it cannot ask the server for the names it reads; agents' own names (each agent's file,
+--- which change as agents come) are left to the server, whose answers name them.
+M.MEMORY_FILES = { 'AGENTS.md' }
 
 ---@class context_companion.Options
 ---@field cmd? string[]|fun(dispatchers: vim.lsp.rpc.Dispatchers): vim.lsp.rpc.PublicClient How to start the server (default: `context-companion serve` when on PATH, else `python3 -m context_companion serve`).
@@ -70,7 +73,7 @@ end
 
 --- The root markers: `.git` first (a repository is the workspace even when a sub-folder has its own
 --- AGENTS.md), then the settings file, then the memory file names (the server's `memory.fileNames`
---- when given).
+--- when given, else `MEMORY_FILES`).
 ---@param settings table
 ---@return string[]
 function M.default_root_markers(settings)

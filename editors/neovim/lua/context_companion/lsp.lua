@@ -417,8 +417,11 @@ end
 function M.client_for(opts)
   opts = opts or {}
   local function not_running()
+    local markers = table.concat(M.options().root_markers, ', ')
     return nil,
-      'not running for this buffer. Open a file inside a workspace (a folder with .git, AGENTS.md, GEMINI.md or CLAUDE.md) after calling require("context_companion").setup(); :checkhealth context_companion tells more.'
+      ('not running for this buffer. Open a file inside a workspace (a folder with %s) after calling require("context_companion").setup(); :checkhealth context_companion tells more.'):format(
+        markers
+      )
   end
   if opts.client_id then
     local client = vim.lsp.get_client_by_id(opts.client_id)
