@@ -58,7 +58,7 @@ from .procs import (
     runtime_folder,
 )
 
-AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid")
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid", "cline-cli")
 # The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
 # is copilot-cli here, the only GitHub Copilot with hooks).
 ALIASES = {
@@ -67,6 +67,7 @@ ALIASES = {
     "copilot": "copilot-cli",
     "qwen": "qwen-code",
     "droid": "factory-droid",
+    "cline": "cline-cli",
 }
 COPILOT_CLI = "copilot-cli"
 # GitHub Copilot CLI's own event names (its hooks' files; its input carries none) → the names the server takes.

@@ -18,7 +18,8 @@ at ``SessionStart``, configured in its settings file:
   (:func:`.agent_hook.hook_runner`);
 - Qwen Code: ``<project>/.qwen/settings.json`` (loaded only in a trusted folder), or
   ``$QWEN_HOME/settings.json`` (default ``~/.qwen``);
-- OpenCode: a plugin file of ours instead of settings (:mod:`.opencode_plugin`).
+- OpenCode and Cline CLI: a plugin file of ours instead of settings (:mod:`.opencode_plugin`; Cline CLI's is
+  described in :mod:`.agents.cline_cli`).
 
 All but Copilot CLI take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
 "command": "..."}]}]}}``. A hook is ours only when its command is exactly one setup writes
@@ -166,7 +167,17 @@ AGENT_HOOKS = {
         factory_droid.setup_file(),
     )
 }
-PLUGIN_AGENTS = ("opencode",)  # a plugin file of ours instead of hooks in a settings file (opencode_plugin)
+# A plugin file of ours instead of hooks in a settings file (opencode_plugin writes each; agents.<module> says where).
+PLUGIN_AGENTS = ("opencode", "cline-cli")
+
+
+def _plugin_agent(agent_id: str) -> Any:
+    """The module that describes ``agent_id``'s plugin (OpenCode's: opencode_plugin itself)."""
+    if agent_id == "opencode":
+        return None
+    from .agents import registry
+
+    return registry.load(agent_id)
 
 
 def setup_files(agent_id: str) -> tuple[str, str, str] | None:
@@ -177,9 +188,9 @@ def setup_files(agent_id: str) -> tuple[str, str, str] | None:
     if hooks is not None:
         return "hooks", hooks.project_file, f"~/{hooks.user_dir}/{hooks.user_file}"
     if agent_id in PLUGIN_AGENTS:
-        from .opencode_plugin import shown_files
+        from . import opencode_plugin
 
-        return "plugin", *shown_files()
+        return "plugin", *(_plugin_agent(agent_id) or opencode_plugin).shown_files()
     return None
 
 
@@ -381,7 +392,7 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
     if args.agent in PLUGIN_AGENTS:
         from .opencode_plugin import run as run_plugin
 
-        return run_plugin(args, home)
+        return run_plugin(args, home, _plugin_agent(args.agent))
     agent = AGENT_HOOKS[args.agent]
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
@@ -481,12 +492,12 @@ def _set_up_here(agent_id: str, args: argparse.Namespace, home: Path) -> Path | 
     :class:`SetupError` for a file that cannot be read as its agent reads it."""
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if agent_id in PLUGIN_AGENTS:
-        from .opencode_plugin import is_ours as plugin_is_ours
-        from .opencode_plugin import plugin_path
+        from . import opencode_plugin
 
-        path, root = plugin_path(base.resolve(), args.user, home)
+        plugin = _plugin_agent(agent_id) or opencode_plugin
+        path, root = opencode_plugin.agent_plugin_path(plugin, base.resolve(), args.user, home)
         data = read_settings(resolve_for_write(path, [os.path.realpath(root)]), path)
-        return path if data is not None and plugin_is_ours(data) else None
+        return path if data is not None and opencode_plugin.is_ours(data, plugin.MARKER) else None
     agent = AGENT_HOOKS[agent_id]
     path, root = settings_path(agent, base.resolve(), args.user, home)
     text = _text(path, read_settings(resolve_for_write(path, [os.path.realpath(root)]), path))

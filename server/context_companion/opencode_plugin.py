@@ -24,7 +24,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .fileio import resolve_for_write
 from .setup_files import (
@@ -41,6 +41,7 @@ from .setup_files import (
 if TYPE_CHECKING:
     import argparse
 
+ID = "opencode"
 NAME = "OpenCode"
 FILE_NAME = "context-companion.js"
 PROJECT_FOLDER = ".opencode/plugins"
@@ -66,7 +67,46 @@ const ID_CHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 let lastTime = 0;
 let sameTime = 0;
 
-function hook(input) {
+__RUNNER__
+// A part id as OpenCode makes them ("prt_", 12 hex digits of time, 14 random characters): ascending, so the
+// part sorts after the user's own text.
+function partId() {
+  const now = Date.now();
+  sameTime = now === lastTime ? sameTime + 1 : 1;
+  lastTime = now;
+  const time = (BigInt(now) * 4096n + BigInt(sameTime)).toString(16).padStart(12, "0").slice(-12);
+  let tail = "";
+  for (let i = 0; i < 14; i++) tail += ID_CHARS[Math.floor(Math.random() * ID_CHARS.length)];
+  return "prt_" + time + tail;
+}
+
+export const ContextCompanion = async ({ directory }) => ({
+  "chat.message": async (input, output) => {
+    try {
+      const text = await hook({ hook_event_name: "UserPromptSubmit", session_id: input.sessionID, cwd: directory });
+      if (!text) return;
+      output.parts.push({
+        id: partId(),
+        sessionID: input.sessionID,
+        messageID: output.message.id,
+        type: "text",
+        text,
+        synthetic: true,
+      });
+    } catch {}
+  },
+  event: async ({ event }) => {
+    const session = event?.type === "session.compacted" ? event.properties?.sessionID : undefined;
+    if (session) hook({ hook_event_name: "SessionStart", source: "compact", session_id: session, cwd: directory });
+  },
+});
+"""
+
+
+# The function every plugin of ours shares (``__RUNNER__`` in a plugin's template): ``hook(input)`` runs COMMAND with
+# ``input`` as JSON on stdin in ``input.cwd`` and resolves to the ``additionalContext`` it printed, or "" when it
+# failed, printed nothing or more than MAX_OUTPUT, or took longer than TIMEOUT_MS.
+RUNNER = """function hook(input) {
   return new Promise((resolve) => {
     let child = null;
     let done = false;
@@ -116,56 +156,27 @@ function hook(input) {
     child.stdin.end(JSON.stringify(input));
   });
 }
-
-// A part id as OpenCode makes them ("prt_", 12 hex digits of time, 14 random characters): ascending, so the
-// part sorts after the user's own text.
-function partId() {
-  const now = Date.now();
-  sameTime = now === lastTime ? sameTime + 1 : 1;
-  lastTime = now;
-  const time = (BigInt(now) * 4096n + BigInt(sameTime)).toString(16).padStart(12, "0").slice(-12);
-  let tail = "";
-  for (let i = 0; i < 14; i++) tail += ID_CHARS[Math.floor(Math.random() * ID_CHARS.length)];
-  return "prt_" + time + tail;
-}
-
-export const ContextCompanion = async ({ directory }) => ({
-  "chat.message": async (input, output) => {
-    try {
-      const text = await hook({ hook_event_name: "UserPromptSubmit", session_id: input.sessionID, cwd: directory });
-      if (!text) return;
-      output.parts.push({
-        id: partId(),
-        sessionID: input.sessionID,
-        messageID: output.message.id,
-        type: "text",
-        text,
-        synthetic: true,
-      });
-    } catch {}
-  },
-  event: async ({ event }) => {
-    const session = event?.type === "session.compacted" ? event.properties?.sessionID : undefined;
-    if (session) hook({ hook_event_name: "SessionStart", source: "compact", session_id: session, cwd: directory });
-  },
-});
 """
+PLUGIN_TEMPLATE = _TEMPLATE
+PLUGIN_DOES = "it runs `{command}` before each message and adds what it prints to that message"
 
 
-def plugin_text(command: str) -> str:
-    """The plugin file for ``command`` (setup's hook command, a shell word list)."""
+def plugin_text(command: str, template: str = _TEMPLATE, marker: str = MARKER) -> str:
+    """The plugin file for ``command`` (setup's hook command, a shell word list): ``template`` (an agent's plugin,
+    OpenCode's by default) with its marker, the command, the bounds and the shared :data:`RUNNER` filled in."""
     argv = shlex.split(command)
     return (
-        _TEMPLATE.replace("__MARKER__", MARKER)
+        template.replace("__RUNNER__", RUNNER)
+        .replace("__MARKER__", marker)
         .replace("__COMMAND__", json.dumps(argv, ensure_ascii=False))
         .replace("__TIMEOUT__", str(TIMEOUT_MS))
         .replace("__MAX_OUTPUT__", f"{MAX_OUTPUT // (1024 * 1024)} * 1024 * 1024")
     )
 
 
-def is_ours(data: bytes) -> bool:
-    """Whether a file at the plugin's path is one setup wrote: its first line is :data:`MARKER`."""
-    return data.split(b"\n", 1)[0].rstrip(b"\r") == MARKER.encode("utf-8")
+def is_ours(data: bytes, marker: str = MARKER) -> bool:
+    """Whether a file at the plugin's path is one setup wrote: its first line is ``marker``."""
+    return data.split(b"\n", 1)[0].rstrip(b"\r") == marker.encode("utf-8")
 
 
 def shown_files() -> tuple[str, str]:
@@ -185,16 +196,30 @@ def plugin_path(workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
     return folder / "plugins" / FILE_NAME, folder
 
 
-def run(args: argparse.Namespace, home: Path) -> int:
+def agent_plugin_path(agent: Any, workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
+    """``agent.plugin_path`` (an agent that writes a plugin: OpenCode's is this module), its refusal a
+    :class:`SetupError`."""
+    try:
+        found: tuple[Path, Path] = agent.plugin_path(workspace, user, home)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    return found
+
+
+def run(args: argparse.Namespace, home: Path, agent: Any = None) -> int:
+    """Write, update or remove ``agent``'s plugin: a module with ``ID``, ``NAME``, ``MARKER``, ``PLUGIN_TEMPLATE``,
+    ``PLUGIN_DOES`` and ``plugin_path(workspace, user, home)`` (OpenCode's, this module, by default)."""
+    agent = agent if agent is not None else sys.modules[__name__]
+    name, marker = agent.NAME, agent.MARKER
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
-    path, root = plugin_path(base.resolve(), args.user, home)
+    path, root = agent_plugin_path(agent, base.resolve(), args.user, home)
     root_real = os.path.realpath(root)
     target = resolve_for_write(path, [root_real])
-    command, portable = hook_command("opencode", shared=not args.user)
+    command, portable = hook_command(agent.ID, shared=not args.user)
     before = read_settings(target, path)
-    if before is not None and not is_ours(before):
+    if before is not None and not is_ours(before, marker):
         raise SetupError(
             f"{path}: a file that Context Companion did not write (its first line is not our marker); left untouched"
         )
@@ -203,22 +228,22 @@ def run(args: argparse.Namespace, home: Path) -> int:
     if args.remove:
         if before is None:
             drop_record(target)
-            sys.stdout.write(f"{NAME}: no Context Companion plugin at {path}; nothing changed\n")
+            sys.stdout.write(f"{name}: no Context Companion plugin at {path}; nothing changed\n")
             return 0
         if args.dry_run:
             sys.stdout.writelines(difflib.unified_diff(old_lines, [], str(path), "/dev/null"))
-            sys.stdout.write(f"{NAME}: would delete the plugin {path}\n")
+            sys.stdout.write(f"{name}: would delete the plugin {path}\n")
             return 0
         folders = commit(path, target, root_real, before, None, record, True, True)
         drop_record(target)
         gone = f" and {empty_folders(folders)}" if folders else ""
-        sys.stdout.write(f"{NAME}: deleted the plugin {path}{gone}\n")
+        sys.stdout.write(f"{name}: deleted the plugin {path}{gone}\n")
         return 0
-    text = plugin_text(command)
+    text = plugin_text(command, agent.PLUGIN_TEMPLATE, marker)
     data = text.encode("utf-8")
     if before == data:
-        sys.stdout.write(f"{NAME}: already set up in {path}; nothing changed\n")
-        portability_note("opencode", path, command, portable, args.user, shared=True)
+        sys.stdout.write(f"{name}: already set up in {path}; nothing changed\n")
+        portability_note(agent.ID, path, command, portable, args.user, shared=True)
         return 0
     if args.dry_run:
         shown = f"{path} (after setup)"
@@ -230,9 +255,6 @@ def run(args: argparse.Namespace, home: Path) -> int:
         if before is not None
         else ("would add" if args.dry_run else "added")
     )
-    sys.stdout.write(
-        f"{NAME}: {verb} the plugin {path}: it runs `{command}` before each message and adds what it prints "
-        "to that message\n"
-    )
-    portability_note("opencode", path, command, portable, args.user, shared=True)
+    sys.stdout.write(f"{name}: {verb} the plugin {path}: {agent.PLUGIN_DOES.format(command=command)}\n")
+    portability_note(agent.ID, path, command, portable, args.user, shared=True)
     return 0

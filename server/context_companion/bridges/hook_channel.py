@@ -62,7 +62,7 @@ MAX_BUDGET_MS = 60_000
 MAX_UNPROVEN = 16  # connections that have not proved the token yet
 ANNOUNCEMENT_VERSION = 2  # 1 (no "version"): "port" only; 2: "socket" (a Unix domain socket) or "port"
 SOCKET_NAME = "hook-{pid}.sock"
-AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid")  # agent_hook
+AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid", "cline-cli")
 _FIELDS = ("agent", "event", "sessionId", "source", "cwd", "agentProcess")  # agentProcess: optional
 
 

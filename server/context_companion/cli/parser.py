@@ -171,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="AGENT",
         help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot (GitHub Copilot in the editor), "
-        "windsurf, cline, continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), "
-        "factory-droid (or droid), context-companion",
+        "windsurf, cline (the editor extension), continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), "
+        "opencode, qwen-code (or qwen), cline-cli (Cline CLI), factory-droid (or droid), context-companion",
     )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         '{"additionalContext": ...}), or nothing when nothing is new. Asks the editor\'s language server for the '
         "folder (open files, active file), or composes from disk when none runs. Always exits 0; a failure prints "
         "one line on stderr. Set it up with `setup`. Agents: claude-code (or claude), gemini-cli (or gemini), "
-        "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid).",
+        "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli (or cline).",
     )
     hook.add_argument("--agent", required=True, metavar="AGENT", help=_HOOK_AGENTS_HELP)
 
@@ -254,10 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to "
         "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json, Codex's "
         ".codex/hooks.json, Qwen Code's .qwen/settings.json or Factory Droid's .factory/settings.json; GitHub Copilot CLI's userPromptSubmitted hook to "
-        ".github/hooks/context-companion.json; OpenCode's plugin .opencode/plugins/context-companion.js (with "
+        ".github/hooks/context-companion.json; OpenCode's plugin .opencode/plugins/context-companion.js; Cline CLI's "
+        "plugin .cline/plugins/context-companion.js (with "
         "--user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, ~/.gemini/settings.json, "
         "$CODEX_HOME/hooks.json, ~/.qwen/settings.json, ~/.factory/settings.json, ~/.copilot/hooks/context-companion.json, "
-        "~/.config/opencode/plugins/context-companion.js). Edits the file in place: only its own entries change, "
+        "~/.config/opencode/plugins/context-companion.js, ~/.cline/plugins/context-companion.js or "
+        "$CLINE_DIR/plugins/context-companion.js). Edits the file in place: only its own entries change, "
         "your layout and comments stay; the command is the bare context-companion when PATH finds this "
         "installation. Refuses a file its agent could not read or would read another way, or a plugin file that "
         "is not ours (exit 2, one line, file untouched). Claude Code's settings.local.json is personal: in a git "
@@ -281,10 +283,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-AGENT_HOOK_IDS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid")
+AGENT_HOOK_IDS = (
+    "claude-code",
+    "gemini-cli",
+    "codex",
+    "copilot-cli",
+    "opencode",
+    "qwen-code",
+    "factory-droid",
+    "cline-cli",
+)
 HOOK_AGENTS = (
     "claude-code (or claude), gemini-cli (or gemini), codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), "
-    "factory-droid (or droid)"
+    "factory-droid (or droid), cline-cli (or cline)"
 )
 _HOOK_AGENTS_HELP = HOOK_AGENTS + "; case does not matter"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..agents import factory_droid
+from ..agents import cline_cli, factory_droid
 from .formats import RuleFormat
 
 AgentId = Literal[
@@ -38,6 +38,7 @@ AgentId = Literal[
     "opencode",
     "qwen-code",
     "factory-droid",
+    "cline-cli",
     "context-companion",
 ]
 Subfolders = Literal["never", "when-open", "always"]
@@ -70,6 +71,8 @@ class AgentRules:
     untrusted: str = ""  # why it reads none of the project's files here (a folder it does not trust), or ""
     # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
     attached_rules: tuple[RuleFormat, ...] = ()
+    # Rule formats it loads whole, every file, whatever its frontmatter says (Cline CLI ignores ``paths``).
+    whole_rules: tuple[RuleFormat, ...] = ()
 
 
 # https://docs.anthropic.com/en/docs/claude-code/memory (CLAUDE.md and CLAUDE.local.md in every folder
@@ -358,6 +361,7 @@ AGENTS: dict[str, AgentRules] = {
         OPENCODE,
         QWEN_CODE,
         factory_droid.rules(),
+        cline_cli.rules(),
         CONTEXT_COMPANION,
     )
 }
@@ -371,6 +375,7 @@ HOOK_AGENTS: tuple[str, ...] = (
     "opencode",
     "qwen-code",
     "factory-droid",
+    "cline-cli",
 )
 # What users type for the agents whose ids are longer than their command's name. ``copilot`` stays the id of
 # GitHub Copilot's own table here (explain); hook and setup take it for copilot-cli, the only Copilot they serve.
@@ -392,5 +397,6 @@ def agent_id(name: str) -> str | None:
 def known_agents() -> str:
     """The ids, each alias beside its id: for error messages and help."""
     short = {v: f"or {k}" for k, v in AGENT_ALIASES.items()}
-    said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots: named apart
+    said = {**short, "copilot": COPILOT.name, "copilot-cli": COPILOT_CLI.name}  # two Copilots, two Clines: named apart
+    said |= {"cline": "the Cline editor extension", "cline-cli": cline_cli.NAME}
     return ", ".join(f"{a} ({said[a]})" if a in said else a for a in AGENT_IDS)

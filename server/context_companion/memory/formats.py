@@ -22,6 +22,7 @@ RuleFormat = Literal[
     "windsurf",
     "windsurf-legacy",
     "cline",
+    "cline-rules",
     "continue",
     "kiro",
     "zed",
@@ -61,6 +62,8 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("windsurf", "windsurf", ".windsurf/rules", "dir", nested=True),
     FormatSpec("windsurf-legacy", "windsurf", ".windsurfrules", "file", frontmatter=False),
     FormatSpec("cline", "cline", ".clinerules", "either", (".md", ".txt"), anchored=True),
+    # Cline CLI 3.0's own folder, as agents/cline_cli.formats() says (tests/test_cline_cli.py keeps the two equal).
+    FormatSpec("cline-rules", "cline", ".cline/rules", "dir", (".md", ".txt"), anchored=True),
     FormatSpec("continue", "continue", ".continue/rules", "dir"),
     FormatSpec("kiro", "kiro", ".kiro/steering", "dir"),
     FormatSpec("zed", "zed", ".rules", "file", frontmatter=False),

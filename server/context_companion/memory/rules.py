@@ -8,7 +8,7 @@ Where they live is :mod:`.formats`; how each format activates (docs/memory.md ha
 ``copilot``                always
 ``copilot-instructions``   ``applyTo`` globs (``**`` = always); ``excludeAgent``
 ``claude``, ``cline``,     ``paths`` globs; none = always
-``qwen``
+``cline-rules``, ``qwen``
 ``windsurf``               ``trigger: always_on | glob | model_decision | manual`` (+ ``globs``,
                            ``description``); the last two are listed
 ``continue``               ``alwaysApply`` true = always; false = ``globs``/``regex`` match, else
@@ -55,6 +55,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "claude": ("paths", "description"),
     "windsurf": ("trigger", "globs", "description"),
     "cline": ("paths", "description"),
+    "cline-rules": ("paths", "description"),
     "qwen": ("paths", "description"),
     "continue": ("name", "description", "globs", "regex", "alwaysApply", "version", "schema"),
     "kiro": ("inclusion", "fileMatchPattern", "name", "description"),
@@ -68,6 +69,7 @@ GLOB_KEY: dict[str, str | None] = {
     "claude": "paths",
     "windsurf": "globs",
     "cline": "paths",
+    "cline-rules": "paths",
     "qwen": "paths",
     "continue": "globs",
     "kiro": "fileMatchPattern",
@@ -484,6 +486,7 @@ _ACTIVATION: dict[str, Any] = {
     "copilot-instructions": _copilot,
     "claude": _paths,
     "cline": _paths,
+    "cline-rules": _paths,
     "qwen": _paths,
     "windsurf": _windsurf,
     "continue": _continue,

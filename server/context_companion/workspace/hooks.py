@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents import factory_droid
+from ..agents import cline_cli, factory_droid
 from ..memory import MemoryBlock
 from .agent_memory import Lacking
 from .updates import removal_notice
@@ -63,6 +63,7 @@ HOOK_LIMITS: dict[str, int] = {
     "opencode": 30_000,
     "qwen-code": 30_000,
     factory_droid.ID: factory_droid.LIMIT,
+    cline_cli.ID: cline_cli.LIMIT,
     "vscode": 30_000,
 }
 HOOK_UNITS: dict[str, str] = {
@@ -73,6 +74,7 @@ HOOK_UNITS: dict[str, str] = {
     "opencode": "characters",
     "qwen-code": "characters",
     factory_droid.ID: factory_droid.UNIT,
+    cline_cli.ID: cline_cli.UNIT,
     "vscode": "characters",
 }
 DEFAULT_HOOK_SESSIONS = 256
