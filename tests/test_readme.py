@@ -86,7 +86,7 @@ def test_the_first_screen_says_what_this_is_for_and_for_whom_before_any_code() -
     intro = README.split("\n## ", 1)[0]
     assert "```" not in intro
     assert intro.index("For anyone who codes with an AI agent") < intro.index("Context Companion finds")
-    for agent in ("Claude Code", "Gemini CLI", "Codex", "GitHub Copilot CLI", "OpenCode", "Qwen Code"):
+    for agent in ("Claude Code", "Gemini CLI", "Codex", "GitHub Copilot CLI", "OpenCode", "Qwen Code", "Cline CLI"):
         assert agent in intro, agent
 
 
@@ -95,7 +95,9 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
 
     assert "setup --agent AGENT" in section("Command line") and HOOK_AGENTS.split(", ") == [
         f"{a} (or {short})" if short else a
-        for a, short in zip(AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid"), strict=True)
+        for a, short in zip(
+            AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "cline"), strict=True
+        )
     ]
     said = " ".join(section("Command line").split())
     for agent in (
@@ -105,4 +107,4 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
         "`copilot-cli` (or `copilot`)",
     ):
         assert agent in said, agent
-    assert "`opencode`, `qwen-code` (or `qwen`) and `factory-droid` (or `droid`)" in said
+    assert "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`) and `cline-cli` (or `cline`)" in said

@@ -15,7 +15,7 @@ SOURCES = (
 )
 # The agents with hooks, by the ids and names a hard-coded list would hold (``qwen`` also catches QWEN.md and
 # qwen-code, ``opencode`` OpenCode's id and name).
-AGENT_NAMES = re.compile(r"qwen|opencode|copilot-cli|claude-code|gemini-cli", re.IGNORECASE)
+AGENT_NAMES = re.compile(r"qwen|opencode|copilot-cli|claude-code|gemini-cli|cline-cli", re.IGNORECASE)
 # Not an agent id: the VS Code marketplace id of Anthropic's own extension, which the Claude Code IDE integration
 # (gemini.ts) looks for to leave its terminals' variables to it. It names an extension, which no list of ours can
 # hold for the editor.

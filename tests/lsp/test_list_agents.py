@@ -47,10 +47,11 @@ async def test_every_agent_explain_knows_and_every_agent_with_hooks_is_listed_on
             assert agent["setup"] is None
     by_id = {a["id"]: a for a in agents}
     # Short names: the ones hook/setup take and the ones explain takes; an id is never someone's short name
-    # except `copilot`, which is GitHub Copilot in the editor's id for explain and setup's name for its CLI.
+    # except `copilot` and `cline`, the ids of GitHub Copilot and Cline in the editor for explain and setup's names for
+    # their CLIs.
     assert by_id["claude-code"]["shortNames"] == ["claude"]
     shorts = {s for a in agents for s in a["shortNames"]}
-    assert shorts & set(ids) <= {"copilot"}
+    assert shorts & set(ids) <= {"copilot", "cline"}
 
 
 async def test_explain_takes_every_listed_id_and_short_name(start, workspace):

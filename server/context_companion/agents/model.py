@@ -27,6 +27,7 @@ RuleFormat = Literal[
     "windsurf",
     "windsurf-legacy",
     "cline",
+    "cline-rules",
     "continue",
     "kiro",
     "zed",
@@ -72,6 +73,8 @@ class AgentRules:
     untrusted: str = ""  # why it reads none of the project's files here (a folder it does not trust), or ""
     # Rule formats loaded only for files attached to the request (VS Code: the active file, when it has a selection).
     attached_rules: tuple[RuleFormat, ...] = ()
+    # Rule formats it loads whole, every file, whatever its frontmatter says (an agent that ignores ``paths``).
+    whole_rules: tuple[RuleFormat, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,15 +24,18 @@ HOOK_AGENTS: dict[str, str] = {
     "opencode": "opencode",
     "qwen-code": "qwen_code",
     "factory-droid": "factory_droid",
+    "cline-cli": "cline_cli",
 }
 # What users type for an id longer than the agent's command (hook, setup). ``copilot`` means GitHub Copilot CLI
-# here, the only Copilot with hooks; ``explain`` keeps ``copilot`` for GitHub Copilot in the editor.
+# here, the only Copilot with hooks; ``explain`` keeps ``copilot`` for GitHub Copilot in the editor (and ``cline``
+# for the Cline editor extension).
 SHORT_NAMES: dict[str, str] = {
     "claude": "claude-code",
     "gemini": "gemini-cli",
     "copilot": "copilot-cli",
     "qwen": "qwen-code",
     "droid": "factory-droid",
+    "cline": "cline-cli",
 }
 
 # The agents that run other agents' hooks too, and the variable each sets in their environment: the hook loads

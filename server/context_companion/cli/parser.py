@@ -288,7 +288,7 @@ _EDITOR_TABLES = {
     "cursor": "",
     "copilot": "GitHub Copilot in the editor",
     "windsurf": "",
-    "cline": "",
+    "cline": "the editor extension",
     "continue": "",
     "kiro": "",
     "zed": "",

@@ -181,6 +181,8 @@ AGENTS: dict[str, AgentRules] = {
     )
 }
 AGENT_IDS: tuple[str, ...] = tuple(AGENTS)
+# How an editor's table is named beside the agent with hooks that takes its id as a short name.
+_SAID_APART = {"cline": "the Cline editor extension"}
 if TYPE_CHECKING:
     AgentId = str
 else:
@@ -201,9 +203,14 @@ def agent_id(name: str) -> str | None:
 
 
 def known_agents() -> str:
-    """The ids, each alias beside its id: for error messages and help. Two agents of one name (GitHub Copilot in
-    the editor, and the one with hooks whose short name is the editor's id) are named apart."""
+    """The ids, each alias beside its id: for error messages and help. An editor's table whose id is the short name
+    of an agent with hooks (GitHub Copilot's, Cline's) is named apart from that agent."""
     short = {v: f"or {k}" for k, v in AGENT_ALIASES.items()}
-    apart = {a: AGENTS[a].name for k, full in registry.SHORT_NAMES.items() if k in AGENTS for a in (k, full)}
+    apart = {
+        a: _SAID_APART.get(a, AGENTS[a].name)
+        for k, full in registry.SHORT_NAMES.items()
+        if k in AGENTS
+        for a in (k, full)
+    }
     said = {**short, **apart}
     return ", ".join(f"{a} ({said[a]})" if a in said else a for a in AGENT_IDS)

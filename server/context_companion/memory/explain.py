@@ -454,6 +454,8 @@ class _Judge:
             return out(False, "", why)
         elif fmt not in a.rules:
             return out(False, "", f"{a.name} does not read {label}")
+        if fmt in a.whole_rules:
+            return out(True, "always", f"{a.name} reads every file of {label} whole, whatever its frontmatter says")
         prefix = self.index.folders[e.folder].prefix if e.folder is not None else ""
         wants, reason, listed = rule_verdict(e, prefix, self.activity)
         rule = e.rendered.rule
