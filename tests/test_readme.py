@@ -95,7 +95,7 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
 
     assert "setup --agent AGENT" in section("Command line") and HOOK_AGENTS.split(", ") == [
         f"{a} (or {short})" if short else a
-        for a, short in zip(AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid"), strict=True)
+        for a, short in zip(AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "kilo"), strict=True)
     ]
     said = " ".join(section("Command line").split())
     for agent in (
@@ -105,4 +105,4 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
         "`copilot-cli` (or `copilot`)",
     ):
         assert agent in said, agent
-    assert "`opencode`, `qwen-code` (or `qwen`) and `factory-droid` (or `droid`)" in said
+    assert "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`) and `kilo-cli` (or `kilo`)" in said

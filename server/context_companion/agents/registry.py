@@ -24,6 +24,7 @@ HOOK_AGENTS: dict[str, str] = {
     "opencode": "opencode",
     "qwen-code": "qwen_code",
     "factory-droid": "factory_droid",
+    "kilo-cli": "kilo_cli",
 }
 # What users type for an id longer than the agent's command (hook, setup). ``copilot`` means GitHub Copilot CLI
 # here, the only Copilot with hooks; ``explain`` keeps ``copilot`` for GitHub Copilot in the editor.
@@ -33,6 +34,7 @@ SHORT_NAMES: dict[str, str] = {
     "copilot": "copilot-cli",
     "qwen": "qwen-code",
     "droid": "factory-droid",
+    "kilo": "kilo-cli",
 }
 
 # The agents that run other agents' hooks too, and the variable each sets in their environment: the hook loads
