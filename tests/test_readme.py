@@ -95,7 +95,9 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
 
     assert "setup --agent AGENT" in section("Command line") and HOOK_AGENTS.split(", ") == [
         f"{a} (or {short})" if short else a
-        for a, short in zip(AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "kilo"), strict=True)
+        for a, short in zip(
+            AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "kilo"), strict=True
+        )
     ]
     said = " ".join(section("Command line").split())
     for agent in (
