@@ -96,12 +96,12 @@ def test_gemini_settings_with_comments_keep_agents_md_out_of_the_gemini_hook(pro
         (
             ["--agent", "vim"],
             b"{}",
-            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, got 'vim'",
+            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, kilo-cli, got 'vim'",
         ),
         (
             [],
             b"{}",
-            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, got None",
+            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, kilo-cli, got None",
         ),
         (
             ["--agent", "codex"],

@@ -523,7 +523,7 @@ def test_remove_without_an_agent_takes_out_every_agents_hooks_set_up_here(ws: Pa
     assert nothing.returncode == 0, nothing.stderr
     assert nothing.stdout == (
         f"No agent's Context Companion hooks are set up in {ws} (none of claude-code, gemini-cli, codex, copilot-cli, "
-        "qwen-code, factory-droid, opencode, cline-cli); nothing changed\n"
+        "qwen-code, factory-droid, opencode, cline-cli, kilo-cli); nothing changed\n"
     )
     for agent in ("claude", "copilot", "opencode"):
         assert setup(ws, env, agent).returncode == 0

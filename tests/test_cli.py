@@ -135,7 +135,7 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     assert bad.stderr.strip().splitlines() == [
         "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), gemini-cli (or gemini),"
         " codex, copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli"
-        " (Cline CLI), cursor, copilot (GitHub Copilot in the editor), windsurf, cline (the Cline editor extension),"
+        " (Cline CLI), kilo-cli (or kilo), cursor, copilot (GitHub Copilot in the editor), windsurf, cline (the Cline editor extension),"
         " continue, kiro, zed, vscode, context-companion"
     ]
 
@@ -387,7 +387,7 @@ def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, e
         (
             ["setup", "--agent", "vim"],
             "context-companion: --agent vim: unknown agent; setup takes claude-code (or claude), gemini-cli (or gemini), "
-            "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli (or cline)",
+            "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli (or cline), kilo-cli (or kilo)",
         ),
         (["setup"], "context-companion: setup --agent: required (see context-companion setup --help)"),
         (["explain"], "context-companion: explain --agent: required (see context-companion explain --help)"),

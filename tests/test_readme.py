@@ -96,7 +96,7 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
     assert "setup --agent AGENT" in section("Command line") and HOOK_AGENTS.split(", ") == [
         f"{a} (or {short})" if short else a
         for a, short in zip(
-            AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "cline"), strict=True
+            AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "cline", "kilo"), strict=True
         )
     ]
     said = " ".join(section("Command line").split())
@@ -107,4 +107,4 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
         "`copilot-cli` (or `copilot`)",
     ):
         assert agent in said, agent
-    assert "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`) and `cline-cli` (or `cline`)" in said
+    assert "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`), `cline-cli` (or `cline`) and `kilo-cli` (or `kilo`)" in said

@@ -338,7 +338,7 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
     bad = ask_channel(entry, entry["token"], {**request, "agent": "vim"})
     assert bad == {
         "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, "
-        "factory-droid, cline-cli"
+        "factory-droid, cline-cli, kilo-cli"
     }
     good = ask_channel(entry, entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]

@@ -36,6 +36,9 @@ RuleFormat = Literal[
     "roo",
     "qwen",
     "qwen-local",
+    "kilo",
+    "kilocode",
+    "kilo-legacy",
 ]
 Subfolders = Literal["never", "when-open", "always"]
 Keeps = Literal["tracked", "start", ""]  # re-read on change, read once at start, not known (no hooks)

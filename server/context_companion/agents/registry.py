@@ -25,6 +25,7 @@ HOOK_AGENTS: dict[str, str] = {
     "qwen-code": "qwen_code",
     "factory-droid": "factory_droid",
     "cline-cli": "cline_cli",
+    "kilo-cli": "kilo_cli",
 }
 # What users type for an id longer than the agent's command (hook, setup). ``copilot`` means GitHub Copilot CLI
 # here, the only Copilot with hooks; ``explain`` keeps ``copilot`` for GitHub Copilot in the editor (and ``cline``
@@ -36,6 +37,7 @@ SHORT_NAMES: dict[str, str] = {
     "qwen": "qwen-code",
     "droid": "factory-droid",
     "cline": "cline-cli",
+    "kilo": "kilo-cli",
 }
 
 # The agents that run other agents' hooks too, and the variable each sets in their environment: the hook loads
