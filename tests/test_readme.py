@@ -107,4 +107,7 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
         "`copilot-cli` (or `copilot`)",
     ):
         assert agent in said, agent
-    assert "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`), `cline-cli` (or `cline`) and `kilo-cli` (or `kilo`)" in said
+    assert (
+        "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`), `cline-cli` (or `cline`) and `kilo-cli` (or `kilo`)"
+        in said
+    )
