@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.agents import registry
 from hook_runner import run_hook
 
 
@@ -96,12 +97,12 @@ def test_gemini_settings_with_comments_keep_agents_md_out_of_the_gemini_hook(pro
         (
             ["--agent", "vim"],
             b"{}",
-            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, kilo-cli, got 'vim'",
+            f"--agent: expected one of {', '.join(registry.HOOK_AGENTS)}, got 'vim'",
         ),
         (
             [],
             b"{}",
-            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, kilo-cli, got None",
+            f"--agent: expected one of {', '.join(registry.HOOK_AGENTS)}, got None",
         ),
         (
             ["--agent", "codex"],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.agents import registry
 from hostile_repo import plant_hostile
 
 BIN = Path(sys.executable).parent
@@ -522,8 +523,8 @@ def test_remove_without_an_agent_takes_out_every_agents_hooks_set_up_here(ws: Pa
     nothing = run("setup", "--remove", "--workspace", str(ws), env=env)
     assert nothing.returncode == 0, nothing.stderr
     assert nothing.stdout == (
-        f"No agent's Context Companion hooks are set up in {ws} (none of claude-code, gemini-cli, codex, copilot-cli, "
-        "qwen-code, factory-droid, opencode, cline-cli, kilo-cli); nothing changed\n"
+        f"No agent's Context Companion hooks are set up in {ws} (none of {', '.join(registry.HOOK_AGENTS)}); "
+        "nothing changed\n"
     )
     for agent in ("claude", "copilot", "opencode"):
         assert setup(ws, env, agent).returncode == 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.agents import registry
 from context_companion.procs import process_start_time
 from hook_runner import Channel, ask_channel, connect, run_hook
 from lsp_harness import Harness
@@ -336,10 +337,7 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
         channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
     channel.close()
     bad = ask_channel(entry, entry["token"], {**request, "agent": "vim"})
-    assert bad == {
-        "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, "
-        "factory-droid, cline-cli, kilo-cli"
-    }
+    assert bad == {"error": f"request.agent: expected one of {', '.join(registry.HOOK_AGENTS)}"}
     good = ask_channel(entry, entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 

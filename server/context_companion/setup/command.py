@@ -378,7 +378,7 @@ def remove_everywhere(args: argparse.Namespace, home: Path | None = None) -> int
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
-    ids = (*AGENT_HOOKS, *PLUGIN_AGENTS)
+    ids = tuple(registry.HOOK_AGENTS)
     found = [agent_id for agent_id in ids if _set_up_here(agent_id, args, home) is not None]
     if not found:
         where = "your user settings" if args.user else str(base.resolve())
