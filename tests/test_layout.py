@@ -180,6 +180,18 @@ def test_every_registered_agent_has_its_module_with_the_whole_interface() -> Non
         assert hasattr(registry.load(runner), "runs_hooks_of"), runner
 
 
+def test_every_rule_format_an_agent_names_is_one_memory_knows() -> None:
+    """Rule formats are plain names (an agent's module brings its own without an edit elsewhere): each one a table
+    names is in memory's list, once."""
+    from context_companion.memory.agents import AGENTS
+    from context_companion.memory.formats import BY_FORMAT, FORMATS
+
+    assert len(BY_FORMAT) == len(FORMATS), "a format name is listed twice"
+    for agent in AGENTS.values():
+        named = (*agent.rules, *agent.fallback_rules, *agent.attached_rules, *agent.whole_rules)
+        assert [f for f in named if f not in BY_FORMAT] == [], agent.id
+
+
 def test_an_agents_module_is_light_at_import() -> None:
     """The hook imports the registry and one agent's module before every prompt: constants and functions only, no
     typed rows (``dataclasses``) and nothing of the package's other parts at their module level."""

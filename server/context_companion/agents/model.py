@@ -14,32 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-# Every rule format we read; :mod:`..memory.formats` says where each lives (an agent's own formats come from
-# its module's ``formats()``), :mod:`..memory.rules` what its frontmatter means.
-RuleFormat = Literal[
-    "context-companion",
-    "cursor",
-    "cursor-md",
-    "cursor-legacy",
-    "copilot",
-    "copilot-instructions",
-    "claude",
-    "windsurf",
-    "windsurf-legacy",
-    "cline",
-    "cline-rules",
-    "continue",
-    "kiro",
-    "zed",
-    "agent-md",
-    "junie",
-    "roo",
-    "qwen",
-    "qwen-local",
-    "kilo",
-    "kilocode",
-    "kilo-legacy",
-]
+# A rule format's name ("cursor", "claude", ...): :mod:`..memory.formats` lists every one and says where it lives
+# (an agent's own formats come from its module's ``formats()``), :mod:`..memory.rules` what its frontmatter means.
+# A plain string, so an agent's module brings its formats without an edit here; tests/test_layout.py checks that
+# every format an agent's row names is one memory knows.
+RuleFormat = str
 Subfolders = Literal["never", "when-open", "always"]
 Keeps = Literal["tracked", "start", ""]  # re-read on change, read once at start, not known (no hooks)
 
