@@ -1,6 +1,6 @@
 """Cline CLI through the commands a user runs (`setup --agent cline`, `hook --agent cline-cli`, `explain`) and its
 plugin run by Node as Cline CLI 3.0.65 calls it (``setup(api, ctx)``, then ``hooks.beforeRun({snapshot})``). The
-real agent against a recording model stub is tests/agents/test_cline_cli.py."""
+real agent against a recording model stub is tests/agents/test_cline_cli_agent.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Factory Droid through the commands a user runs (`setup --agent droid`, `hook --agent factory-droid`): its
 settings file in the project and in ~/.factory, the user's own entries kept, the answer it reads, what it reads
 itself left out, and a resumed session given everything again. The real agent against a recording model stub is
-in tests/agents/test_factory_droid.py."""
+in tests/agents/test_factory_droid_agent.py."""
 
 from __future__ import annotations
 

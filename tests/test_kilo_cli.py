@@ -1,6 +1,6 @@
 """Kilo CLI through the commands a user runs (`setup --agent kilo`, `hook --agent kilo-cli`, `explain`) and our
 plugin run by Node as Kilo CLI runs it (OpenCode's plugin, written for Kilo CLI's folders). The real agent against
-the recording model stub is tests/agents/test_kilo_cli.py."""
+the recording model stub is tests/agents/test_kilo_cli_agent.py."""
 
 from __future__ import annotations
 

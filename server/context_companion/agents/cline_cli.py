@@ -1,6 +1,6 @@
 """Cline CLI (npm ``cline``; its linux-x64 binary package ``@cline/cli-linux-x64``): what it loads itself, and how
 the memory it does not load reaches it. Measured with 3.0.65 against a recording model stub (tests/agents/
-test_cline_cli.py) and read in its shipped bundle.
+test_cline_cli_agent.py) and read in its shipped bundle.
 
 What it reads: the workspace root's ``AGENTS.md``, the rule files of ``.cline/rules/`` and, only when that folder
 does not exist, those of ``.clinerules/`` (its older folder), ``~/.agents/AGENTS.md`` and its global rule folders

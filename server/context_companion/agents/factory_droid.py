@@ -1,6 +1,6 @@
 """Factory Droid (``droid``, npm ``@factory/cli``): what it loads itself and how it keeps it, and how our hook reaches
 it. Measured with the linux-x64 binary 0.225.2 against a recording model stub (``customModels`` with a
-``generic-chat-completion-api`` base URL, no login; ``tests/agents/test_factory_droid.py``):
+``generic-chat-completion-api`` base URL, no login; ``tests/agents/test_factory_droid_agent.py``):
 
 - Memory: ``CLAUDE.md`` then ``AGENTS.md`` of every folder from the working folder up to the repository root
   (without a repository, the working folder's only), ``.factory/AGENTS.md``, ``.agents/AGENTS.md`` and

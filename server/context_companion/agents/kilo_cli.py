@@ -1,5 +1,5 @@
 """Kilo CLI (``@kilocode/cli``, an OpenCode fork): what it loads itself, how it keeps it, and how our plugin reaches
-it. Measured with the linux-x64 binary package 7.7.9 (``tests/agents/test_kilo_cli.py``) and read in the code it
+it. Measured with the linux-x64 binary package 7.7.9 (``tests/agents/test_kilo_cli_agent.py``) and read in the code it
 ships:
 
 - Memory: the first of ``$KILO_CONFIG_DIR/AGENTS.md``, ``~/.config/kilo/AGENTS.md`` and ``~/.claude/CLAUDE.md``;
