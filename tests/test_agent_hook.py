@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.agents import registry
 from hook_runner import run_hook
 
 
@@ -96,12 +97,12 @@ def test_gemini_settings_with_comments_keep_agents_md_out_of_the_gemini_hook(pro
         (
             ["--agent", "vim"],
             b"{}",
-            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, got 'vim'",
+            f"--agent: expected one of {', '.join(registry.HOOK_AGENTS)}, got 'vim'",
         ),
         (
             [],
             b"{}",
-            "--agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, factory-droid, cline-cli, got None",
+            f"--agent: expected one of {', '.join(registry.HOOK_AGENTS)}, got None",
         ),
         (
             ["--agent", "codex"],
@@ -145,8 +146,8 @@ import json, subprocess, sys
 server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 print(server.pid, flush=True)
 sys.stdin.readline()  # the announcements are written
-code = "import json, sys; from context_companion import agent_hook; " \
-       "print(json.dumps([s['port'] for s in agent_hook.servers(sys.argv[1], sys.argv[2])]))"
+code = "import json, sys; from context_companion.hooks import client; " \
+       "print(json.dumps([s['port'] for s in client.servers(sys.argv[1], sys.argv[2])]))"
 hook = subprocess.run([sys.executable, "-c", code, *sys.argv[1:]], capture_output=True, text=True)
 print(hook.stdout.strip() or hook.stderr, flush=True)
 server.kill()
@@ -372,7 +373,7 @@ def test_the_state_lock_is_not_held_while_the_memory_is_composed(
     import fcntl
     import io
 
-    from context_companion import agent_hook
+    from context_companion.hooks import client as agent_hook
     from context_companion.workspace.companion import Companion
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
@@ -534,7 +535,8 @@ def test_a_reading_cut_by_the_time_budget_goes_on_at_the_next_prompts_and_loses_
     delivered once, none is taken back, and the session is not taken as quiet until a whole reading was done."""
     import io
 
-    from context_companion import agent_hook, hook_quiet
+    from context_companion.hooks import client as agent_hook
+    from context_companion.hooks import quiet as hook_quiet
 
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)

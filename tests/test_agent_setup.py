@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.agents import registry
 from hostile_repo import plant_hostile
 
 BIN = Path(sys.executable).parent
@@ -485,9 +486,10 @@ def test_the_short_names_users_type_set_up_the_agent_by_its_id(
 def test_an_agent_whose_hooks_are_flat_is_one_more_entry_in_the_table() -> None:
     """The next agents (GitHub Copilot CLI's `.github/hooks/*.json`: `{"version": 1, "hooks": {"userPromptSubmitted":
     [{"type": "command", "bash": ...}]}}`) differ only in data: the same merge and removal serve them."""
-    from context_companion.agent_setup import AgentHooks, jsonc, merged, removed
+    from context_companion.agents.model import SettingsHooks
+    from context_companion.setup.command import jsonc, merged, removed
 
-    flat = AgentHooks(
+    flat = SettingsHooks(
         "copilot-cli",
         "GitHub Copilot CLI",
         ("sessionStart", "userPromptSubmitted"),
@@ -521,8 +523,8 @@ def test_remove_without_an_agent_takes_out_every_agents_hooks_set_up_here(ws: Pa
     nothing = run("setup", "--remove", "--workspace", str(ws), env=env)
     assert nothing.returncode == 0, nothing.stderr
     assert nothing.stdout == (
-        f"No agent's Context Companion hooks are set up in {ws} (none of claude-code, gemini-cli, codex, copilot-cli, "
-        "qwen-code, factory-droid, opencode, cline-cli); nothing changed\n"
+        f"No agent's Context Companion hooks are set up in {ws} (none of {', '.join(registry.HOOK_AGENTS)}); "
+        "nothing changed\n"
     )
     for agent in ("claude", "copilot", "opencode"):
         assert setup(ws, env, agent).returncode == 0

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from context_companion.agents import registry
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -132,12 +133,18 @@ def test_explain_per_agent_table_json_and_unknown_agent(env, tmp_path):
     assert {f["path"] for f in data["listed"]} == {".windsurf/rules/decide.md", ".windsurf/rules/manual.md"}
     bad = run("explain", "--agent", "vim", "--workspace", str(ws), env=env)
     assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr.strip().splitlines() == [
-        "context-companion: --agent vim: unknown agent; known agents: claude-code (or claude), codex, gemini-cli"
-        " (or gemini), cursor, copilot (GitHub Copilot in the editor), windsurf, cline (the Cline editor extension),"
-        " continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), opencode, qwen-code (or qwen), factory-droid"
-        " (or droid), cline-cli (Cline CLI), context-companion"
-    ]
+    [line] = bad.stderr.strip().splitlines()
+    said = line.removeprefix("context-companion: --agent vim: unknown agent; known agents: ")
+    # The agents with hooks in the registry's order, each with its short names (or, where a short name is another
+    # table's id, its name), then the tables without hooks.
+    assert said.startswith("claude-code (or claude), gemini-cli (or gemini), codex, copilot-cli (GitHub Copilot CLI)")
+    hooked = said.split(", cursor, ")[0]
+    assert [part.split(" (")[0] for part in hooked.split(", ")] == list(registry.HOOK_AGENTS)
+    assert "cline-cli (Cline CLI)" in hooked and "kilo-cli (or kilo)" in hooked
+    assert said.endswith(
+        ", cursor, copilot (GitHub Copilot in the editor), windsurf, cline (the Cline editor extension), continue,"
+        " kiro, zed, vscode, context-companion"
+    )
 
 
 @pytest.mark.parametrize(("short", "agent"), [("claude", "claude-code"), ("gemini", "gemini-cli"), ("Codex", "codex")])
@@ -386,8 +393,7 @@ def test_a_link_to_a_memory_file_does_not_repeat_its_import_warnings(tmp_path, e
         ),
         (
             ["setup", "--agent", "vim"],
-            "context-companion: --agent vim: unknown agent; setup takes claude-code (or claude), gemini-cli (or gemini), "
-            "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli (or cline)",
+            f"context-companion: --agent vim: unknown agent; setup takes {registry.choices()}",
         ),
         (["setup"], "context-companion: setup --agent: required (see context-companion setup --help)"),
         (["explain"], "context-companion: explain --agent: required (see context-companion explain --help)"),

@@ -1,6 +1,6 @@
 """Cline CLI through the commands a user runs (`setup --agent cline`, `hook --agent cline-cli`, `explain`) and its
 plugin run by Node as Cline CLI 3.0.65 calls it (``setup(api, ctx)``, then ``hooks.beforeRun({snapshot})``). The
-real agent against a recording model stub is tests/agents/test_cline_cli.py."""
+real agent against a recording model stub is tests/agents/test_cline_cli_agent.py."""
 
 from __future__ import annotations
 
@@ -138,7 +138,8 @@ def test_remove_without_an_agent_takes_out_the_cline_plugin_too(ws: Path, env: d
 def test_the_opencode_plugin_is_unchanged_by_sharing_its_writer() -> None:
     """OpenCode's plugin file is the same bytes as before the writer took other agents' templates: a project
     set up earlier stays "already set up"."""
-    from context_companion.opencode_plugin import MARKER, RUNNER, plugin_text
+    from context_companion.agents.opencode import MARKER, plugin_text
+    from context_companion.agents.plugin_script import RUNNER
 
     text = plugin_text("context-companion hook --agent opencode")
     assert text.startswith(MARKER + "\n") and "__" not in text
@@ -246,12 +247,11 @@ console.log(JSON.stringify({ name: p.name, manifest: p.manifest, result: result 
 
 def run_plugin(tmp_path: Path, command: list[str], timeout_ms: int | None = None) -> dict[str, Any]:
     from context_companion.agents import cline_cli
-    from context_companion.opencode_plugin import plugin_text
 
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is needed to run Cline CLI's plugin", pytrace=False)
-    text = plugin_text(" ".join(command), cline_cli.PLUGIN_TEMPLATE, cline_cli.MARKER)
+    text = cline_cli.plugin_text(" ".join(command))
     if timeout_ms is not None:
         text = text.replace("const TIMEOUT_MS = 10000;", f"const TIMEOUT_MS = {timeout_ms};")
     plugin = tmp_path / "plugin.mjs"
@@ -338,7 +338,6 @@ def test_the_plugin_has_the_memory_sent_again_when_cline_compacted_it_away(tmp_p
     """Cline 3.0.65 tells plugins nothing when it compacts a session: the plugin's beforeModel sees that a text it
     added is no longer in what goes to the model and tells the hook (``SessionStart``, ``compact``), once."""
     from context_companion.agents import cline_cli
-    from context_companion.opencode_plugin import plugin_text
 
     calls = tmp_path / "calls.jsonl"
     command = fake_hook(
@@ -356,7 +355,7 @@ def test_the_plugin_has_the_memory_sent_again_when_cline_compacted_it_away(tmp_p
     node = shutil.which("node")
     assert node is not None, "node is needed to run Cline CLI's plugin"
     plugin = tmp_path / "plugin.mjs"
-    plugin.write_text(plugin_text(shlex.join(command), cline_cli.PLUGIN_TEMPLATE, cline_cli.MARKER))
+    plugin.write_text(cline_cli.plugin_text(shlex.join(command)))
     driver = tmp_path / "driver.mjs"
     driver.write_text(COMPACTED)
     out = subprocess.run(

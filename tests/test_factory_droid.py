@@ -1,7 +1,7 @@
 """Factory Droid through the commands a user runs (`setup --agent droid`, `hook --agent factory-droid`): its
 settings file in the project and in ~/.factory, the user's own entries kept, the answer it reads, what it reads
 itself left out, and a resumed session given everything again. The real agent against a recording model stub is
-in tests/agents/test_factory_droid.py."""
+in tests/agents/test_factory_droid_agent.py."""
 
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ def test_the_hook_gives_what_droid_does_not_read_itself_once_and_again_after_a_r
 
 
 def test_a_resume_of_another_agent_keeps_what_its_session_has() -> None:
-    from context_companion.agent_hook import _Parsed, read_input
+    from context_companion.hooks.client import _Parsed, read_input
 
     def source(agent: str) -> str:
         raw = {"hook_event_name": "SessionStart", "session_id": "s", "cwd": "/", "source": "resume"}
@@ -228,11 +228,12 @@ def test_explain_says_what_droid_reads_itself(project: Path, env: dict[str, str]
 
 
 def test_every_list_of_agents_with_hooks_names_droid_and_reads_its_module() -> None:
-    from context_companion import agent_hook, agent_setup
     from context_companion.agents import factory_droid, registry
     from context_companion.bridges import hook_channel
     from context_companion.cli import parser
+    from context_companion.hooks import client as agent_hook
     from context_companion.memory import agents
+    from context_companion.setup import command as agent_setup
     from context_companion.workspace import hooks
 
     assert registry.load("factory-droid") is factory_droid

@@ -1,5 +1,5 @@
 """The hook without an editor on a quiet prompt: answered from the record of what the last composition read
-(``hook_quiet``), without importing the domain, and never quiet when anything that composition depended on
+(``hooks/quiet.py``), without importing the domain, and never quiet when anything that composition depended on
 moved. Each change below is one a user makes while an agent works; each must reach the next prompt."""
 
 from __future__ import annotations

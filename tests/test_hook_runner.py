@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from context_companion.agent_hook import VSCODE, hook_runner
+from context_companion.hooks.client import VSCODE, hook_runner
 from hook_runner import run_hook
 
 SESSION = "5f0c2a9e-1b7d-4c1e-9a3f-0d2b6c8e4a71"

@@ -133,7 +133,7 @@ def test_qwen_code_user_settings_follow_qwen_home(tmp_path: Path, ws: Path, env:
 
 
 def test_opencode_setup_writes_its_plugin_once_and_removes_only_its_own(ws: Path, env: dict[str, str]) -> None:
-    from context_companion.opencode_plugin import MARKER
+    from context_companion.agents.opencode import MARKER
 
     plugin = ws / ".opencode" / "plugins" / "context-companion.js"
     dry = setup(ws, env, "opencode", "--dry-run")
@@ -292,7 +292,7 @@ console.log(JSON.stringify({ parts: output.parts, ms: Date.now() - started }));
 
 def run_plugin(tmp_path: Path, command: list[str], timeout_ms: int | None = None) -> dict[str, Any]:
     """OpenCode's chat.message, as OpenCode calls it, on the plugin setup writes for ``command``."""
-    from context_companion.opencode_plugin import plugin_text
+    from context_companion.agents.opencode import plugin_text
 
     node = shutil.which("node")
     if node is None:

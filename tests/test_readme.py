@@ -91,14 +91,11 @@ def test_the_first_screen_says_what_this_is_for_and_for_whom_before_any_code() -
 
 
 def test_the_command_line_section_names_every_agent_setup_takes() -> None:
+    from context_companion.agents import registry
     from context_companion.cli.parser import AGENT_HOOK_IDS, HOOK_AGENTS
 
-    assert "setup --agent AGENT" in section("Command line") and HOOK_AGENTS.split(", ") == [
-        f"{a} (or {short})" if short else a
-        for a, short in zip(
-            AGENT_HOOK_IDS, ("claude", "gemini", "", "copilot", "", "qwen", "droid", "cline"), strict=True
-        )
-    ]
+    assert "setup --agent AGENT" in section("Command line") and registry.choices() == HOOK_AGENTS
+    assert tuple(registry.HOOK_AGENTS) == AGENT_HOOK_IDS
     said = " ".join(section("Command line").split())
     for agent in (
         "`claude-code` (or `claude`)",
@@ -107,4 +104,6 @@ def test_the_command_line_section_names_every_agent_setup_takes() -> None:
         "`copilot-cli` (or `copilot`)",
     ):
         assert agent in said, agent
-    assert "`opencode`, `qwen-code` (or `qwen`), `factory-droid` (or `droid`) and `cline-cli` (or `cline`)" in said
+    for agent in registry.HOOK_AGENTS:  # every agent setup takes, with the short names users type
+        shorts = registry.short_names(agent)
+        assert f"`{agent}`" + (f" (or {', '.join(f'`{s}`' for s in shorts)})" if shorts else "") in said, agent

@@ -1,6 +1,6 @@
 """Gemini CLI's own settings loader (``loadSettings`` of the pinned ``@google/gemini-cli``, run by
 node) on the files ``setup`` writes and on the ones it refuses, beside how ``explain`` and the hook
-read ``context.fileName`` (``memory/agent_settings.py``): the three must agree, so a file setup edits
+read ``context.fileName`` (``agents/gemini_settings.py``): the three must agree, so a file setup edits
 is one Gemini CLI starts with, and one it stops on is never written."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from agent_cli import GeminiCli, seed_gemini_home
-from context_companion.memory.agent_settings import gemini_file_names
+from context_companion.agents.gemini_settings import gemini_file_names
 
 LOAD = r"""
 import { readdirSync, readFileSync } from 'node:fs';

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from context_companion.agents import registry
 from context_companion.procs import process_start_time
 from hook_runner import Channel, ask_channel, connect, run_hook
 from lsp_harness import Harness
@@ -336,10 +337,7 @@ async def test_channel_refuses_a_wrong_proof_and_oversized_requests(start: Any, 
         channel.receive()  # closed without an answer: a line over 64 KiB is never read whole
     channel.close()
     bad = ask_channel(entry, entry["token"], {**request, "agent": "vim"})
-    assert bad == {
-        "error": "request.agent: expected one of claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code, "
-        "factory-droid, cline-cli"
-    }
+    assert bad == {"error": f"request.agent: expected one of {', '.join(registry.HOOK_AGENTS)}"}
     good = ask_channel(entry, entry["token"], request)
     assert "Claude: prefer small diffs." in good["text"]
 
@@ -355,6 +353,18 @@ async def test_turned_off_the_hook_composes_from_disk(start: Any, project: Path,
 
 
 HEAVY = ("pydantic", "tiktoken", "watchdog", "lsprotocol", "pygls", "platformdirs", "argparse", "yaml")
+HOOK_PATH_MODULES = [
+    "context_companion",
+    "context_companion.agents",
+    "context_companion.agents.claude_code",
+    "context_companion.agents.registry",
+    "context_companion.cli",
+    "context_companion.hooks",
+    "context_companion.hooks.client",
+    "context_companion.ownership",
+    "context_companion.procs",
+    "context_companion.proofs",
+]
 _HOOK_AND_LIST_MODULES = """
 import atexit, json, sys
 atexit.register(lambda: sys.stderr.write("sys.modules at exit: " + json.dumps(sorted(sys.modules)) + "\\n"))
@@ -387,6 +397,10 @@ async def test_the_hook_path_imports_nothing_heavy_when_a_server_answers(
     modules = set(json.loads(line.removeprefix("sys.modules at exit: ")))
     loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith("context_companion.workspace"))
     assert loaded == []
+    # Of ours: the command line's entry, the hook client and its light helpers, the registry and the one agent's
+    # module (no other agent's, no typed rows: dataclasses stays unloaded).
+    assert sorted(m for m in modules if m.startswith("context_companion")) == HOOK_PATH_MODULES
+    assert "dataclasses" not in modules
 
 
 SECTION = (

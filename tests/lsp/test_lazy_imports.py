@@ -206,6 +206,8 @@ HEAVY = (
 FIRST_ANSWER_MAY_IMPORT = frozenset(
     {
         "context_companion",
+        "context_companion.agents",  # the parser's agent names: the registry, strings only
+        "context_companion.agents.registry",
         "context_companion.bridges",
         "context_companion.bridges.watch",
         "context_companion.cli",

@@ -303,15 +303,15 @@ ALLOWED = {
         "import urllib.request",
     ): "proves_token: asks an endpoint of an owner-only discovery file, on loopback only (checked), for its proof of the token, without sending the token",
     (
-        "agent_hook.py",
+        "hooks/client.py",
         "import socket",
     ): "`context-companion hook` asks the editor's server on 127.0.0.1 (the port and token of its owner-only discovery file)",
     (
-        "agent_hook.py",
+        "hooks/client.py",
         "call create_connection",
     ): "to 127.0.0.1 only (the address is fixed in the code), the port of the hooks' owner-only discovery file",
     (
-        "agent_hook.py",
+        "hooks/client.py",
         "call connect",
     ): "the hooks' Unix domain socket in this user's 0700 runtime folder, owned by this user and listened on by the "
     "announced pid (peer credentials checked); nothing else is connected to",

@@ -1,6 +1,6 @@
 """Cline CLI (npm ``cline``; its linux-x64 binary package ``@cline/cli-linux-x64``): what it loads itself, and how
 the memory it does not load reaches it. Measured with 3.0.65 against a recording model stub (tests/agents/
-test_cline_cli.py) and read in its shipped bundle.
+test_cline_cli_agent.py) and read in its shipped bundle.
 
 What it reads: the workspace root's ``AGENTS.md``, the rule files of ``.cline/rules/`` and, only when that folder
 does not exist, those of ``.clinerules/`` (its older folder), ``~/.agents/AGENTS.md`` and its global rule folders
@@ -34,15 +34,9 @@ This module is read by the hook before every prompt: constants and functions onl
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from ..memory.agents import AgentRules
-    from ..memory.formats import FormatSpec
+    from .model import AgentRules, FormatSpec, PluginFile
 
 ID = "cline-cli"
 NAME = "Cline CLI"
@@ -53,8 +47,11 @@ EVENTS: dict[str, str] = {"UserPromptSubmit": "UserPromptSubmit", "SessionStart"
 LIMIT = 30_000  # 100,000 characters arrived whole (3.0.65); 30,000 is our bound on what one prompt adds
 UNIT = "characters"
 
-# Its project rule folder (since 3.0; ``.clinerules`` is read only without it): a rule format of its own.
+# Its project rule folder (since 3.0; ``.clinerules`` is read only without it): a rule format of its own, whose
+# frontmatter keys are those of ``.clinerules`` (:mod:`..memory.rules`).
 RULES_FOLDER = ".cline/rules"
+RULE_KEYS = {"cline-rules": ("paths", "description")}
+GLOB_KEYS = {"cline-rules": "paths"}
 
 # The plugin file setup writes.
 PLUGIN_FILE = "context-companion.js"
@@ -132,37 +129,45 @@ def answer(event: str, text: str) -> dict[str, object]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-def shown_files() -> tuple[str, str]:
-    """The plugin's project file (relative to the project) and user file (default folder, under ``~``), as users
-    are told where setup writes."""
-    return f"{PLUGIN_PROJECT_FOLDER}/{PLUGIN_FILE}", f"~/{HOME_FOLDER}/plugins/{PLUGIN_FILE}"
+def plugin_text(command: str) -> str:
+    """The plugin file for ``command`` (setup's hook command, a shell word list)."""
+    from .plugin_script import fill
+
+    return fill(PLUGIN_TEMPLATE, MARKER, command)
 
 
-def plugin_path(workspace: Path, user: bool, home: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, Path]:
-    """(the plugin file, the folder it must stay in): the project's ``.cline/plugins``, or ``plugins`` in Cline's
-    own folder (``$CLINE_DIR``, default ``~/.cline``). Raises ``ValueError`` for a ``CLINE_DIR`` that is not an
-    absolute path (Cline would take it from the folder it is started in: no one place to write)."""
-    if not user:
-        return workspace / PLUGIN_PROJECT_FOLDER / PLUGIN_FILE, workspace
-    environ = os.environ if environ is None else environ
-    moved = environ.get(HOME_ENV, "").strip()
-    if moved and not os.path.isabs(os.path.expanduser(moved)):
-        raise ValueError(f"{HOME_ENV}={moved}: not an absolute path, so Cline's folder depends on where it starts")
-    folder = Path(os.path.expanduser(moved)) if moved else home / HOME_FOLDER
-    return folder / "plugins" / PLUGIN_FILE, folder
+def setup_file() -> PluginFile:
+    """Where ``setup --agent cline`` writes: ``<project>/.cline/plugins/`` or the ``plugins`` folder of Cline's own
+    (``$CLINE_DIR``, absolute only: Cline would take a relative one from the folder it starts in; default
+    ``~/.cline``)."""
+    from .model import PluginFile
+
+    return PluginFile(
+        ID,
+        NAME,
+        f"{PLUGIN_PROJECT_FOLDER}/{PLUGIN_FILE}",
+        None,
+        "",
+        HOME_FOLDER,
+        f"plugins/{PLUGIN_FILE}",
+        MARKER,
+        plugin_text,
+        PLUGIN_DOES,
+        user_dir_env=HOME_ENV,
+    )
 
 
 def formats() -> tuple[FormatSpec, ...]:
     """The rule format only it reads: ``.cline/rules`` (``.md`` and ``.txt`` files, ``paths`` as in
     ``.clinerules``)."""
-    from ..memory.formats import FormatSpec
+    from .model import FormatSpec
 
     return (FormatSpec("cline-rules", "cline", RULES_FOLDER, "dir", (".md", ".txt"), anchored=True),)
 
 
 def rules() -> AgentRules:
     """What it loads itself (see the module docstring), as measured with :data:`CHECKED`."""
-    from ..memory.agents import AgentRules
+    from .model import AgentRules
 
     return AgentRules(
         ID,

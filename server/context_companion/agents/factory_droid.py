@@ -1,6 +1,6 @@
 """Factory Droid (``droid``, npm ``@factory/cli``): what it loads itself and how it keeps it, and how our hook reaches
 it. Measured with the linux-x64 binary 0.225.2 against a recording model stub (``customModels`` with a
-``generic-chat-completion-api`` base URL, no login; ``tests/agents/test_factory_droid.py``):
+``generic-chat-completion-api`` base URL, no login; ``tests/agents/test_factory_droid_agent.py``):
 
 - Memory: ``CLAUDE.md`` then ``AGENTS.md`` of every folder from the working folder up to the repository root
   (without a repository, the working folder's only), ``.factory/AGENTS.md``, ``.agents/AGENTS.md`` and
@@ -28,8 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..agent_setup import AgentHooks
-    from ..memory.agents import AgentRules
+    from .model import AgentRules, SettingsHooks
 
 ID = "factory-droid"
 NAME = "Factory Droid"
@@ -59,7 +58,7 @@ def hook_input(raw: dict[str, Any]) -> dict[str, Any]:
 
 def rules() -> AgentRules:
     """What it loads itself (see the module's docstring)."""
-    from ..memory.agents import AgentRules
+    from .model import AgentRules
 
     return AgentRules(
         ID,
@@ -73,11 +72,11 @@ def rules() -> AgentRules:
     )
 
 
-def setup_file() -> AgentHooks:
+def setup_file() -> SettingsHooks:
     """Where ``setup --agent droid`` writes: the project's ``.factory/settings.json`` or ``~/.factory/settings.json``."""
-    from ..agent_setup import AgentHooks
+    from .model import SettingsHooks
 
-    return AgentHooks(
+    return SettingsHooks(
         ID,
         NAME,
         tuple(EVENTS),

@@ -25,6 +25,7 @@ HOOK_AGENTS: dict[str, str] = {
     "qwen-code": "qwen_code",
     "factory-droid": "factory_droid",
     "cline-cli": "cline_cli",
+    "kilo-cli": "kilo_cli",
 }
 # What users type for an id longer than the agent's command (hook, setup). ``copilot`` means GitHub Copilot CLI
 # here, the only Copilot with hooks; ``explain`` keeps ``copilot`` for GitHub Copilot in the editor (and ``cline``
@@ -36,7 +37,12 @@ SHORT_NAMES: dict[str, str] = {
     "qwen": "qwen-code",
     "droid": "factory-droid",
     "cline": "cline-cli",
+    "kilo": "kilo-cli",
 }
+
+# The agents that run other agents' hooks too, and the variable each sets in their environment: the hook loads
+# such an agent's module (its ``runs_hooks_of`` tells it by the input) only when its variable is set.
+HOOK_RUNNERS: dict[str, str] = {"copilot-cli": "COPILOT_CLI"}
 
 
 def hook_agent(name: str) -> str:

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import proofs
+from ..agents import registry
 from ..discovery import new_token
 from ..procs import SocketPath, peer_credentials
 from ..ratelimit import Sparse
@@ -62,7 +63,7 @@ MAX_BUDGET_MS = 60_000
 MAX_UNPROVEN = 16  # connections that have not proved the token yet
 ANNOUNCEMENT_VERSION = 2  # 1 (no "version"): "port" only; 2: "socket" (a Unix domain socket) or "port"
 SOCKET_NAME = "hook-{pid}.sock"
-AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid", "cline-cli")
+AGENTS = tuple(registry.HOOK_AGENTS)
 _FIELDS = ("agent", "event", "sessionId", "source", "cwd", "agentProcess")  # agentProcess: optional
 
 

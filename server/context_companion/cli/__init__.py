@@ -2,8 +2,8 @@
 
 Subcommands: ``serve`` (the language server), ``instruction``, ``turn``, ``memory``, ``explain``,
 ``agents``, ``compression-prompt``, ``mcp`` (the MCP server), ``hook`` (what an agent's hook runs: see
-:mod:`..agent_hook`; it skips argparse, it runs before every prompt) and ``setup`` (writes those
-hooks into an agent's settings: :mod:`..agent_setup`).
+:mod:`..hooks.client`; it skips argparse, it runs before every prompt) and ``setup`` (writes those
+hooks into an agent's settings: :mod:`..setup.command`).
 
 - :mod:`.parser`: the argument parser;
 - :mod:`.editor`: the editor state a command line describes, in a workspace
@@ -50,7 +50,7 @@ def _handler(command: str) -> Callable[[argparse.Namespace], int]:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["hook"] and not {"-h", "--help"} & set(arguments):
-        from ..agent_hook import run as run_hook  # before every prompt: no argparse, nothing heavy
+        from ..hooks.client import run as run_hook  # before every prompt: no argparse, nothing heavy
 
         return run_hook(arguments[1:])
     from .parser import build_parser

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..agents import registry
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -170,9 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent",
         required=True,
         metavar="AGENT",
-        help="claude-code (or claude), codex, gemini-cli (or gemini), cursor, copilot (GitHub Copilot in the editor), "
-        "windsurf, cline (the editor extension), continue, kiro, zed, vscode, copilot-cli (GitHub Copilot CLI), "
-        "opencode, qwen-code (or qwen), cline-cli (Cline CLI), factory-droid (or droid), context-companion",
+        help=_EXPLAIN_AGENTS_HELP,
     )
     _editor_arguments(exp)
     exp.add_argument("--json", action="store_true", help="print JSON")
@@ -240,26 +240,22 @@ def build_parser() -> argparse.ArgumentParser:
         "hook",
         help="what an agent's hook runs: the memory it does not read itself, once, as JSON on stdout",
         description="Reads the agent's hook input (JSON) on stdin and prints its hook output "
-        '({"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}; GitHub Copilot CLI: '
-        '{"additionalContext": ...}), or nothing when nothing is new. Asks the editor\'s language server for the '
+        '({"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}, or the shape another agent '
+        "reads), or nothing when nothing is new. Asks the editor's language server for the "
         "folder (open files, active file), or composes from disk when none runs. Always exits 0; a failure prints "
-        "one line on stderr. Set it up with `setup`. Agents: claude-code (or claude), gemini-cli (or gemini), "
-        "codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), factory-droid (or droid), cline-cli (or cline).",
+        f"one line on stderr. Set it up with `setup`. Agents: {HOOK_AGENTS}.",
     )
     hook.add_argument("--agent", required=True, metavar="AGENT", help=_HOOK_AGENTS_HELP)
 
     setup = sub.add_parser(
         "setup",
         help="write the hooks that run `context-companion hook` into an agent's settings",
-        description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to "
-        "Claude Code's .claude/settings.local.json, Gemini CLI's .gemini/settings.json, Codex's "
-        ".codex/hooks.json, Qwen Code's .qwen/settings.json or Factory Droid's .factory/settings.json; GitHub Copilot CLI's userPromptSubmitted hook to "
-        ".github/hooks/context-companion.json; OpenCode's plugin .opencode/plugins/context-companion.js; Cline CLI's "
-        "plugin .cline/plugins/context-companion.js (with "
-        "--user: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, ~/.gemini/settings.json, "
-        "$CODEX_HOME/hooks.json, ~/.qwen/settings.json, ~/.factory/settings.json, ~/.copilot/hooks/context-companion.json, "
-        "~/.config/opencode/plugins/context-companion.js, ~/.cline/plugins/context-companion.js or "
-        "$CLINE_DIR/plugins/context-companion.js). Edits the file in place: only its own entries change, "
+        description="Adds SessionStart and the per-prompt hook (UserPromptSubmit; Gemini CLI: BeforeAgent) to the "
+        "agent's hooks file in the project (Claude Code's .claude/settings.local.json, Gemini CLI's "
+        ".gemini/settings.json, Codex's .codex/hooks.json, ...), or with --user to its user settings "
+        "(~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json, ~/.gemini/settings.json, "
+        "$CODEX_HOME/hooks.json, ...); an agent that loads plugin files instead gets a plugin file of ours "
+        "(docs/agents.md names each agent's files). Edits the file in place: only its own entries change, "
         "your layout and comments stay; the command is the bare context-companion when PATH finds this "
         "installation. Refuses a file its agent could not read or would read another way, or a plugin file that "
         "is not ours (exit 2, one line, file untouched). Claude Code's settings.local.json is personal: in a git "
@@ -283,21 +279,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-AGENT_HOOK_IDS = (
-    "claude-code",
-    "gemini-cli",
-    "codex",
-    "copilot-cli",
-    "opencode",
-    "qwen-code",
-    "factory-droid",
-    "cline-cli",
-)
-HOOK_AGENTS = (
-    "claude-code (or claude), gemini-cli (or gemini), codex, copilot-cli (or copilot), opencode, qwen-code (or qwen), "
-    "factory-droid (or droid), cline-cli (or cline)"
-)
+AGENT_HOOK_IDS = tuple(registry.HOOK_AGENTS)
+HOOK_AGENTS = registry.choices()
 _HOOK_AGENTS_HELP = HOOK_AGENTS + "; case does not matter"
+# The tables ``explain`` has besides the agents with hooks (memory.agents, not imported here: the server's start
+# reads this parser); a short name that is also one of these ids means the table, not the agent with hooks.
+_EDITOR_TABLES = {
+    "cursor": "",
+    "copilot": "GitHub Copilot in the editor",
+    "windsurf": "",
+    "cline": "the editor extension",
+    "continue": "",
+    "kiro": "",
+    "zed": "",
+    "vscode": "",
+    "context-companion": "",
+}
+_EXPLAIN_AGENTS_HELP = ", ".join(
+    [
+        *(
+            f"{a} (or {', '.join(shorts)})" if shorts else a
+            for a in registry.HOOK_AGENTS
+            for shorts in [[s for s in registry.short_names(a) if s not in _EDITOR_TABLES]]
+        ),
+        *(f"{a} ({name})" if name else a for a, name in _EDITOR_TABLES.items()),
+    ]
+)
 
 
 def usage_error(prog: str, message: str) -> str:

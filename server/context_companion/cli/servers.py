@@ -33,8 +33,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from ..agent_hook import hook_agent
-    from ..agent_setup import remove_everywhere, run
+    from ..agents.registry import hook_agent
+    from ..setup.command import remove_everywhere, run
     from .output import fail
     from .parser import AGENT_HOOK_IDS, HOOK_AGENTS
 

@@ -392,7 +392,7 @@ class _Judge:
         if e.tier == "global":
             if e.display not in a.globals:
                 return out(False, "", f"{a.name} does not read {e.display}")
-            if a.one_per_folder:  # the first of its global files that exists (Codex: one folder; OpenCode: two)
+            if a.one_per_folder:  # the first of its global files that exists (in one folder, or in two)
                 winner = next((g for g in a.globals if g in self.globals_present), e.display)
                 if winner != e.display:
                     return out(False, "", f"{a.name} reads only the first of {', '.join(a.globals)}: {winner} is used")

@@ -8,44 +8,13 @@ which ``memory.sources`` family turns them off. docs/memory.md has the same tabl
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
-RuleFormat = Literal[
-    "context-companion",
-    "cursor",
-    "cursor-md",
-    "cursor-legacy",
-    "copilot",
-    "copilot-instructions",
-    "claude",
-    "windsurf",
-    "windsurf-legacy",
-    "cline",
-    "cline-rules",
-    "continue",
-    "kiro",
-    "zed",
-    "agent-md",
-    "junie",
-    "roo",
-    "qwen",
-    "qwen-local",
-]
+from ..agents import registry
+from ..agents.model import FormatSpec, RuleFormat
 
+__all__ = ["FORMATS", "FormatSpec", "RuleFormat"]
 
-@dataclass(frozen=True, slots=True)
-class FormatSpec:
-    format: RuleFormat
-    family: str  # the memory.sources entry that turns it off
-    path: str  # posix, relative to the folder (or to home for ``home`` rows)
-    kind: Literal["dir", "file", "either"]  # "either": a file, or a directory of rule files
-    suffixes: tuple[str, ...] = (".md",)
-    recursive: bool = False  # files in sub-directories of the rule directory count too
-    nested: bool = False  # also found below sub-directories of the folder, scoped to that sub-directory
-    frontmatter: bool = True  # plain files (.cursorrules, .rules ...) are taken whole
-    anchored: bool = False  # a glob without "/" matches top-level files only (picomatch-style tools)
-
+_AGENT_MODULES = tuple(registry.load(agent) for agent in registry.HOOK_AGENTS)
 
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("context-companion", "context-companion", ".context-companion/rules", "dir"),
@@ -62,18 +31,14 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("windsurf", "windsurf", ".windsurf/rules", "dir", nested=True),
     FormatSpec("windsurf-legacy", "windsurf", ".windsurfrules", "file", frontmatter=False),
     FormatSpec("cline", "cline", ".clinerules", "either", (".md", ".txt"), anchored=True),
-    # Cline CLI 3.0's own folder, as agents/cline_cli.formats() says (tests/test_cline_cli.py keeps the two equal).
-    FormatSpec("cline-rules", "cline", ".cline/rules", "dir", (".md", ".txt"), anchored=True),
     FormatSpec("continue", "continue", ".continue/rules", "dir"),
     FormatSpec("kiro", "kiro", ".kiro/steering", "dir"),
     FormatSpec("zed", "zed", ".rules", "file", frontmatter=False),
     FormatSpec("agent-md", "zed", "AGENT.md", "file", frontmatter=False),
     FormatSpec("junie", "junie", ".junie/guidelines.md", "file", frontmatter=False),
     FormatSpec("roo", "roo", ".roo/rules", "dir", (".md", ".txt"), recursive=True, frontmatter=False),
-    # Qwen Code 0.24 (read in its shipped code): .qwen/rules/**/*.md with `paths` (picomatch from the project root;
-    # none: always) and .qwen/QWEN.local.md, both at the repository root, and ~/.qwen/rules.
-    FormatSpec("qwen", "qwen", ".qwen/rules", "dir", recursive=True, anchored=True),
-    FormatSpec("qwen-local", "qwen", ".qwen/QWEN.local.md", "file", frontmatter=False),
+    # The formats only one agent with hooks reads: its module's formats(), in the registry's order.
+    *(spec for module in _AGENT_MODULES if hasattr(module, "formats") for spec in module.formats()),
 )
 BY_FORMAT: dict[str, FormatSpec] = {f.format: f for f in FORMATS}
 _HEADS = frozenset(f.path.split("/", 1)[0] for f in FORMATS)  # a rule path holds one of these
@@ -83,30 +48,29 @@ FORMAT_ORDER: tuple[RuleFormat, ...] = tuple(f.format for f in FORMATS)
 HOME_RULE_DIRS: tuple[tuple[str, RuleFormat], ...] = (
     (".claude/rules", "claude"),
     (".kiro/steering", "kiro"),
-    (".qwen/rules", "qwen"),
+    *(pair for module in _AGENT_MODULES for pair in getattr(module, "HOME_RULE_DIRS", ())),
 )
 
 # Memory file names and the family that reads them; names a user adds to memory.fileNames have none.
 NAME_FAMILY: dict[str, str] = {
     "AGENTS.md": "agents",
     "AGENTS.override.md": "codex",
-    "GEMINI.md": "gemini",
-    "QWEN.md": "qwen",
     "CLAUDE.md": "claude",
     "CLAUDE.local.md": "claude",
+    # Each agent's own names (its module's MEMORY_FILE_NAMES), turned off with its family.
+    **{name: module.SOURCE_FAMILY for module in _AGENT_MODULES for name in getattr(module, "MEMORY_FILE_NAMES", ())},
 }
 CODEX_OVERRIDE = "AGENTS.override.md"
 SHADOWS: dict[str, str] = {CODEX_OVERRIDE: "AGENTS.md"}  # in one folder, the key hides the value
 
-# Vendor global memory files (home-relative), in reading order, with their family.
-VENDOR_GLOBALS: tuple[tuple[str, str, str], ...] = (
-    (".gemini", "GEMINI.md", "gemini"),
-    (".qwen", "QWEN.md", "qwen"),
-    (".qwen", "AGENTS.md", "qwen"),
-    (".config/opencode", "AGENTS.md", "opencode"),
-    (".claude", "CLAUDE.md", "claude"),
-    (".codex", CODEX_OVERRIDE, "codex"),
-    (".codex", "AGENTS.md", "codex"),
+# Vendor global memory files (home-relative), in reading order, with their family: each agent's module's
+# GLOBAL_FILES, ordered by its GLOBAL_RANK.
+VENDOR_GLOBALS: tuple[tuple[str, str, str], ...] = tuple(
+    (folder, name, module.SOURCE_FAMILY)
+    for module in sorted(
+        (m for m in _AGENT_MODULES if getattr(m, "GLOBAL_FILES", ())), key=lambda m: int(m.GLOBAL_RANK)
+    )
+    for folder, name in module.GLOBAL_FILES
 )
 
 

@@ -8,7 +8,8 @@ Where they live is :mod:`.formats`; how each format activates (docs/memory.md ha
 ``copilot``                always
 ``copilot-instructions``   ``applyTo`` globs (``**`` = always); ``excludeAgent``
 ``claude``, ``cline``,     ``paths`` globs; none = always
-``cline-rules``, ``qwen``
+an agent's own format
+with a ``paths`` glob key
 ``windsurf``               ``trigger: always_on | glob | model_decision | manual`` (+ ``globs``,
                            ``description``); the last two are listed
 ``continue``               ``alwaysApply`` true = always; false = ``globs``/``regex`` match, else
@@ -16,7 +17,7 @@ Where they live is :mod:`.formats`; how each format activates (docs/memory.md ha
 ``kiro``                   ``inclusion: always | fileMatch | manual | auto``, ``fileMatchPattern``
 plain files                always (``.cursorrules``, ``.windsurfrules``, ``.rules``, ``AGENT.md``,
                            ``.junie/guidelines.md``, ``.roo/rules/*``, a ``.clinerules`` file,
-                           ``.qwen/QWEN.local.md``)
+                           an agent's own plain file)
 =========================  ================================================================
 
 A rule applies when it is always-on or when one of its globs (gitwildmatch, relative to the
@@ -38,6 +39,7 @@ from typing import Any, Literal
 
 from pathspec import PathSpec
 
+from ..agents import registry
 from ..frontmatter import Frontmatter, split_frontmatter  # noqa: F401 - re-exported
 from .formats import BY_FORMAT, FORMAT_ORDER, FORMATS, FormatSpec, RuleFormat, match_rule_path
 
@@ -55,11 +57,12 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "claude": ("paths", "description"),
     "windsurf": ("trigger", "globs", "description"),
     "cline": ("paths", "description"),
-    "cline-rules": ("paths", "description"),
-    "qwen": ("paths", "description"),
     "continue": ("name", "description", "globs", "regex", "alwaysApply", "version", "schema"),
     "kiro": ("inclusion", "fileMatchPattern", "name", "description"),
 }
+# The rule formats only one agent with hooks reads: their keys and glob key from its module (RULE_KEYS, GLOB_KEYS).
+_AGENT_MODULES = tuple(registry.load(agent) for agent in registry.HOOK_AGENTS)
+KNOWN_KEYS.update({f: keys for m in _AGENT_MODULES for f, keys in getattr(m, "RULE_KEYS", {}).items()})
 GLOB_KEY: dict[str, str | None] = {
     "context-companion": "globs",
     "cursor": "globs",
@@ -69,10 +72,9 @@ GLOB_KEY: dict[str, str | None] = {
     "claude": "paths",
     "windsurf": "globs",
     "cline": "paths",
-    "cline-rules": "paths",
-    "qwen": "paths",
     "continue": "globs",
     "kiro": "fileMatchPattern",
+    **{f: key for m in _AGENT_MODULES for f, key in getattr(m, "GLOB_KEYS", {}).items()},
 }
 RULE_DIR_PREFIXES: tuple[str, ...] = tuple(sorted({f.path.split("/", 1)[0] for f in FORMATS}))
 WINDSURF_TRIGGERS = ("always_on", "manual", "model_decision", "glob")
@@ -486,11 +488,11 @@ _ACTIVATION: dict[str, Any] = {
     "copilot-instructions": _copilot,
     "claude": _paths,
     "cline": _paths,
-    "cline-rules": _paths,
-    "qwen": _paths,
     "windsurf": _windsurf,
     "continue": _continue,
     "kiro": _kiro,
+    # An agent's own format with a ``paths`` glob key activates as Claude Code's rules do.
+    **{f: _paths for f, key in GLOB_KEY.items() if key == "paths" and f not in ("claude", "cline")},
 }
 
 

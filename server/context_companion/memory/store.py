@@ -3,7 +3,7 @@
 Tiers, in the order they are rendered (later blocks take precedence, so the most specific
 text comes last, as in the AGENTS.md convention "the closest file wins"):
 
-1. **global**: ``~/.gemini/GEMINI.md``, ``~/.qwen/QWEN.md``, ``~/.claude/CLAUDE.md``, ... when
+1. **global**: ``~/.claude/CLAUDE.md``, ``~/.gemini/GEMINI.md``, each agent's global files, ... when
    ``memory.readVendorGlobals`` is on, then the memory file names in the Context Companion
    config dir (our own global memory, where ``addMemory`` writes, comes last);
 2. **workspace**: per workspace folder, the directories from the nearest boundary marker down to
@@ -30,8 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..agents.gemini_settings import for_agent
 from ..settings import ContextSettings, MemorySettings, user_config_dir
-from .agent_settings import for_agent
 from .agents import AGENTS, AgentRules
 from .changes import (
     Entered,

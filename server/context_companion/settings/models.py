@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from ..agents import registry
 from ..errors import SettingsError
 from ..exclusion import DEFAULT_EXCLUDE
 from .markers import marked
@@ -161,31 +162,44 @@ class TokenSettings(_Model):
 # --------------------------------------------------------------------------- memory, context
 
 
-# Families of memory and rule files, each turned off with one entry in ``memory.sources``.
-SourceFamily = Literal[
-    "agents",
-    "claude",
-    "gemini",
-    "qwen",
-    "codex",
-    "opencode",
-    "cursor",
-    "copilot",
-    "windsurf",
-    "cline",
-    "continue",
-    "kiro",
-    "zed",
-    "junie",
-    "roo",
-    "context-companion",
-]
-SOURCE_FAMILIES: tuple[str, ...] = get_args(SourceFamily)
+_AGENT_MODULES = tuple(registry.load(agent) for agent in registry.HOOK_AGENTS)
+# Families of memory and rule files, each turned off with one entry in ``memory.sources``: the shared AGENTS.md,
+# each agent with hooks that has files of its own (its module's SOURCE_FAMILY, the registry's order), the editors'.
+SOURCE_FAMILIES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            "agents",
+            *(m.SOURCE_FAMILY for m in _AGENT_MODULES if hasattr(m, "SOURCE_FAMILY")),
+            "cursor",
+            "copilot",
+            "windsurf",
+            "cline",
+            "continue",
+            "kiro",
+            "zed",
+            "junie",
+            "roo",
+            "context-companion",
+        )
+    )
+)
+if TYPE_CHECKING:
+    SourceFamily = str
+else:
+    SourceFamily = Literal[SOURCE_FAMILIES]
+# The memory file names read by default: the shared AGENTS.md, each agent's own names (its module's
+# MEMORY_FILE_NAMES, the registry's order), then the names several agents read besides Claude Code.
+DEFAULT_FILE_NAMES: tuple[str, ...] = (
+    "AGENTS.md",
+    *(name for m in _AGENT_MODULES for name in getattr(m, "MEMORY_FILE_NAMES", ())),
+    "CLAUDE.md",
+    "CLAUDE.local.md",
+)
 
 
 class MemorySettings(_Model):
     file_names: list[str] = Field(
-        default_factory=lambda: ["AGENTS.md", "GEMINI.md", "QWEN.md", "CLAUDE.md", "CLAUDE.local.md"],
+        default_factory=lambda: list(DEFAULT_FILE_NAMES),
         json_schema_extra=marked("reads files", "yes"),
     )
     read_vendor_globals: bool = Field(default=True, json_schema_extra=marked("reads files", "yes"))
@@ -202,7 +216,7 @@ class MemorySettings(_Model):
     max_walk_directories: int = Field(default=50_000, ge=1)
     max_walk_files: int = Field(default=500_000, ge=1)
     watch: bool = True
-    sources: list[SourceFamily] = Field(default_factory=lambda: list(SOURCE_FAMILIES))  # type: ignore[arg-type]
+    sources: list[SourceFamily] = Field(default_factory=lambda: list(SOURCE_FAMILIES))
     # "turn": memory that depends on the open files (JIT files, glob rules) arrives as per-turn updates,
     # so opening a file never changes the instruction; "instruction": it is part of the instruction.
     on_demand_delivery: Literal["turn", "instruction"] = "turn"

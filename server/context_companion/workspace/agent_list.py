@@ -14,9 +14,9 @@ from typing import Any
 
 def agent_list() -> dict[str, Any]:
     """``{"agents": [{"id", "name", "shortNames", "hooks", "setup", "explain"}, ...]}`` (docs/protocol.md)."""
-    from ..agent_setup import AGENT_HOOKS, setup_files
     from ..agents.registry import HOOK_AGENTS, short_names
     from ..memory.agents import AGENT_ALIASES, AGENTS
+    from ..setup.command import AGENT_HOOKS, setup_files
 
     rows = []
     for agent_id in (*HOOK_AGENTS, *(a for a in AGENTS if a not in HOOK_AGENTS)):

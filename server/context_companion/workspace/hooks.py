@@ -4,7 +4,7 @@ agent does not read and track itself, once, as the difference to what its sessio
 Per agent session (the hook's ``session_id``) a :class:`HookState` records, by file and by content,
 what the agent has: what we delivered, and the files it read itself once at start (taken as they are
 at the session's first hook call, and again whenever the prompt comes from a new agent process, which has
-read them afresh: ``copilot -p``, ``qwen -p`` start one each turn; delivered only when they change within
+read them afresh: an agent that starts a new process each turn does; delivered only when they change within
 one process). Each prompt, the files that apply now and the agent does not track itself
 (:meth:`.agent_memory.Lacking.untracked`, the decision :func:`.agent_memory.lacking` makes for
 ``getAgentMemory`` too; copies of one text count as one file there) are compared with that record:
@@ -43,40 +43,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents import cline_cli, factory_droid
+from ..agents import registry
 from ..memory import MemoryBlock
 from .agent_memory import Lacking
 from .updates import removal_notice
 
 # How much additionalContext each agent takes whole, in the unit it counts (measured with the real agents:
-# docs/agents.md). Claude Code 2.1.331 shows 10,000 characters inline (more becomes a short preview);
-# Gemini CLI 0.61.0 took 30,000 characters whole; Codex 0.169-0.171 keeps about 2,500 tokens counted as
-# UTF-8 bytes / 4 and cuts the middle of anything longer: 9,800 bytes leave it a margin. GitHub Copilot CLI
-# 1.0.102, OpenCode 1.18.33 and Qwen Code 0.24.4 each took 300,000 characters whole (no cut of their own short
-# of Copilot's 10 MiB), VS Code 1.139.1's own agent (running a Claude Code hook: agent_hook.hook_runner) 60,000:
-# 30,000 characters, as for Gemini CLI, is our own bound on what one prompt adds.
-HOOK_LIMITS: dict[str, int] = {
-    "claude-code": 10_000,
-    "gemini-cli": 30_000,
-    "codex": 9_800,
-    "copilot-cli": 30_000,
-    "opencode": 30_000,
-    "qwen-code": 30_000,
-    factory_droid.ID: factory_droid.LIMIT,
-    cline_cli.ID: cline_cli.LIMIT,
-    "vscode": 30_000,
-}
-HOOK_UNITS: dict[str, str] = {
-    "claude-code": "characters",
-    "gemini-cli": "characters",
-    "codex": "bytes",
-    "copilot-cli": "characters",
-    "opencode": "characters",
-    "qwen-code": "characters",
-    factory_droid.ID: factory_droid.UNIT,
-    cline_cli.ID: cline_cli.UNIT,
-    "vscode": "characters",
-}
+# docs/agents.md; each agent's module says its figures: LIMIT, UNIT). VS Code 1.139.1's own agent (running a
+# Claude Code hook: hooks.client.hook_runner) took 60,000 characters: 30,000, our own bound on what one prompt
+# adds.
+_AGENT_MODULES = tuple(registry.load(agent) for agent in registry.HOOK_AGENTS)
+HOOK_LIMITS: dict[str, int] = {**{m.ID: int(m.LIMIT) for m in _AGENT_MODULES}, "vscode": 30_000}
+HOOK_UNITS: dict[str, str] = {**{m.ID: str(m.UNIT) for m in _AGENT_MODULES}, "vscode": "characters"}
 DEFAULT_HOOK_SESSIONS = 256
 
 PROMPT_EVENTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
@@ -274,7 +252,7 @@ class HookState:
 
 @dataclass(frozen=True, slots=True)
 class HookRequest:
-    agent: str  # claude-code, gemini-cli, codex, copilot-cli, opencode, qwen-code
+    agent: str  # an id of agents.registry.HOOK_AGENTS, or "vscode"
     event: str  # hook_event_name
     session_id: str
     source: str = ""  # SessionStart's source

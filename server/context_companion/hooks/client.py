@@ -1,32 +1,32 @@
 """``context-companion hook --agent AGENT``: what an agent's hook runs.
 
-The agent runs it before every prompt (``UserPromptSubmit``; Gemini CLI: ``BeforeAgent``; GitHub Copilot
-CLI: ``userPromptSubmitted``; OpenCode: our plugin, on ``chat.message``) and at ``SessionStart``, with its
-hook input as JSON on stdin (``hook_event_name``, ``session_id``, ``cwd``, ``source``, ...; Copilot CLI's
-own hooks send ``{sessionId, timestamp, cwd, prompt}``, no event name). It prints the agent's hook output,
-``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` (Copilot CLI reads only a
-top-level ``{"additionalContext": ...}``, and Codex fails a hook whose output has a key it does not know,
-so each gets its own shape), or nothing when nothing is new, and always exits 0 (exit 2 would block the
-user's prompt): on any failure it prints nothing on stdout and one line on stderr.
+The agent runs it before every prompt (its per-prompt event, or our plugin's call) and, where the agent has it, at
+``SessionStart``, with its hook input as JSON on stdin (``hook_event_name``, ``session_id``, ``cwd``, ``source``,
+...; an agent whose input has another shape says how to read it: its module's ``hook_input``). It prints the
+agent's hook output (its module's ``answer``: ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext":
+...}}`` for most, another shape where the agent reads another one; an agent may fail a hook whose output has a key
+it does not know), or nothing when nothing is new, and always exits 0 (exit 2 would block the user's prompt): on any
+failure it prints nothing on stdout and one line on stderr. The agents, their short names and their modules are
+:mod:`..agents.registry`'s; this path imports the registry and the one module of the agent it runs for.
 
-Copilot CLI also runs the Claude Code hooks of ``.claude/settings.json`` and ``.claude/settings.local.json``
-(after its own, one after the other, keeping the last non-empty ``additionalContext``). The Claude Code hook
-tells it is run by Copilot CLI (``COPILOT_CLI`` in its environment and no ``transcript_path`` in its input)
-and then answers as the ``copilot-cli`` hook of the same session: a project set up for both agents gives
-Copilot each text once (whichever hook runs first delivers it, the other has nothing new), in its shape.
+An agent may run another agent's hooks too (:data:`..agents.registry.HOOK_RUNNERS`: its variable is set in their
+environment; its module's ``runs_hooks_of`` tells it by the input's shape). The hook then answers as the runner's
+own hook of the same session: a project set up for both agents gives it each text once (whichever hook runs first
+delivers it, the other has nothing new), in its shape.
 
 The text comes from the editor's language server for the folder (:func:`ask_servers`, over the
 channel its discovery file announces: a Unix domain socket in the user's 0700 runtime folder whose
 listener must be the announced process of this user (loopback TCP where there is no ``AF_UNIX``), a token
-the server proves it holds before the hook reveals anything; see :mod:`.bridges.hook_channel` and docs/protocol.md, "Agent hooks"), so the
-memory of the editor's open files is there; with no server it is composed from disk
-(:mod:`.hook_disk`) and per-session state is kept in a small owner-only file.
+the server proves it holds before the hook reveals anything; see :mod:`..bridges.hook_channel` and docs/protocol.md,
+"Agent hooks"), so the memory of the editor's open files is there; with no server it is composed from disk
+(:mod:`.disk`) and per-session state is kept in a small owner-only file.
 
 Bounds: the hook input is read until a whole JSON object has arrived (:data:`STDIN_TIMEOUT_S`), the
 servers get :data:`SERVERS_BUDGET_S` in all, whatever they do (at most :data:`MAX_SERVERS` are
 tried), then the memory comes from disk, where at most 500 rule files are read and the reading stops at
-:data:`DISK_CPU_S` of this process's work or :data:`DISK_WALL_S` (:mod:`.memory.rule_budget`). A delivery counts only once this hook has printed it: the
-server commits it when the hook acknowledges, the disk state is written after the print.
+:data:`DISK_CPU_S` of this process's work or :data:`DISK_WALL_S` (:mod:`..memory.rule_budget`). A delivery counts only
+once this hook has printed it: the server commits it when the hook acknowledges, the disk state is written after the
+print.
 
 VS Code 1.139's own agent (GitHub Copilot Chat) runs the hooks of ``.claude/settings*.json`` too (with
 ``chat.useClaudeHooks`` on) and the ``.github/hooks`` files: :func:`hook_runner` tells it by what it sends, and
@@ -34,8 +34,9 @@ it then gets only what VS Code's chat lacks (:func:`run`): nothing while our VS 
 (its chat instructions deliver that memory), else the memory on disk VS Code does not read itself.
 
 This path runs before every prompt: it imports only ``json``, ``os``, ``socket``, ``stat``, ``struct``,
-``sys``, ``time``, ``select`` and the light :mod:`.procs` and :mod:`.proofs`, and without an editor :mod:`.hook_disk` and
-:mod:`.hook_quiet`, unless it has to compose from disk (``tests/lsp/test_lazy_imports.py``).
+``sys``, ``time``, ``select``, ``importlib``, the light :mod:`..procs` and :mod:`..proofs`, the registry and one
+agent's module, and without an editor :mod:`.disk` and :mod:`.quiet`, unless it has to compose from disk
+(``tests/lsp/test_lazy_imports.py``, ``tests/lsp/test_agent_hooks.py``).
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ import stat
 import sys
 import time
 
-from . import proofs
-from .procs import (
+from .. import proofs
+from ..agents import registry
+from ..procs import (
     SocketPath,
     agent_process,
     ancestors,
@@ -58,36 +60,19 @@ from .procs import (
     runtime_folder,
 )
 
-AGENTS = ("claude-code", "gemini-cli", "codex", "copilot-cli", "opencode", "qwen-code", "factory-droid", "cline-cli")
-# The short names users type (memory.agents.AGENT_ALIASES, not imported: this path stays light; ``copilot``
-# is copilot-cli here, the only GitHub Copilot with hooks).
-ALIASES = {
-    "claude": "claude-code",
-    "gemini": "gemini-cli",
-    "copilot": "copilot-cli",
-    "qwen": "qwen-code",
-    "droid": "factory-droid",
-    "cline": "cline-cli",
-}
-COPILOT_CLI = "copilot-cli"
-# GitHub Copilot CLI's own event names (its hooks' files; its input carries none) → the names the server takes.
-COPILOT_EVENTS = {"userPromptSubmitted": "UserPromptSubmit", "sessionStart": "SessionStart"}
-
-
-def hook_agent(name: str) -> str:
-    """The agent id for ``name``: an id or a short name, in any case (unknown names come back as given)."""
-    key = name.strip().lower()
-    return ALIASES.get(key, key)
+AGENTS = tuple(registry.HOOK_AGENTS)
+ALIASES = registry.SHORT_NAMES  # the short names users type
+hook_agent = registry.hook_agent
 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from types import ModuleType
     from typing import Any
 
-    from .hook_disk import DiskAnswer
+    from .disk import DiskAnswer
 
-EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "BeforeAgent"})
 TRANSPORT = "agent-hook"
 HELLO = "context-companion-hook"  # bridges.hook_channel.HELLO / VERSION (not imported: this path stays light)
 VERSION = 2
@@ -187,57 +172,46 @@ def _parse_input(data: bytes) -> Any:
         raise HookFailure(f"the hook input on stdin is not JSON ({exc})") from None
 
 
-def run_by_copilot(agent: str, raw: dict[str, Any], environ: Any = None) -> bool:
-    """Whether a Claude Code hook is being run by GitHub Copilot CLI (which runs the hooks of
-    ``.claude/settings.json`` and ``.claude/settings.local.json`` too): Copilot CLI sets ``COPILOT_CLI`` for
-    its hooks and sends no ``transcript_path``, which Claude Code always sends (a Claude Code started from
-    a shell inside Copilot CLI inherits the variable, not the input's shape)."""
+def runner_of(agent: str, raw: dict[str, Any], environ: Any = None) -> str:
+    """The agent that runs this hook of ``agent``: another agent that runs ``agent``'s hooks too (its variable is
+    set and its module's ``runs_hooks_of`` recognises the input), else ``agent``."""
     environ = os.environ if environ is None else environ
-    return agent == "claude-code" and bool(environ.get("COPILOT_CLI")) and "transcript_path" not in raw
+    for runner, variable in registry.HOOK_RUNNERS.items():
+        if runner != agent and environ.get(variable) and registry.load(runner).runs_hooks_of(agent, raw, environ):
+            return runner
+    return agent
 
 
-def _copilot_shape(raw: dict[str, Any]) -> dict[str, Any]:
-    """Copilot CLI's own hook input (``{sessionId, timestamp, cwd, prompt}``; ``sessionStart`` adds ``source``)
-    in the fields the rest reads: the event is told by which keys are there."""
-    if "hook_event_name" in raw:
-        event = raw["hook_event_name"]
-        event = COPILOT_EVENTS.get(event, event) if isinstance(event, str) else event
-        return {**raw, "hook_event_name": event}
-    if "prompt" in raw:
-        event = "UserPromptSubmit"
-    elif "source" in raw:
-        event = "SessionStart"
-    else:
-        raise HookFailure(
-            "prompt: missing in the hook input (GitHub Copilot CLI's userPromptSubmitted sends sessionId, "
-            "timestamp, cwd, prompt)"
-        )
-    return {**raw, "hook_event_name": event, "session_id": raw.get("sessionId", raw.get("session_id", ""))}
+def _events(module: ModuleType) -> frozenset[str]:
+    """The events the hook answers for the agent: its own names and ours."""
+    events: dict[str, str] = module.EVENTS
+    return frozenset(events) | frozenset(events.values())
 
 
 def read_input(stream: Any, agent: str = "claude-code") -> dict[str, str]:
     """The fields of the agent's hook input this command uses; ``agent`` is the agent whose hook runs
-    (``copilot-cli`` also when a Claude Code hook is run by Copilot CLI)."""
+    (the runner when another agent runs this hook: :func:`runner_of`)."""
     raw = _read_stdin(stream)
     if not isinstance(raw, dict):
         raise HookFailure("the hook input on stdin is not a JSON object")
-    if agent == COPILOT_CLI:
-        raw = _copilot_shape(raw)
-    elif agent == "factory-droid":
-        from .agents import factory_droid
-
-        raw = factory_droid.hook_input(raw)
+    module = registry.load(agent)
+    session_key = getattr(module, "SESSION_KEY", "session_id")
+    if hasattr(module, "hook_input"):
+        try:
+            raw = module.hook_input(raw)
+        except ValueError as exc:
+            raise HookFailure(str(exc)) from None
     fields = {}
     for key, name in (("hook_event_name", "event"), ("session_id", "sessionId"), ("cwd", "cwd"), ("source", "source")):
         value = raw.get(key, "")
         if not isinstance(value, str):
-            shown = "sessionId" if key == "session_id" and agent == COPILOT_CLI and "sessionId" in raw else key
+            shown = session_key if key == "session_id" and session_key in raw else key
             raise HookFailure(f"{shown}: expected a string in the hook input")
         fields[name] = value
     if not fields["event"]:
         raise HookFailure("hook_event_name: missing in the hook input")
-    if fields["event"] in EVENTS and not fields["sessionId"]:
-        raise HookFailure(f"{'sessionId' if agent == COPILOT_CLI else 'session_id'}: missing in the hook input")
+    if fields["event"] in _events(module) and not fields["sessionId"]:
+        raise HookFailure(f"{session_key}: missing in the hook input")
     # The real path: an agent started through a symlink still finds the editor's server (whose folders
     # are real paths), and the server judges what the agent read in the folder it is really in.
     fields["cwd"] = os.path.realpath(os.path.abspath(fields["cwd"] or os.getcwd()))
@@ -249,7 +223,8 @@ def read_input(stream: Any, agent: str = "claude-code") -> dict[str, str]:
 # {"timestamp": "<ISO 8601>", "hook_event_name", "session_id", "transcript_path": "<workspace storage>/
 # GitHub.copilot-chat/transcripts/<session>.jsonl", "prompt" | "source": "new", "model", "cwd"} and runs it from its
 # extension host, whose environment names the host's entry point; a VS Code terminal's environment has that
-# removed. Claude Code sends no timestamp; GitHub Copilot CLI sets COPILOT_CLI for its hooks.
+# removed. Claude Code sends no timestamp; an agent that runs other agents' hooks sets its variable for them
+# (registry.HOOK_RUNNERS).
 VSCODE = "vscode"
 COPILOT_CHAT_STORAGE = "github.copilot-chat"  # the extension id, as its storage folder is named (lower case)
 EXTENSION_HOST_ENTRY = "vs/workbench/api/node/extensionHostProcess"
@@ -260,8 +235,9 @@ def hook_runner(raw: dict[str, Any], environ: Any = None) -> str:
     """Who runs this hook when it is not the agent it was set up for: ``"vscode"`` for VS Code's own agent, else
     ``""``. VS Code's input has an ISO 8601 ``timestamp`` (Claude Code's has none) and a ``transcript_path``
     in Copilot Chat's storage; without a transcript (a window with no folder) the environment tells: an
-    extension host's, not GitHub Copilot CLI's (``COPILOT_CLI``) nor a terminal's (where Claude Code started
-    in a VS Code terminal runs, with ``TERM_PROGRAM=vscode`` and other ``VSCODE_*`` variables)."""
+    extension host's, not another agent's that runs hooks (its variable of :data:`..agents.registry.HOOK_RUNNERS`)
+    nor a terminal's (where Claude Code started in a VS Code terminal runs, with ``TERM_PROGRAM=vscode`` and other
+    ``VSCODE_*`` variables)."""
     environ = os.environ if environ is None else environ
     stamp = raw.get("timestamp")
     if not isinstance(stamp, str) or len(stamp) < 11 or stamp[4] != "-" or stamp[10] != "T":
@@ -270,7 +246,7 @@ def hook_runner(raw: dict[str, Any], environ: Any = None) -> str:
     if isinstance(transcript, str) and transcript:
         parts = transcript.replace("\\", "/").lower().split("/")
         return VSCODE if COPILOT_CHAT_STORAGE in parts else ""
-    if environ.get("COPILOT_CLI"):
+    if any(environ.get(variable) for variable in registry.HOOK_RUNNERS.values()):
         return ""
     return VSCODE if any(environ.get(name) == EXTENSION_HOST_ENTRY for name in _ENTRY_VARIABLES) else ""
 
@@ -542,11 +518,11 @@ def _quiet_logging() -> list[str]:
 
 
 def output(agent: str, event: str, text: str) -> dict[str, Any]:
-    """The hook output ``agent`` reads: Copilot CLI a top-level ``additionalContext`` (it ignores
-    ``hookSpecificOutput``), every other agent ``hookSpecificOutput`` alone (Codex fails a hook whose output
-    has a top-level key it does not know)."""
-    if agent == COPILOT_CLI:
-        return {"additionalContext": text}
+    """The hook output ``agent`` reads (its module's ``answer``); VS Code's own agent, which runs another agent's
+    hook, reads ``hookSpecificOutput``."""
+    if agent in registry.HOOK_AGENTS:
+        answer: dict[str, Any] = registry.load(agent).answer(event, text)
+        return answer
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
@@ -559,16 +535,16 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
     problems: list[str] = []
     try:
         agent = parse_args(argv)
-        if agent == "claude-code" and os.environ.get("COPILOT_CLI"):
+        if any(os.environ.get(v) for r, v in registry.HOOK_RUNNERS.items() if r != agent):
             raw = _read_stdin(stdin)
-            if isinstance(raw, dict) and run_by_copilot(agent, raw):
-                agent = COPILOT_CLI  # Copilot CLI runs Claude Code's hooks too: answer as its own hook
+            if isinstance(raw, dict):
+                agent = runner_of(agent, raw)  # another agent runs this one's hooks too: answer as its own hook
             stdin = _Parsed(raw)
         fields = read_input(stdin, agent)
-        if fields["event"] not in EVENTS:
+        if fields["event"] not in _events(registry.load(agent)):
             return 0
         runner = fields.pop("runner", "")
-        # The agent's process: a new one (``copilot -p``, ``qwen -p`` each turn) has read its own files afresh.
+        # The agent's process: a new one (an agent that starts a new process each turn) has read its own files afresh.
         request = {"agent": runner or agent, **fields, "agentProcess": agent_process()}
         answer: Answer | DiskAnswer | None
         if runner == VSCODE:
@@ -581,7 +557,7 @@ def run(argv: Sequence[str], stdin: Any = None, stdout: Any = None) -> int:
             answer = ask_servers(request, problems=problems)
         if answer is None:
             expired = _disk_budget(started)  # the rule files' reading stops then, whatever the tree
-            from .hook_disk import DiskFailure, compose_from_disk, quiet_answer
+            from .disk import DiskFailure, compose_from_disk, quiet_answer
 
             answer = quiet_answer(request)  # nothing moved since this session was given everything
             if answer is None:

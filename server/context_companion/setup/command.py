@@ -1,38 +1,22 @@
 """``context-companion setup --agent AGENT``: write the agent's hooks.
 
-Each agent runs ``context-companion hook --agent <id>`` before every prompt (``UserPromptSubmit``;
-Gemini CLI: ``BeforeAgent``; GitHub Copilot CLI: ``userPromptSubmitted``) and, where the agent has it,
-at ``SessionStart``, configured in its settings file:
+Each agent runs ``context-companion hook --agent <id>`` before every prompt (its per-prompt event) and, where the
+agent has it, at ``SessionStart``, configured in its settings file: where that file is (project and user), its
+events, whether it reads comments, whether teams commit it and the shape of its hooks are its module's
+``setup_file()`` (a :class:`~..agents.model.SettingsHooks`; :mod:`..agents.registry` lists the modules). An agent
+that loads plugin files instead gets a plugin file of ours (a :class:`~..agents.model.PluginFile`: :mod:`.plugin`).
 
-- Claude Code: ``<project>/.claude/settings.local.json`` (not committed), or with ``--user``
-  ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``);
-- Gemini CLI: ``<project>/.gemini/settings.json``, or ``~/.gemini/settings.json``;
-- Codex: ``<project>/.codex/hooks.json`` (loaded only in a project Codex trusts), or
-  ``$CODEX_HOME/hooks.json`` (default ``~/.codex``). Codex runs a new or changed hook only once
-  the user trusts it in its TUI ("Hooks need review"); setup never writes that trust;
-- GitHub Copilot CLI: ``<project>/.github/hooks/context-companion.json`` (loaded only in a folder
-  Copilot CLI trusts), or ``$COPILOT_HOME/hooks/context-companion.json`` (default ``~/.copilot``);
-  its own flat shape ``{"version": 1, "hooks": {"userPromptSubmitted": [{"type": "command",
-  "bash": "...", "timeoutSec": 10}]}}``. VS Code 1.139.1's own agent, which reads ``.github/hooks`` too,
-  runs it as well: the hook recognises that runner and gives it only what its chat lacks
-  (:func:`.agent_hook.hook_runner`);
-- Qwen Code: ``<project>/.qwen/settings.json`` (loaded only in a trusted folder), or
-  ``$QWEN_HOME/settings.json`` (default ``~/.qwen``);
-- OpenCode and Cline CLI: a plugin file of ours instead of settings (:mod:`.opencode_plugin`; Cline CLI's is
-  described in :mod:`.agents.cline_cli`).
-
-All but Copilot CLI take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
-"command": "..."}]}]}}``. A hook is ours only when its command is exactly one setup writes
-(:func:`is_ours`); anything else, a wrapper around ours included, is the user's and is never
-touched. The file is edited in place (:mod:`.jsonc`): only the text of our entries changes, the
-user's layout and comments stay; ``--remove`` takes out exactly what setup added, and a file
-setup created (a record in the user's state folder says so) goes again, with the folders it
-made when they are empty. The file is read as its agent reads it (Gemini CLI, Qwen Code: comments
-allowed) and refused, untouched with exit status 2, when that reader would fail on it or take it another
-way than we would: no regular file (a FIFO, a socket), not UTF-8, a syntax error, a comment in a
-plain-JSON file, a trailing comma, a key written twice, a number out of range, a lone surrogate.
-Writes are atomic with the mode kept, only inside the project or the agent's config folder
-(symlinks resolved).
+Most agents take Claude Code's shape: ``{"hooks": {"<event>": [{"hooks": [{"type": "command",
+"command": "..."}]}]}}``; others a flat list of handlers with their own fields. A hook is ours only when its command
+is exactly one setup writes (:func:`is_ours`); anything else, a wrapper around ours included, is the user's and is
+never touched. The file is edited in place (:mod:`..jsonc`): only the text of our entries changes, the user's
+layout and comments stay; ``--remove`` takes out exactly what setup added, and a file setup created (a record in
+the user's state folder says so) goes again, with the folders it made when they are empty. The file is read as its
+agent reads it (comments allowed where the agent allows them) and refused, untouched with exit status 2, when that
+reader would fail on it or take it another way than we would: no regular file (a FIFO, a socket), not UTF-8, a
+syntax error, a comment in a plain-JSON file, a trailing comma, a key written twice, a number out of range, a lone
+surrogate. Writes are atomic with the mode kept, only inside the project or the agent's config folder (symlinks
+resolved).
 """
 
 from __future__ import annotations
@@ -42,18 +26,18 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import jsonc
-from .agents import factory_droid
-from .fileio import resolve_for_write
+from .. import jsonc
+from ..agents import registry
+from ..agents.model import PluginFile, SettingsHooks
+from ..fileio import resolve_for_write
 
 if TYPE_CHECKING:
     import argparse
 
-from .setup_files import (
+from .files import (
     PROGRAM,
     SAFE_MAIN,
     SetupError,
@@ -67,137 +51,23 @@ from .setup_files import (
     read_settings,
 )
 
-
-@dataclass(frozen=True)
-class AgentHooks:
-    id: str
-    name: str
-    events: tuple[str, ...]
-    project_file: str  # relative to the project folder
-    user_dir_env: str | None  # the variable that moves its config folder
-    user_dir: str  # its default config folder, under home
-    user_file: str  # the file name in that folder
-    comments: bool  # the agent reads // and /* */ comments in this file
-    shared: bool  # teams commit the project file (a machine's path in it would reach teammates)
-    reads: str  # how the agent reads the file, said when one is refused
-    # The shape of its hooks: Claude Code's (``hooks.<event>`` is a list of groups, each with a
-    # ``hooks`` list of handlers) or flat (``hooks.<event>`` is the list of handlers).
-    grouped: bool = True
-    command_key: str = "command"  # the handler's field that holds the command
-    handler_fields: tuple[tuple[str, Any], ...] = (("type", "command"),)  # the rest of a new handler
-    file_fields: tuple[tuple[str, Any], ...] = ()  # what a file setup creates holds besides ``hooks``
-
-    def handler(self, command: str) -> dict[str, Any]:
-        """A new handler: the first field (``type``), the command, then the rest."""
-        fields = list(self.handler_fields)
-        return dict([*fields[:1], (self.command_key, command), *fields[1:]])
-
-    def entry(self, command: str) -> dict[str, Any]:
-        """What setup adds to an event's list."""
-        return {"hooks": [self.handler(command)]} if self.grouped else self.handler(command)
-
-
-AGENT_HOOKS = {
-    a.id: a
-    for a in (
-        AgentHooks(
-            "claude-code",
-            "Claude Code",
-            ("SessionStart", "UserPromptSubmit"),
-            ".claude/settings.local.json",
-            "CLAUDE_CONFIG_DIR",
-            ".claude",
-            "settings.json",
-            comments=False,
-            shared=False,
-            reads="Claude Code reads this file as plain JSON",
-        ),
-        AgentHooks(
-            "gemini-cli",
-            "Gemini CLI",
-            ("SessionStart", "BeforeAgent"),
-            ".gemini/settings.json",
-            None,
-            ".gemini",
-            "settings.json",
-            comments=True,
-            shared=True,
-            reads="Gemini CLI 0.61 reads comments here but stops at start on a trailing comma",
-        ),
-        AgentHooks(
-            "codex",
-            "Codex",
-            ("SessionStart", "UserPromptSubmit"),
-            ".codex/hooks.json",
-            "CODEX_HOME",
-            ".codex",
-            "hooks.json",
-            comments=False,
-            shared=True,
-            reads="Codex reads this file as plain JSON",
-        ),
-        AgentHooks(
-            "copilot-cli",
-            "GitHub Copilot CLI",
-            ("userPromptSubmitted",),
-            ".github/hooks/context-companion.json",
-            "COPILOT_HOME",
-            ".copilot",
-            "hooks/context-companion.json",
-            comments=False,
-            shared=True,
-            reads="GitHub Copilot CLI 1.0.102 reads this file as plain JSON and skips it whole otherwise",
-            grouped=False,
-            command_key="bash",
-            handler_fields=(("type", "command"), ("timeoutSec", 10)),
-            file_fields=(("version", 1),),
-        ),
-        AgentHooks(
-            "qwen-code",
-            "Qwen Code",
-            ("SessionStart", "UserPromptSubmit"),
-            ".qwen/settings.json",
-            "QWEN_HOME",
-            ".qwen",
-            "settings.json",
-            comments=True,
-            shared=True,
-            reads="Qwen Code 0.24 reads comments here but ignores the whole file on a trailing comma",
-        ),
-        factory_droid.setup_file(),
-    )
+SETUP_FILES: dict[str, SettingsHooks | PluginFile] = {
+    agent: registry.load(agent).setup_file() for agent in registry.HOOK_AGENTS
 }
-# A plugin file of ours instead of hooks in a settings file (opencode_plugin writes each; agents.<module> says where).
-PLUGIN_AGENTS = ("opencode", "cline-cli")
-
-
-def _plugin_agent(agent_id: str) -> Any:
-    """The module that describes ``agent_id``'s plugin (OpenCode's: opencode_plugin itself)."""
-    if agent_id == "opencode":
-        return None
-    from .agents import registry
-
-    return registry.load(agent_id)
+# The agents whose hooks are commands in a JSON settings file, and those that load a plugin file of ours instead.
+AGENT_HOOKS: dict[str, SettingsHooks] = {k: v for k, v in SETUP_FILES.items() if isinstance(v, SettingsHooks)}
+PLUGIN_AGENTS: dict[str, PluginFile] = {k: v for k, v in SETUP_FILES.items() if isinstance(v, PluginFile)}
 
 
 def setup_files(agent_id: str) -> tuple[str, str, str] | None:
     """Where ``setup --agent agent_id`` writes, as users are told: (kind, the project's file relative to the
     project, the user file with its default config folder under ``~``), kind ``"hooks"`` (a settings file's
     hooks) or ``"plugin"`` (a plugin file of ours); None for an agent setup does not serve."""
-    hooks = AGENT_HOOKS.get(agent_id)
-    if hooks is not None:
-        return "hooks", hooks.project_file, f"~/{hooks.user_dir}/{hooks.user_file}"
-    if agent_id in PLUGIN_AGENTS:
-        from . import opencode_plugin
+    where = SETUP_FILES.get(agent_id)
+    if where is None:
+        return None
+    return ("hooks" if isinstance(where, SettingsHooks) else "plugin", *where.shown())
 
-        return "plugin", *(_plugin_agent(agent_id) or opencode_plugin).shown_files()
-    return None
-
-
-CODEX_REVIEW = (
-    'Codex will ask "Hooks need review" the next time it starts here: trust the Context Companion hooks there '
-    "(setup never trusts them for you; `codex exec` skips a hook that is not trusted)."
-)
 
 _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 
@@ -205,7 +75,7 @@ _PYTHON = re.compile(r"(?:python|pypy)[0-9.]*")
 def is_ours(command: Any, agent: str) -> bool:
     """True when ``command`` is exactly one that setup writes (or wrote) for ``agent``:
     ``context-companion hook --agent <id>``, the same with the program's absolute path, or an
-    absolute Python with ``-c`` :data:`.setup_files.SAFE_MAIN` (or ``-m context_companion``, which setup wrote
+    absolute Python with ``-c`` :data:`.files.SAFE_MAIN` (or ``-m context_companion``, which setup wrote
     before it knew that form runs the project's own ``context_companion/``); shell-quoted as setup quotes it."""
     if not isinstance(command, str):
         return False
@@ -228,16 +98,12 @@ def is_ours(command: Any, agent: str) -> bool:
     )
 
 
-def settings_path(agent: AgentHooks, workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
+def settings_path(agent: SettingsHooks, workspace: Path, user: bool, home: Path) -> tuple[Path, Path]:
     """(the file, the folder it must stay in)."""
-    if not user:
-        return workspace / agent.project_file, workspace
-    moved = os.environ.get(agent.user_dir_env) if agent.user_dir_env else None
-    folder = Path(moved).expanduser() if moved else home / agent.user_dir
-    return folder / agent.user_file, folder
+    return agent.where(workspace, user, home)
 
 
-def parse(path: Path, agent: AgentHooks, text: str) -> jsonc.Document:
+def parse(path: Path, agent: SettingsHooks, text: str) -> jsonc.Document:
     """The settings as the agent reads them, checked for the shape setup edits. Raises :class:`SetupError`."""
     try:
         doc = jsonc.parse(text, comments=agent.comments)
@@ -278,14 +144,14 @@ def _text(path: Path, data: bytes | None) -> str | None:
 Found = tuple[str, int, int]  # (event, entry, handler in the entry's group; -1 when flat)
 
 
-def _handlers(agent: AgentHooks, entry: jsonc.Node) -> list[jsonc.Node]:
+def _handlers(agent: SettingsHooks, entry: jsonc.Node) -> list[jsonc.Node]:
     if not agent.grouped:
         return [entry]
     handlers = entry.get("hooks") if entry.kind == "object" else None
     return handlers.children if handlers is not None and handlers.kind == "array" else []
 
 
-def _ours(doc: jsonc.Document, agent: AgentHooks, events: tuple[str, ...] | None) -> list[Found]:
+def _ours(doc: jsonc.Document, agent: SettingsHooks, events: tuple[str, ...] | None) -> list[Found]:
     """Our handlers, in file order (``events`` None: in every event)."""
     found = []
     hooks = doc.root.get("hooks")
@@ -302,7 +168,7 @@ def _ours(doc: jsonc.Document, agent: AgentHooks, events: tuple[str, ...] | None
     return found
 
 
-def _handler(doc: jsonc.Document, agent: AgentHooks, at: Found) -> jsonc.Node:
+def _handler(doc: jsonc.Document, agent: SettingsHooks, at: Found) -> jsonc.Node:
     event, g, h = at
     hooks = doc.root.get("hooks")
     assert hooks is not None
@@ -311,7 +177,7 @@ def _handler(doc: jsonc.Document, agent: AgentHooks, at: Found) -> jsonc.Node:
     return _handlers(agent, entries.children[g])[max(h, 0)]
 
 
-def _take_out(doc: jsonc.Document, agent: AgentHooks, at: Found) -> list[jsonc.Edit]:
+def _take_out(doc: jsonc.Document, agent: SettingsHooks, at: Found) -> list[jsonc.Edit]:
     """Edits that take our handler out, with the group, event and ``hooks`` it leaves empty."""
     event, g, h = at
     root = doc.root
@@ -329,7 +195,7 @@ def _take_out(doc: jsonc.Document, agent: AgentHooks, at: Found) -> list[jsonc.E
     return jsonc.remove(doc, root, root.index("hooks"))
 
 
-def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
+def merged(path: Path, agent: SettingsHooks, text: str, command: str) -> str:
     """``text`` with our hook in each of the agent's events: an older form of ours gets the new
     command, a second copy goes, a missing one is added after the user's."""
     for event in agent.events:
@@ -356,7 +222,7 @@ def merged(path: Path, agent: AgentHooks, text: str, command: str) -> str:
     return text
 
 
-def _update(doc: jsonc.Document, agent: AgentHooks, found: list[Found], command: str) -> list[jsonc.Edit]:
+def _update(doc: jsonc.Document, agent: SettingsHooks, found: list[Found], command: str) -> list[jsonc.Edit]:
     """The next edit that leaves one handler of ours, with today's command and the fields a new
     one has (a field the user changed is theirs); none when it is so."""
     if len(found) > 1:
@@ -371,7 +237,7 @@ def _update(doc: jsonc.Document, agent: AgentHooks, found: list[Found], command:
     return []
 
 
-def removed(path: Path, agent: AgentHooks, text: str) -> str:
+def removed(path: Path, agent: SettingsHooks, text: str) -> str:
     """``text`` without our hooks (in any event), and without what they alone held."""
     for _ in range(10_000):
         doc = parse(path, agent, text)
@@ -382,7 +248,7 @@ def removed(path: Path, agent: AgentHooks, text: str) -> str:
     return text
 
 
-def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool:
+def _only_what_setup_starts_with(doc: jsonc.Document, agent: SettingsHooks) -> bool:
     """The file holds what a file setup creates holds before the hooks (``{}``), and no comment."""
     return doc.root.python() == dict(agent.file_fields) and not doc.comments
 
@@ -390,9 +256,9 @@ def _only_what_setup_starts_with(doc: jsonc.Document, agent: AgentHooks) -> bool
 def run(args: argparse.Namespace, home: Path | None = None) -> int:
     home = home if home is not None else Path.home()
     if args.agent in PLUGIN_AGENTS:
-        from .opencode_plugin import run as run_plugin
+        from .plugin import run as run_plugin
 
-        return run_plugin(args, home, _plugin_agent(args.agent))
+        return run_plugin(PLUGIN_AGENTS[args.agent], args, home)
     agent = AGENT_HOOKS[args.agent]
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
@@ -466,13 +332,12 @@ def run(args: argparse.Namespace, home: Path | None = None) -> int:
         personal = _personal(agent, workspace, args)
         sys.stdout.write(f"{agent.name}: {verb} the hooks {events} to {path} (command: {command}){personal}\n")
     portability_note(agent.id, path, command, portable, args.user, shared=agent.shared)
-
-    if agent.id == "codex":
-        sys.stdout.write(CODEX_REVIEW + "\n")
+    if agent.after_setup:
+        sys.stdout.write(agent.after_setup + "\n")
     return 0
 
 
-def _personal(agent: AgentHooks, workspace: Path, args: argparse.Namespace) -> str:
+def _personal(agent: SettingsHooks, workspace: Path, args: argparse.Namespace) -> str:
     """For a project file teams do not commit (Claude Code's ``settings.local.json``): the end of setup's line,
     that it is personal and what keeps it out of git (:mod:`.personal_ignore`)."""
     if agent.shared or args.user:
@@ -483,21 +348,21 @@ def _personal(agent: AgentHooks, workspace: Path, args: argparse.Namespace) -> s
     return "; the file is personal (it names paths of this machine)" + (f": {done}" if done else ", not for committing")
 
 
-def _fresh(agent: AgentHooks, command: str) -> dict[str, Any]:
+def _fresh(agent: SettingsHooks, command: str) -> dict[str, Any]:
     return {**dict(agent.file_fields), "hooks": {event: [agent.entry(command)] for event in agent.events}}
 
 
 def _set_up_here(agent_id: str, args: argparse.Namespace, home: Path) -> Path | None:
-    """The file that holds ``agent_id``'s hooks (or OpenCode's plugin) of ours, if any. Raises
+    """The file that holds ``agent_id``'s hooks (or its plugin file) of ours, if any. Raises
     :class:`SetupError` for a file that cannot be read as its agent reads it."""
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if agent_id in PLUGIN_AGENTS:
-        from . import opencode_plugin
+        from .plugin import plugin_where
 
-        plugin = _plugin_agent(agent_id) or opencode_plugin
-        path, root = opencode_plugin.agent_plugin_path(plugin, base.resolve(), args.user, home)
+        plugin = PLUGIN_AGENTS[agent_id]
+        path, root = plugin_where(plugin, base.resolve(), args.user, home)
         data = read_settings(resolve_for_write(path, [os.path.realpath(root)]), path)
-        return path if data is not None and opencode_plugin.is_ours(data, plugin.MARKER) else None
+        return path if data is not None and plugin.is_ours(data) else None
     agent = AGENT_HOOKS[agent_id]
     path, root = settings_path(agent, base.resolve(), args.user, home)
     text = _text(path, read_settings(resolve_for_write(path, [os.path.realpath(root)]), path))
@@ -513,7 +378,7 @@ def remove_everywhere(args: argparse.Namespace, home: Path | None = None) -> int
     base = Path(args.workspace if args.workspace is not None else ".").expanduser()
     if not args.user and not base.is_dir():
         raise SetupError(f"--workspace {args.workspace}: not a directory")
-    ids = (*AGENT_HOOKS, *PLUGIN_AGENTS)
+    ids = tuple(registry.HOOK_AGENTS)
     found = [agent_id for agent_id in ids if _set_up_here(agent_id, args, home) is not None]
     if not found:
         where = "your user settings" if args.user else str(base.resolve())

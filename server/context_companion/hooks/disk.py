@@ -8,7 +8,7 @@ is the user's runtime folder, or the user's state folder when no runtime folder 
 is held only to read the file and to merge one session back once the text was printed: hooks of other
 agents and projects never wait for a composition.
 
-Most prompts change nothing. A composition records what it depended on (:mod:`.hook_quiet`); a session
+Most prompts change nothing. A composition records what it depended on (:mod:`.quiet`); a session
 given everything is *quiet* at that record, and its next prompt is answered by :func:`quiet_answer` with a
 few ``stat`` calls, without importing the domain (``docs/performance.md``, "The hook without an editor").
 """
@@ -19,9 +19,9 @@ import json
 import os
 import stat
 
-from . import hook_quiet
-from .ownership import find_marker
-from .procs import mine, read_private_json, runtime_folder
+from ..ownership import find_marker
+from ..procs import mine, read_private_json, runtime_folder
+from . import quiet as hook_quiet
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class DiskFailure(Exception):
 
 def project_root(cwd: str) -> str:
     """The repository holding ``cwd`` (the nearest folder above with ``.git``, never another user's, never
-    above a ``GIT_CEILING_DIRECTORIES`` folder: :func:`.ownership.find_marker`), else ``cwd``."""
+    above a ``GIT_CEILING_DIRECTORIES`` folder: :func:`..ownership.find_marker`), else ``cwd``."""
     return find_marker(cwd, (".git",)).root or cwd
 
 
@@ -109,15 +109,15 @@ def exclusive(fd: int) -> None:
 def compose_from_disk(request: dict[str, str], expired: Callable[[], bool] | None = None) -> DiskAnswer:
     """The delivery for ``request`` composed from disk (see the module docstring). Bounded whatever the tree:
     at most :data:`RULE_LIMIT` rule files of the project are read, and the reading stops once ``expired()``
-    (the hook's time budget); what is left is said once, and the next prompt reads on (:mod:`.memory.rule_budget`)."""
+    (the hook's time budget); what is left is said once, and the next prompt reads on (:mod:`..memory.rule_budget`)."""
     from pathlib import Path
 
-    from .discovery import private_dir, write_private
-    from .memory.rule_budget import RuleBudget
-    from .tokens import ESTIMATE, Tokenizer
-    from .workspace.companion import Companion
-    from .workspace.hooks import RESET_SOURCES, HookOutcome, HookRequest, HookSessions
-    from .workspace.snapshot import WorkspaceSnapshot
+    from ..discovery import private_dir, write_private
+    from ..memory.rule_budget import RuleBudget
+    from ..tokens import ESTIMATE, Tokenizer
+    from ..workspace.companion import Companion
+    from ..workspace.hooks import RESET_SOURCES, HookOutcome, HookRequest, HookSessions
+    from ..workspace.snapshot import WorkspaceSnapshot
 
     if not os.path.isdir(request["cwd"]):
         raise DiskFailure(f"cwd: {request['cwd']} is not a directory")

@@ -14,10 +14,10 @@ import os
 import struct
 from pathlib import Path
 
-from .errors import FileWriteError
-from .fileio import atomic_write_text, os_reason, read_regular
-from .ignore.git import find_repo, global_excludes_path
-from .ignore.rules import is_ignored_below
+from ..errors import FileWriteError
+from ..fileio import atomic_write_text, os_reason, read_regular
+from ..ignore.git import find_repo, global_excludes_path
+from ..ignore.rules import is_ignored_below
 
 MAX_IGNORE_BYTES = 1024 * 1024
 MAX_INDEX_BYTES = 64 * 1024 * 1024

@@ -28,8 +28,8 @@ import os
 import stat
 import sys
 
-from . import __version__
-from .procs import read_private_json
+from .. import __version__
+from ..procs import read_private_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ def mark_quiet(directory: Any, key: str, session: str, record: dict[str, Any]) -
     forgets the sessions quiet at the one before."""
     from pathlib import Path
 
-    from .discovery import private_dir, write_private
+    from ..discovery import private_dir, write_private
 
     path = Path(_path(str(directory), key))
     sessions = [s for s in _sessions(read_private_json(path, max_bytes=8 << 20), record) if s != session]
@@ -217,7 +217,7 @@ def forget(directory: Any, key: str, session: str) -> None:
     """``session`` is no longer quiet (it was reset, or a composition for it was not taken)."""
     from pathlib import Path
 
-    from .discovery import write_private
+    from ..discovery import write_private
 
     path = Path(_path(str(directory), key))
     raw = read_private_json(path, max_bytes=8 << 20)
@@ -233,7 +233,7 @@ def _resume_path(directory: str, key: str) -> str:
 
 def resume_at(directory: Any, key: str) -> int:
     """Where the rule files' reading starts for this project and folder: 0, or where a composition stopped by the
-    hook's deadline left off (:mod:`.memory.rule_budget`)."""
+    hook's deadline left off (:mod:`..memory.rule_budget`)."""
     raw = read_private_json(_resume_path(str(directory), key), max_bytes=1024)
     return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else 0
 
@@ -242,7 +242,7 @@ def set_resume(directory: Any, key: str, start: int) -> None:
     """Remember where the next composition starts reading rule files (the caller holds the state lock)."""
     from pathlib import Path
 
-    from .discovery import private_dir, write_private
+    from ..discovery import private_dir, write_private
 
     path = Path(_resume_path(str(directory), key))
     private_dir(path.parent)

@@ -1,7 +1,7 @@
 """The files ``setup`` writes, whatever the agent: reading a settings file without blocking and within a
 size cap, the exact command a hook runs, writing atomically in a folder held open (a change since the read
 refused), and the small owner-only record of what setup created so ``--remove`` can take it away again.
-Used by :mod:`.agent_setup` (settings files of JSON hooks) and :mod:`.opencode_plugin` (a plugin file)."""
+Used by :mod:`.command` (settings files of JSON hooks) and :mod:`.plugin` (a plugin file)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import ContextCompanionError
-from .fileio import NotRegular, make_folder, open_directory, os_reason, read_in, read_regular, replace_in, stat_in
+from ..errors import ContextCompanionError
+from ..fileio import NotRegular, make_folder, open_directory, os_reason, read_in, read_regular, replace_in, stat_in
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 PROGRAM = "context-companion"
@@ -81,7 +81,7 @@ def record_file(real: Path) -> Path:
 
 
 def read_record(real: Path) -> dict[str, Any] | None:
-    from .procs import read_private_json
+    from ..procs import read_private_json
 
     try:
         raw = read_private_json(record_file(real), 64 * 1024)
@@ -96,7 +96,7 @@ def write_record(real: Path, created_file: bool, created_folders: list[Path]) ->
     """Best effort: without a record, --remove deletes a file that holds nothing but ours."""
     import json
 
-    from .discovery import write_private
+    from ..discovery import write_private
 
     record = {"path": str(real), "createdFile": created_file, "createdFolders": [str(f) for f in created_folders]}
     with contextlib.suppress(Exception):

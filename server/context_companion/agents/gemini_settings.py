@@ -1,88 +1,60 @@
-"""An agent's own settings that change what it loads, read where that is cheap.
+"""The settings of Gemini CLI and of the agents that share its reader (Qwen Code, a fork of it) that change what
+they load, read where that is cheap. What differs between them (the files, the defaults, how a value's variables
+are expanded, how a folder's trust is decided) is data of each agent's module: ``SETTINGS_FILE``,
+``DEFAULT_FILE_NAMES``, ``ON_BAD_SETTINGS``, ``TRUST_*``, ``expand_vars`` and, optionally, ``trust_from_environment``.
 
-Gemini CLI reads only ``GEMINI.md`` unless ``context.fileName`` names other files (a string or a
-list, e.g. ``["AGENTS.md", "GEMINI.md"]``) in ``.gemini/settings.json`` of the project or
-``~/.gemini/settings.json`` (the project's wins). Qwen Code, a fork of it, does the same with
-``.qwen/settings.json`` and ``~/.qwen/settings.json`` (default ``QWEN.md`` and ``AGENTS.md``).
-:func:`for_agent` returns the agent's table with those names, and a line saying what was read or
-assumed. The files are read as Gemini CLI 0.61 and Qwen Code 0.24 read them (comments allowed,
-trailing commas not: :mod:`..jsonc`), with ``$VAR`` and ``${VAR}`` in a value replaced from the environment as
-each expands them (Gemini CLI also ``${VAR:-default}``; a variable that is not set stays as written).
+Gemini CLI reads only ``GEMINI.md`` unless ``context.fileName`` names other files (a string or a list, e.g.
+``["AGENTS.md", "GEMINI.md"]``) in ``.gemini/settings.json`` of the project or ``~/.gemini/settings.json`` (the
+project's wins); its fork does the same with its own folder and defaults. :func:`for_agent` returns the agent's
+table with those names, and a line saying what was read or assumed. The files are read as Gemini CLI 0.61 and its
+fork read them (comments allowed, trailing commas not: :mod:`..jsonc`), with ``$VAR`` and ``${VAR}`` in a value
+replaced from the environment as each expands them (a variable that is not set stays as written).
 
-Folder trust (read in their shipped code): with ``security.folderTrust.enabled`` (Gemini CLI 0.61: on unless the
-user settings turn it off; Qwen Code 0.24: off unless they turn it on), a folder that ``trustedFolders.json`` in
-``~/.gemini`` or ``~/.qwen`` does not trust (``TRUST_FOLDER``, ``TRUST_PARENT`` of a folder above it) is loaded
-without its project settings and without its project memory: the agent then reads only its global files. Gemini
-CLI also takes ``GEMINI_CLI_TRUST_WORKSPACE`` (``true``/``false``) and ``GEMINI_RESTRICTED_MODE=true`` from the
-environment. Reads a few small files, never blocks on one that is not a regular file; never raises.
+Folder trust (read in their shipped code): with ``security.folderTrust.enabled`` (each module says whether it is
+on when the user settings do not say), a folder that the agent's ``trustedFolders.json`` does not trust
+(``TRUST_FOLDER``, ``TRUST_PARENT`` of a folder above it) is loaded without its project settings and without its
+project memory: the agent then reads only its global files. Gemini CLI also takes ``GEMINI_CLI_TRUST_WORKSPACE``
+(``true``/``false``) and ``GEMINI_RESTRICTED_MODE=true`` from the environment. Reads a few small files, never blocks
+on one that is not a regular file; never raises.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from types import ModuleType
 from typing import Any
 
 from ..fileio import read_regular
 from ..jsonc import JsoncError
 from ..jsonc import parse as parse_jsonc
-from .agents import AgentRules
+from . import registry
+from .model import AgentRules
 
-GEMINI_SETTINGS = os.path.join(".gemini", "settings.json")
-QWEN_SETTINGS = os.path.join(".qwen", "settings.json")
-# agent id → (its settings file, relative to the project and to home; its name; its default file names)
-CONTEXT_FILE_NAMES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "gemini-cli": (GEMINI_SETTINGS, "Gemini CLI", ("GEMINI.md",)),
-    "qwen-code": (QWEN_SETTINGS, "Qwen Code", ("QWEN.md", "AGENTS.md")),
-}
 _MAX_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Trust:
-    """How an agent decides whether it trusts a folder (its ``trustedFolders.json``)."""
-
-    file: str  # relative to home
-    file_env: str  # the variable that moves it
-    default_on: bool  # security.folderTrust.enabled when the user settings do not say
-    deepest_wins: bool  # Qwen Code: the deepest matching rule (a tie: untrusted); Gemini CLI: the longest key
-
-
-TRUST: dict[str, Trust] = {
-    "gemini-cli": Trust(os.path.join(".gemini", "trustedFolders.json"), "GEMINI_CLI_TRUSTED_FOLDERS_PATH", True, False),
-    "qwen-code": Trust(os.path.join(".qwen", "trustedFolders.json"), "QWEN_CODE_TRUSTED_FOLDERS_PATH", False, True),
-}
 TRUST_LEVELS = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
-# resolveEnvVarsInString of each: Gemini CLI 0.61 (packages/cli settings) and Qwen Code 0.24 (core envVarResolver).
-_GEMINI_VAR = re.compile(r"\$(?:(\w+)|\{([^}]+?)(?::-([^}]*))?\})")
-_QWEN_VAR = re.compile(r"\$(?:(\w+)|\{([^}]+)\})")
-_QWEN_KEPT = frozenset({"SESSION_ID", "QWEN_CODE_SESSION_ID", "QWEN_SERVER_TOKEN", "QWEN_DAEMON_TOKEN"})
-_QWEN_KEPT_PREFIX = "QWEN_CODE_EXTERNAL_TOOL_GUARD_TOKEN"
+
+
+def reader_of(agent: str) -> ModuleType | None:
+    """The module of ``agent`` when its settings are read here (it has a ``SETTINGS_FILE``), else None."""
+    if agent not in registry.HOOK_AGENTS:
+        return None
+    module = registry.load(agent)
+    return module if hasattr(module, "SETTINGS_FILE") else None
+
+
+def _reader(agent: str) -> ModuleType:
+    module = reader_of(agent)
+    if module is None:
+        raise KeyError(agent)
+    return module
 
 
 def expand_vars(agent: str, value: str, environ: Mapping[str, str]) -> str:
     """``value`` with ``$VAR``, ``${VAR}`` (Gemini CLI: ``${VAR:-default}``) replaced as ``agent`` replaces them."""
-    if agent == "gemini-cli":
-
-        def gemini(m: re.Match[str]) -> str:
-            name = m.group(1) or m.group(2) or ""
-            if not name:
-                return m.group(0)
-            if name in environ:
-                return environ[name]
-            return m.group(3) if m.group(3) is not None else m.group(0)
-
-        return _GEMINI_VAR.sub(gemini, value)
-
-    def qwen(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2)
-        if name.upper() in _QWEN_KEPT or name.upper() == _QWEN_KEPT_PREFIX:
-            return m.group(0)
-        return environ.get(name, m.group(0))
-
-    return _QWEN_VAR.sub(qwen, value)
+    result: str = _reader(agent).expand_vars(value, environ)
+    return result
 
 
 def _read_bytes(path: str) -> bytes | None:
@@ -91,11 +63,11 @@ def _read_bytes(path: str) -> bytes | None:
     return read_regular(path, _MAX_BYTES)
 
 
-def _read_json(path: str, agent: str = "Gemini CLI") -> tuple[Any, str | None]:
-    """(the settings or None, a problem) of a settings file read as Gemini CLI 0.61 reads it: UTF-8,
-    comments stripped, then JavaScript's ``JSON.parse`` (no trailing commas; the last of two keys
-    wins). (None, None) when there is none. A file it cannot read stops Gemini CLI at start (Qwen Code
-    0.24 starts without its settings)."""
+def _read_json(path: str, agent: str = "gemini-cli") -> tuple[Any, str | None]:
+    """(the settings or None, a problem) of a settings file read as ``agent`` reads it: UTF-8, comments stripped,
+    then JavaScript's ``JSON.parse`` (no trailing commas; the last of two keys wins). (None, None) when there is
+    none. A file it cannot read stops Gemini CLI at start (its fork starts without its settings)."""
+    module = _reader(agent)
     try:
         data = _read_bytes(path)
     except OSError as exc:
@@ -109,9 +81,8 @@ def _read_json(path: str, agent: str = "Gemini CLI") -> tuple[Any, str | None]:
     except UnicodeDecodeError as exc:
         return None, f"{path} is not UTF-8 text (a bad byte at offset {exc.start})"
     except JsoncError as exc:
-        if agent == "Gemini CLI":
-            return None, f"{path} is not JSON that Gemini CLI can read ({exc}; Gemini CLI stops at start on it)"
-        return None, f"{path} is not JSON that {agent} can read ({exc}; {agent} ignores the whole file)"
+        name = module.NAME
+        return None, f"{path} is not JSON that {name} can read ({exc}; {name} {module.ON_BAD_SETTINGS})"
 
 
 def _file_names(raw: Any, agent: str, environ: Mapping[str, str]) -> tuple[str, ...] | None:
@@ -133,7 +104,7 @@ def _trust_on(agent: str, user: Any) -> bool:
     security = user.get("security") if isinstance(user, dict) else None
     folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
     enabled = folder_trust.get("enabled") if isinstance(folder_trust, dict) else None
-    return enabled if isinstance(enabled, bool) else TRUST[agent].default_on
+    return enabled if isinstance(enabled, bool) else bool(_reader(agent).TRUST_DEFAULT_ON)
 
 
 def _real(path: str) -> str:
@@ -148,20 +119,20 @@ def folder_trusted(
     agent: str, folder: str, home: str, user: Any, environ: Mapping[str, str]
 ) -> tuple[bool, str | None]:
     """(whether ``agent`` loads ``folder``'s project settings and memory, why not when it does not)."""
-    name = CONTEXT_FILE_NAMES[agent][1]
-    if agent == "gemini-cli":
-        if environ.get("GEMINI_RESTRICTED_MODE") == "true" or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
-            return False, "the environment says it is not trusted (GEMINI_RESTRICTED_MODE, GEMINI_CLI_TRUST_WORKSPACE)"
-        if environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
-            return True, None
+    module = _reader(agent)
+    from_environment = getattr(module, "trust_from_environment", None)
+    if from_environment is not None:
+        said, why = from_environment(environ)
+        if said is not None:
+            return said, why
     if not _trust_on(agent, user):
         return True, None
-    trust = TRUST[agent]
-    path = environ.get(trust.file_env) or os.path.join(home, trust.file)
-    raw, problem = _read_json(path, name)
+    path = environ.get(module.TRUST_FILE_ENV) or os.path.join(home, module.TRUST_FILE)
+    raw, problem = _read_json(path, agent)
     if problem is not None:
         return False, problem
     location = _real(folder)
+    deepest_wins = bool(module.TRUST_DEEPEST_WINS)
     best: tuple[int, bool] | None = None  # (rank, trusted)
     for key, level in (raw or {}).items() if isinstance(raw, dict) else ():
         if level not in TRUST_LEVELS:
@@ -170,8 +141,8 @@ def folder_trusted(
         if not _under(target, location):
             continue
         trusted = level != "DO_NOT_TRUST"
-        rank = target.count(os.sep) if trust.deepest_wins else len(key)
-        if best is None or rank > best[0] or (trust.deepest_wins and rank == best[0] and not trusted):
+        rank = target.count(os.sep) if deepest_wins else len(key)
+        if best is None or rank > best[0] or (deepest_wins and rank == best[0] and not trusted):
             best = (rank, trusted)
     if best is not None and best[1]:
         return True, None
@@ -182,12 +153,13 @@ def folder_trusted(
 def context_file_names(
     agent: str, folder: str | None, home: str, environ: Mapping[str, str] | None = None
 ) -> tuple[tuple[str, ...], str, bool]:
-    """``context.fileName`` of ``agent`` (``gemini-cli``, ``qwen-code``) for a project folder, where it came from,
+    """``context.fileName`` of ``agent`` (one whose settings are read here) for a project folder, where it came from,
     and whether the agent trusts the folder (else it reads neither the folder's settings nor its memory)."""
     env = os.environ if environ is None else environ
-    relative, name, default_names = CONTEXT_FILE_NAMES[agent]
+    module = _reader(agent)
+    relative, name, default_names = module.SETTINGS_FILE, module.NAME, tuple(module.DEFAULT_FILE_NAMES)
     user_path = os.path.join(home, relative)
-    user, user_problem = _read_json(user_path, name)
+    user, user_problem = _read_json(user_path, agent)
     trusted, why = folder_trusted(agent, folder, home, user, env) if folder else (True, None)
     untrusted = (
         f"{name} does not trust {folder} ({why}): it reads neither {os.path.join(folder, relative)} nor the "
@@ -199,7 +171,7 @@ def context_file_names(
     problems = []
     found: tuple[tuple[str, ...], str] | None = None
     for path in places:
-        raw, problem = _read_json(path, name)
+        raw, problem = _read_json(path, agent)
         if problem is not None:
             problems.append(problem)
             continue
@@ -238,7 +210,7 @@ def for_agent(
     agent: AgentRules, folder: str | None, home: str, environ: Mapping[str, str] | None = None
 ) -> tuple[AgentRules, tuple[str, ...]]:
     """The agent's table adjusted to its own settings, and what was read or assumed (for explain)."""
-    if agent.id not in CONTEXT_FILE_NAMES:
+    if reader_of(agent.id) is None:
         return agent, ()
     names, note, trusted = context_file_names(agent.id, folder, home, environ)
     if not trusted:  # its global files only: no project memory, no rules, nothing in sub-folders
