@@ -155,7 +155,7 @@ async def test_new_memory_file_changes_the_resource_list(stdio_client: Any, ws: 
     async with stdio_client("legacy", on_message=on_message) as client:
         await client.list_resources()
         (ws / "CLAUDE.md").write_text("- Answer briefly.\n", encoding="utf-8")
-        for _ in range(200):
+        for _ in range(1000):  # up to 10 s: the watcher debounces and batches
             if "notifications/resources/list_changed" in seen:
                 break
             await asyncio.sleep(0.01)

@@ -62,10 +62,11 @@ class Standalone:
         if change.watch_changed:
             self._watch.reschedule(self.companion)
 
-    def watch(self) -> None:
-        """Start the memory watcher; its batches are applied on this loop."""
+    async def watch(self) -> None:
+        """Start the memory watcher; its batches are applied on this loop. Done once the watches are in place (set
+        off the loop), so a file written after the first answer is never missed, as in the language server."""
         self._loop = asyncio.get_running_loop()
-        self._watch.start(self.companion, self._files_changed)
+        await self._watch.start(self.companion, self._files_changed)
 
     def stop(self) -> None:
         self._watch.stop()
@@ -187,7 +188,7 @@ async def _serve_stdio(source: Standalone, bridge: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     await bridge.prime()
-    source.watch()
+    await source.watch()
     try:
         async with stdio_server() as (read, write):
             await bridge.server.run(read, write, bridge.initialization_options())
@@ -202,7 +203,7 @@ async def _serve_http(source: Standalone, bridge: Any, port: int, workspace: Pat
     app = bridge.server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     host = LocalHttpHost(app, token=new_token(), port=port)
     await bridge.prime()
-    source.watch()
+    await source.watch()
     try:
         port = await host.start()
     except OSError as exc:
