@@ -16,6 +16,8 @@ setup keeps it out of git as Claude Code does (:mod:`..setup.personal_ignore`).
 
 from __future__ import annotations
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .model import AgentRules, SettingsHooks
@@ -26,13 +28,10 @@ CHECKED = "2.1.331"
 EVENTS = {"SessionStart": "SessionStart", "UserPromptSubmit": "UserPromptSubmit"}
 LIMIT = 10_000
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 GLOBAL_FILES = ((".claude", "CLAUDE.md"),)
 GLOBAL_RANK = 40  # its global files' place among the agents' (lower first; later reads as more specific)
 SOURCE_FAMILY = "claude"
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def rules() -> AgentRules:

@@ -34,6 +34,8 @@ This module is read by the hook before every prompt: constants and functions onl
 
 from __future__ import annotations
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .model import AgentRules, FormatSpec, PluginFile
@@ -46,6 +48,7 @@ CHECKED = "3.0.65"
 EVENTS: dict[str, str] = {"UserPromptSubmit": "UserPromptSubmit", "SessionStart": "SessionStart"}
 LIMIT = 30_000  # 100,000 characters arrived whole (3.0.65); 30,000 is our bound on what one prompt adds
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 
 # Its project rule folder (since 3.0; ``.clinerules`` is read only without it): a rule format of its own, whose
 # frontmatter keys are those of ``.clinerules`` (:mod:`..memory.rules`).
@@ -122,11 +125,6 @@ export default {
   },
 };
 """
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    """The hook output our plugin reads (the common shape: ``hookSpecificOutput.additionalContext``)."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def plugin_text(command: str) -> str:

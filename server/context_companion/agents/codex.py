@@ -17,6 +17,8 @@ It fails a hook whose output has a top-level key it does not know, so it gets ``
 
 from __future__ import annotations
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .model import AgentRules, SettingsHooks
@@ -27,6 +29,7 @@ CHECKED = "0.169.0"
 EVENTS = {"SessionStart": "SessionStart", "UserPromptSubmit": "UserPromptSubmit"}
 LIMIT = 9_800
 UNIT = "bytes"
+answer = hook_specific_output  # the hook output it reads: the common shape
 GLOBAL_FILES = ((".codex", "AGENTS.override.md"), (".codex", "AGENTS.md"))
 GLOBAL_RANK = 50  # its global files' place among the agents' (lower first; later reads as more specific)
 SOURCE_FAMILY = "codex"
@@ -34,10 +37,6 @@ REVIEW = (
     'Codex will ask "Hooks need review" the next time it starts here: trust the Context Companion hooks there '
     "(setup never trusts them for you; `codex exec` skips a hook that is not trusted)."
 )
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def rules() -> AgentRules:

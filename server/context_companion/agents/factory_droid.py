@@ -24,6 +24,8 @@ it. Measured with the linux-x64 binary 0.225.2 against a recording model stub (`
 
 from __future__ import annotations
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -37,15 +39,11 @@ EVENTS: dict[str, str] = {"SessionStart": "SessionStart", "UserPromptSubmit": "U
 # It took 300,000 characters whole: 30,000 is our own bound on what one prompt adds (as for Gemini CLI).
 LIMIT = 30_000
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 DOCS = (
     "https://docs.factory.ai/cli/configuration/agents-md",
     "https://docs.factory.ai/reference/hooks-reference",
 )
-
-
-def answer(event: str, text: str) -> dict[str, Any]:
-    """The hook output it reads: Claude Code's."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def hook_input(raw: dict[str, Any]) -> dict[str, Any]:

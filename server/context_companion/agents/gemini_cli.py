@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -33,6 +35,7 @@ CHECKED = "0.61.0"
 EVENTS = {"SessionStart": "SessionStart", "BeforeAgent": "UserPromptSubmit"}
 LIMIT = 30_000
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 GLOBAL_FILES = ((".gemini", "GEMINI.md"),)
 GLOBAL_RANK = 10  # its global files' place among the agents' (lower first; later reads as more specific)
 SOURCE_FAMILY = "gemini"
@@ -72,10 +75,6 @@ def trust_from_environment(environ: Mapping[str, str]) -> tuple[bool | None, str
     if environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
         return True, None
     return None, None
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def rules() -> AgentRules:

@@ -25,6 +25,8 @@ part. A plugin part of 100,000 characters arrived whole; 30,000 is our own bound
 
 from __future__ import annotations
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .model import AgentRules, FormatSpec, PluginFile
@@ -37,6 +39,7 @@ CHECKED = "7.7.9"
 EVENTS = {"UserPromptSubmit": "UserPromptSubmit", "SessionStart": "SessionStart"}
 LIMIT = 30_000
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 GLOBAL_FILES = ((".config/kilo", "AGENTS.md"),)
 GLOBAL_RANK = 35  # its global files' place among the agents' (lower first; later reads as more specific)
 SOURCE_FAMILY = "kilo"  # its own rule files and global AGENTS.md
@@ -57,11 +60,6 @@ def plugin_text(command: str) -> str:
     from .plugin_script import fill
 
     return fill(opencode._TEMPLATE.replace(opencode.NAME, NAME), MARKER, command)
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    """What the plugin reads from the hook's output: ``hookSpecificOutput.additionalContext``."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def rules() -> AgentRules:

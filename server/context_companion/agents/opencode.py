@@ -22,6 +22,8 @@ the hook is every plugin's: :mod:`.plugin_script`). 1.18.33 took
 
 from __future__ import annotations
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .model import AgentRules, PluginFile
@@ -32,6 +34,7 @@ CHECKED = "1.18.33"
 EVENTS = {"UserPromptSubmit": "UserPromptSubmit", "SessionStart": "SessionStart"}  # what our plugin sends
 LIMIT = 30_000
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 GLOBAL_FILES = ((".config/opencode", "AGENTS.md"),)
 GLOBAL_RANK = 30  # its global files' place among the agents' (lower first; later reads as more specific)
 SOURCE_FAMILY = "opencode"
@@ -99,11 +102,6 @@ def plugin_text(command: str) -> str:
     from .plugin_script import fill
 
     return fill(_TEMPLATE, MARKER, command)
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    """What the plugin reads from the hook's output: ``hookSpecificOutput.additionalContext``."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def rules() -> AgentRules:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 
+from .registry import hook_specific_output
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -37,6 +39,7 @@ CHECKED = "0.24.4"
 EVENTS = {"SessionStart": "SessionStart", "UserPromptSubmit": "UserPromptSubmit"}
 LIMIT = 30_000
 UNIT = "characters"
+answer = hook_specific_output  # the hook output it reads: the common shape
 GLOBAL_FILES = ((".qwen", "QWEN.md"), (".qwen", "AGENTS.md"))
 GLOBAL_RANK = 20  # its global files' place among the agents' (lower first; later reads as more specific)
 SOURCE_FAMILY = "qwen"
@@ -70,10 +73,6 @@ def expand_vars(value: str, environ: Mapping[str, str]) -> str:
         return environ.get(name, m.group(0))
 
     return re.sub(r"\$(?:(\w+)|\{([^}]+)\})", one, value)
-
-
-def answer(event: str, text: str) -> dict[str, object]:
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def rules() -> AgentRules:

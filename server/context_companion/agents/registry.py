@@ -71,3 +71,9 @@ def load(agent_id: str) -> ModuleType:
     import importlib
 
     return importlib.import_module(f"{__package__}.{HOOK_AGENTS[agent_id]}")
+
+
+def hook_specific_output(event: str, text: str) -> dict[str, object]:
+    """The hook output Claude Code defined and most agents (and our plugins) read: an agent's module takes it as its
+    ``answer`` unless its agent reads another shape."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
