@@ -6,7 +6,6 @@ in tests/agents/test_factory_droid_agent.py."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -14,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import setup_cli
 from hook_runner import run_hook
-
-BIN = Path(sys.executable).parent
-EXE = str(BIN / "context-companion")
-PLAIN_PATH = "/usr/local/bin:/usr/bin:/bin"  # a PATH without this installation's context-companion
+from setup_cli import BIN, EXE, PLAIN_PATH
 
 # A settings file as a Droid user has it: comments (Droid reads them), a custom model and a hook of their own.
 USERS = """{
@@ -32,30 +29,17 @@ USERS = """{
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "FACTORY_", "DROID_"))}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "context_companion", *args], capture_output=True, text=True, env=full, timeout=60
-    )
+    return setup_cli.cli(*args, env=env, drop=("FACTORY_", "DROID_"))
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    return {
-        "HOME": str(home),
-        "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PATH": PLAIN_PATH,
-    }
+    return setup_cli.user_env(tmp_path)
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    folder = tmp_path / "my project"
-    (folder / ".git").mkdir(parents=True)
-    return folder
+    return setup_cli.project(tmp_path)
 
 
 def setup(ws: Path, env: dict[str, str], agent: str, *more: str) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,6 @@ the recording model stub is tests/agents/test_kilo_cli_agent.py."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import setup_cli
 from hook_runner import run_hook
+from setup_cli import EXE
 
-BIN = Path(sys.executable).parent
-EXE = str(BIN / "context-companion")
-PLAIN_PATH = "/usr/local/bin:/usr/bin:/bin"  # a PATH without this installation's context-companion
 MARKER = (
     "// Context Companion's plugin for Kilo CLI, written by `context-companion setup --agent kilo` "
     "(`--remove` deletes it)."
@@ -25,28 +23,17 @@ MARKER = (
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXT_COMPANION_", "KILO_", "XDG_"))}
-    full.update(env)
-    return subprocess.run([EXE, *args], capture_output=True, text=True, env=full, timeout=60)
+    return setup_cli.cli(*args, env=env, drop=("KILO_", "XDG_"), script=True)
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    return {
-        "HOME": str(home),
-        "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PATH": PLAIN_PATH,
-    }
+    return setup_cli.user_env(tmp_path)
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    folder = tmp_path / "my project"
-    (folder / ".git").mkdir(parents=True)
-    return folder
+    return setup_cli.project(tmp_path)
 
 
 def setup(ws: Path, env: dict[str, str], *more: str, agent: str = "kilo") -> subprocess.CompletedProcess[str]:
