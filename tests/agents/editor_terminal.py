@@ -25,11 +25,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from nvim_harness import CAPTURE_LUA, EVAL_LUA, lua_str
+
+MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
@@ -247,6 +250,17 @@ class EditorTerminal:
         self.stop()
 
     # ------------------------------------------------------------------ Neovim
+
+    def wait_memory(self, holds: Callable[[dict[str, Any]], bool], what: str, timeout: float = 30) -> None:
+        """Waits until the server's memory report (``showMemory``, asked through the plugin) satisfies ``holds``."""
+        deadline = time.monotonic() + timeout
+        report: Any = None
+        while time.monotonic() < deadline:
+            report = self.lua(MEMORY_LUA)
+            if isinstance(report, dict) and holds(report):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the server never reported {what}; last report: {report!r}"[:4000])
 
     def lua(self, code: str) -> Any:
         """Runs a Lua chunk in Neovim and returns its value (JSON-encodable)."""

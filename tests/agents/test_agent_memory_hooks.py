@@ -81,7 +81,6 @@ WORKSPACE = {
     ".gitignore": ".env\n",
 }
 
-MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 NO_LONGER = re.compile(r"no longer appl", re.I)
 
 
@@ -147,16 +146,8 @@ class Session:
         self.editor.send("i", enter=False)
         self.editor.wait_lua("return vim.api.nvim_get_mode().mode == 't'", "terminal mode in the agent's window")
 
-    def wait_memory(self, holds: Callable[[dict[str, Any]], bool], what: str, timeout: float = 30) -> None:
-        """Waits until the server's memory report (``showMemory``) satisfies ``holds``."""
-        deadline = time.monotonic() + timeout
-        report: Any = None
-        while time.monotonic() < deadline:
-            report = self.editor.lua(MEMORY_LUA)
-            if isinstance(report, dict) and holds(report):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the server never reported {what}; last report: {report!r}"[:4000])
+    def wait_memory(self, holds: Any, what: str, timeout: float = 30) -> None:
+        self.editor.wait_memory(holds, what, timeout)
 
 
 def counts(rec: Recorded) -> dict[str, int]:

@@ -73,7 +73,6 @@ HOOK_CONTEXT = re.compile(r'^<hook_context source="RunStart">\n(.*)\n</hook_cont
 QUIET = ("6", "7", "8", "9")  # turns after the new session's first, so that /compact summarizes that first one
 NEW_SESSION = "What can I do for you?"  # the empty box of a new session in Cline's TUI
 OFFER = "Press Enter to open"  # the offer a new session of Cline's TUI opens with
-MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 
 
 class Tui:
@@ -190,14 +189,7 @@ class Run:
         return rec, hooked
 
     def wait_memory(self, holds: Any, what: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        report: Any = None
-        while time.monotonic() < deadline:
-            report = self.editor.lua(MEMORY_LUA)
-            if isinstance(report, dict) and holds(report):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the server never reported {what}; last report: {report!r}"[:3000])
+        self.editor.wait_memory(holds, what, timeout)
 
 
 @pytest.fixture

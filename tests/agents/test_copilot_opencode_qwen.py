@@ -67,7 +67,6 @@ WORKSPACE = {
 # What each agent reads itself (never from us), as measured (docs/agents.md).
 READS_ITSELF = {"copilot-cli": {ROOT, CLAUDE_OWN}, "opencode": {ROOT}, "qwen-code": {ROOT}}
 NO_LONGER = re.compile(r"no longer appl", re.I)
-MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 
 
 @dataclass
@@ -92,16 +91,7 @@ class Run:
         return rec, hooked
 
     def wait_memory(self, holds: Any, what: str, timeout: float = 30) -> None:
-        import time
-
-        deadline = time.monotonic() + timeout
-        report: Any = None
-        while time.monotonic() < deadline:
-            report = self.editor.lua(MEMORY_LUA)
-            if isinstance(report, dict) and holds(report):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the server never reported {what}; last report: {report!r}"[:3000])
+        self.editor.wait_memory(holds, what, timeout)
 
 
 @pytest.fixture(params=sorted(agents()))

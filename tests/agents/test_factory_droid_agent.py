@@ -71,7 +71,6 @@ WORKSPACE = {
     ".env": f"API_KEY={SECRET}\n",
     ".gitignore": ".env\n",
 }
-MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
 REMINDER = "<system-reminder>"  # how Droid opens the parts it adds itself (tools, environment, its memory)
 
 
@@ -233,14 +232,7 @@ class Run:
         return rec, hooked
 
     def wait_memory(self, holds: Any, what: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        report: Any = None
-        while time.monotonic() < deadline:
-            report = self.editor.lua(MEMORY_LUA)
-            if isinstance(report, dict) and holds(report):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the server never reported {what}; last report: {report!r}"[:3000])
+        self.editor.wait_memory(holds, what, timeout)
 
 
 @pytest.fixture

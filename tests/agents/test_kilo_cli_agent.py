@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,9 +59,6 @@ def is_kilos_own(text: str) -> bool:
     return text.strip().startswith("<environment_details>") and text.strip().endswith("</environment_details>")
 
 
-MEMORY_LUA = "return require('context_companion').execute('showMemory', {})"
-
-
 @dataclass
 class Run:
     agent: KiloCli
@@ -86,14 +82,7 @@ class Run:
         return rec, added
 
     def wait_memory(self, holds: Any, what: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        report: Any = None
-        while time.monotonic() < deadline:
-            report = self.editor.lua(MEMORY_LUA)
-            if isinstance(report, dict) and holds(report):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the server never reported {what}; last report: {report!r}"[:3000])
+        self.editor.wait_memory(holds, what, timeout)
 
 
 @pytest.fixture
