@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import setup_cli
 from context_companion.agents import registry
 from hostile_repo import plant_hostile
 
@@ -33,14 +34,7 @@ def run(*args: str, env: dict[str, str], executable: str = sys.executable) -> su
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    return {
-        "HOME": str(home),
-        "CONTEXT_COMPANION_CONFIG_DIR": str(home / "cfg"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PATH": PLAIN_PATH,
-    }
+    return setup_cli.user_env(tmp_path)
 
 
 @pytest.fixture
